@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "apns-worker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "apns-worker", targets: ["apns-worker"]),
+        .executable(name: "apns-mock", targets: ["apns-mock"]),
+    ],
+    targets: [
+        // C libraries, each behind a shim header (macros wrapped as static inline functions).
+        .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
+        .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+
+        // Domain: jobs, tokens, push types, reasons, keys, JSON scanning. No C import.
+        .target(name: "APNSCore"),
+        // Edges: one module per C library family.
+        .target(name: "RedisClient", dependencies: ["CHiredis"]),
+        .target(name: "HTTP2TLS", dependencies: ["APNSCore", "CNghttp2", "COpenSSL", "CLinux"]),
+        // The worker: fetch, send, complete, lifecycle.
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS"]),
+        // Test support and demo/bench server: the strict mock APNs.
+        .target(name: "APNSMock", dependencies: ["APNSCore", "HTTP2TLS"]),
+
+        .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
+        .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
+
+        .testTarget(name: "APNSCoreTests", dependencies: ["APNSCore", "HTTP2TLS"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker", "APNSMock"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "APNSMock"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,19 @@
+/// A device token: the lowercase hex string that goes into `:path` (apns-protocol.md §2.1).
+public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
+    public let hex: String
+
+    /// Apple says not to assume a size; we accept 8 to 200 hex digits (today's are 64).
+    public static let lengthRange = 8...200
+
+    public init?(_ text: String) {
+        let utf8 = text.utf8
+        guard DeviceToken.lengthRange.contains(utf8.count), utf8.count % 2 == 0,
+              utf8.allSatisfy({ hexValue($0) != nil }) else { return nil }
+        hex = text.lowercased()
+    }
+
+    public var description: String { hex }
+
+    /// A shortened form for logs, since a token identifies a person's device.
+    public var redacted: String { hex.count > 12 ? String(hex.prefix(8)) + "…" + String(hex.suffix(4)) : hex }
+}

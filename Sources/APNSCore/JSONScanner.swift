@@ -1,0 +1,278 @@
+/// A strict one-pass JSON reader over raw bytes (RFC 8259).
+///
+/// It validates without building a tree, so a payload can be checked once and sent as the
+/// original bytes, and a job envelope can be read field by field without Foundation.
+public struct JSONScanner: ~Copyable {
+    public let bytes: UnsafeBufferPointer<UInt8>
+    public private(set) var index: Int = 0
+    private let maxDepth: Int
+
+    public init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 64) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    public var isAtEnd: Bool { index >= bytes.count }
+
+    public mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    public func fail(_ message: String) -> JSONSyntaxError { JSONSyntaxError(offset: index, message: message) }
+
+    public mutating func peek() throws(JSONSyntaxError) -> UInt8 {
+        skipWhitespace()
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        return bytes[index]
+    }
+
+    public mutating func expect(_ byte: UInt8) throws(JSONSyntaxError) {
+        guard try peek() == byte else { throw fail("expected '\(Character(Unicode.Scalar(byte)))'") }
+        index += 1
+    }
+
+    /// Consumes `byte` if it is next (after whitespace).
+    public mutating func consume(_ byte: UInt8) throws(JSONSyntaxError) -> Bool {
+        if try peek() == byte { index += 1; return true }
+        return false
+    }
+
+    /// Requires that only whitespace remains.
+    public mutating func expectEnd() throws(JSONSyntaxError) {
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected data after the JSON value") }
+    }
+
+    /// Validates one value of any kind and returns its kind and byte range.
+    @discardableResult
+    public mutating func skipValue(depth: Int = 0) throws(JSONSyntaxError) -> (kind: JSONKind, range: Range<Int>) {
+        guard depth < maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
+        let first = try peek()
+        let start = index
+        let kind: JSONKind
+        switch first {
+        case UInt8(ascii: "{"):
+            kind = .object
+            index += 1
+            if try !consume(UInt8(ascii: "}")) {
+                repeat {
+                    guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                    try skipString()
+                    try expect(UInt8(ascii: ":"))
+                    try skipValue(depth: depth + 1)
+                } while try consume(UInt8(ascii: ","))
+                try expect(UInt8(ascii: "}"))
+            }
+        case UInt8(ascii: "["):
+            kind = .array
+            index += 1
+            if try !consume(UInt8(ascii: "]")) {
+                repeat { try skipValue(depth: depth + 1) } while try consume(UInt8(ascii: ","))
+                try expect(UInt8(ascii: "]"))
+            }
+        case UInt8(ascii: "\""):
+            kind = .string
+            try skipString()
+        case UInt8(ascii: "t"): kind = .bool; try literal("true")
+        case UInt8(ascii: "f"): kind = .bool; try literal("false")
+        case UInt8(ascii: "n"): kind = .null; try literal("null")
+        default:
+            kind = .number
+            _ = try scanNumber()
+        }
+        return (kind, start..<index)
+    }
+
+    private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
+        let n = word.utf8CodeUnitCount
+        guard index + n <= bytes.count else { throw fail("unexpected end of input") }
+        let p = word.utf8Start
+        for i in 0..<n where bytes[index + i] != p[i] { throw fail("invalid literal") }
+        index += n
+    }
+
+    /// Validates a number and returns its byte range; `isInteger` is false for fractions and exponents.
+    public mutating func scanNumber() throws(JSONSyntaxError) -> (range: Range<Int>, isInteger: Bool) {
+        skipWhitespace()
+        let start = index
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid value") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        return (start..<index, isInteger)
+    }
+
+    /// Reads an integer value; fractions, exponents and overflow are errors.
+    public mutating func readInt() throws(JSONSyntaxError) -> Int64 {
+        let (range, isInteger) = try scanNumber()
+        guard isInteger else { throw JSONSyntaxError(offset: range.lowerBound, message: "expected an integer") }
+        var value: Int64 = 0
+        var i = range.lowerBound
+        let negative = bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        while i < range.upperBound {
+            let (m, o1) = value.multipliedReportingOverflow(by: 10)
+            let (s, o2) = m.addingReportingOverflow(Int64(bytes[i] &- 0x30))
+            guard !o1, !o2 else { throw JSONSyntaxError(offset: range.lowerBound, message: "integer out of range") }
+            value = s
+            i += 1
+        }
+        return negative ? -value : value
+    }
+
+    /// Validates a string (escapes, no raw control characters, valid UTF-8) without decoding it.
+    public mutating func skipString() throws(JSONSyntaxError) {
+        _ = try scanString(decode: false)
+    }
+
+    /// Reads and decodes a string.
+    public mutating func readString() throws(JSONSyntaxError) -> String {
+        try scanString(decode: true)!
+    }
+
+    private mutating func scanString(decode: Bool) throws(JSONSyntaxError) -> String? {
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
+        index += 1
+        let contentStart = index
+        var decoded: [UInt8]? = nil
+        while true {
+            guard index < bytes.count else { throw fail("unterminated string") }
+            let b = bytes[index]
+            if b == UInt8(ascii: "\"") {
+                let end = index
+                index += 1
+                guard decode else { return nil }
+                if let out = decoded { return String(decoding: out, as: UTF8.self) }
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<end]), as: UTF8.self)
+            }
+            if b == UInt8(ascii: "\\") {
+                if decode, decoded == nil { decoded = Array(bytes[contentStart..<index]) }
+                index += 1
+                guard index < bytes.count else { throw fail("unterminated escape") }
+                let e = bytes[index]
+                index += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded?.append(e)
+                case UInt8(ascii: "b"): decoded?.append(0x08)
+                case UInt8(ascii: "f"): decoded?.append(0x0C)
+                case UInt8(ascii: "n"): decoded?.append(0x0A)
+                case UInt8(ascii: "r"): decoded?.append(0x0D)
+                case UInt8(ascii: "t"): decoded?.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            throw fail("unpaired surrogate")
+                        }
+                        index += 2
+                        let low = try hex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw fail("unpaired surrogate")
+                    }
+                    if decoded != nil { decoded!.append(contentsOf: String(Unicode.Scalar(scalar)!).utf8) }
+                default: throw fail("invalid escape")
+                }
+                continue
+            }
+            if b < 0x20 { throw fail("control character in string") }
+            if b < 0x80 {
+                decoded?.append(b)
+                index += 1
+            } else {
+                let n = try utf8SequenceLength(at: index)
+                decoded?.append(contentsOf: bytes[index..<index + n])
+                index += n
+            }
+        }
+    }
+
+    private mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail("short \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            guard let d = hexValue(bytes[index]) else { throw fail("invalid \\u escape") }
+            v = v << 4 | UInt32(d)
+            index += 1
+        }
+        return v
+    }
+
+    /// Length of the well-formed UTF-8 sequence at `i`, or an error (overlongs and surrogates too).
+    private func utf8SequenceLength(at i: Int) throws(JSONSyntaxError) -> Int {
+        let b0 = bytes[i]
+        let n: Int
+        var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+        switch b0 {
+        case 0xC2...0xDF: n = 2
+        case 0xE0: n = 3; lo = 0xA0
+        case 0xE1...0xEC, 0xEE, 0xEF: n = 3
+        case 0xED: n = 3; hi = 0x9F
+        case 0xF0: n = 4; lo = 0x90
+        case 0xF1...0xF3: n = 4
+        case 0xF4: n = 4; hi = 0x8F
+        default: throw JSONSyntaxError(offset: i, message: "invalid UTF-8")
+        }
+        guard i + n <= bytes.count else { throw JSONSyntaxError(offset: i, message: "invalid UTF-8") }
+        let b1 = bytes[i + 1]
+        guard b1 >= lo, b1 <= hi else { throw JSONSyntaxError(offset: i, message: "invalid UTF-8") }
+        for k in 2..<max(n, 2) where bytes[i + k] & 0xC0 != 0x80 {
+            throw JSONSyntaxError(offset: i, message: "invalid UTF-8")
+        }
+        return n
+    }
+}
+
+@inline(__always) func isDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 }
+
+@inline(__always) func hexValue(_ b: UInt8) -> UInt8? {
+    switch b {
+    case 0x30...0x39: return b - 0x30
+    case 0x41...0x46: return b - 0x41 + 10
+    case 0x61...0x66: return b - 0x61 + 10
+    default: return nil
+    }
+}
+
+public enum JSONKind: String, Sendable {
+    case object, array, string, number, bool, null
+}
+
+public struct JSONSyntaxError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let offset: Int
+    public let message: String
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+extension JSONScanner {
+    /// Validates that `bytes` hold exactly one JSON object.
+    public static func validateObject(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) {
+        var scanner = JSONScanner(bytes)
+        guard try scanner.peek() == UInt8(ascii: "{") else { throw scanner.fail("expected a JSON object") }
+        try scanner.skipValue()
+        try scanner.expectEnd()
+    }
+}

@@ -1,0 +1,64 @@
+/// Appends JSON to a byte buffer: objects of fields, escaped strings, raw embedded JSON.
+///
+/// Used for every record we write to Redis and for the mock's log, so escaping lives in one place.
+public struct JSONWriter {
+    public var bytes: [UInt8]
+    private var needsComma = false
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
+    public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
+    public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
+    public mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+
+    public mutating func key(_ name: String) {
+        separate()
+        JSONWriter.appendEscaped(name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    public mutating func string(_ value: String) { separate(); JSONWriter.appendEscaped(value, to: &bytes); needsComma = true }
+    public mutating func int<I: BinaryInteger>(_ value: I) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
+    public mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
+    public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8); needsComma = true }
+    /// Embeds bytes that are already valid JSON (validated by `JSONScanner`).
+    public mutating func raw<C: Collection>(_ json: C) where C.Element == UInt8 { separate(); bytes.append(contentsOf: json); needsComma = true }
+    /// Embeds arbitrary bytes as a JSON string (invalid UTF-8 is replaced).
+    public mutating func stringBytes<C: Collection>(_ value: C) where C.Element == UInt8 {
+        string(String(decoding: value, as: UTF8.self))
+    }
+
+    public mutating func field(_ name: String, _ value: String) { key(name); string(value) }
+    public mutating func field<I: BinaryInteger>(_ name: String, _ value: I) { key(name); int(value) }
+    public mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
+    public mutating func fieldIfPresent(_ name: String, _ value: String?) { if let value { field(name, value) } }
+    public mutating func fieldIfPresent<I: BinaryInteger>(_ name: String, _ value: I?) { if let value { field(name, value) } }
+
+    private mutating func separate() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    public static func appendEscaped(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

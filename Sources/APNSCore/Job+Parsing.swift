@@ -1,0 +1,132 @@
+extension Job {
+    /// The fields of schema v1. Unknown fields are rejected so that a typo such as
+    /// `"priorty"` cannot silently send with a default.
+    public static let fieldNames: Set<String> = [
+        "v", "id", "app", "token", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id", "payload",
+    ]
+
+    /// Parses and checks one job in a single pass over its bytes.
+    public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job {
+        var fields = RawFields()
+        do {
+            try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
+                try fields.read(buf)
+            }
+        } catch {
+            throw JobRejection(JobRejection.malformedJSON, "the job is not valid JSON: \(error)")
+        }
+        if let error = fields.error { throw error }
+        return try fields.build(raw: bytes)
+    }
+
+    /// Field values as scanned, before the rules of the schema are applied.
+    private struct RawFields {
+        var version: Int64?
+        var id: String?, app: String?, token: String?, topic: String?, pushType: String?
+        var collapseID: String?, apnsID: String?
+        var priority: Int64?, expiration: Int64?
+        var payload: Range<Int>?
+        var seen: Set<String> = []
+        var error: JobRejection?
+
+        mutating func read(_ buf: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) {
+            var s = JSONScanner(buf)
+            guard try s.peek() == UInt8(ascii: "{") else {
+                error = JobRejection(JobRejection.malformedJSON, "the job must be a JSON object")
+                return
+            }
+            try s.expect(UInt8(ascii: "{"))
+            if try s.consume(UInt8(ascii: "}")) { try s.expectEnd(); return }
+            repeat {
+                let key = try s.readString()
+                try s.expect(UInt8(ascii: ":"))
+                guard seen.insert(key).inserted else {
+                    if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
+                    try s.skipValue()
+                    continue
+                }
+                try readField(key, &s)
+            } while try s.consume(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
+            try s.expectEnd()
+        }
+
+        private mutating func readField(_ key: String, _ s: inout JSONScanner) throws(JSONSyntaxError) {
+            let kind = try Self.kind(of: s.peek())
+            func want(_ expected: JSONKind) -> Bool {
+                if kind == expected || kind == .null { return kind == expected }
+                if error == nil {
+                    error = JobRejection(JobRejection.wrongType, "field \"\(key)\" must be a \(expected.rawValue), not a \(kind.rawValue)")
+                }
+                return false
+            }
+            switch key {
+            case "v": if want(.number) { version = try s.readInt(); return }
+            case "id": if want(.string) { id = try s.readString(); return }
+            case "app": if want(.string) { app = try s.readString(); return }
+            case "token": if want(.string) { token = try s.readString(); return }
+            case "topic": if want(.string) { topic = try s.readString(); return }
+            case "push_type": if want(.string) { pushType = try s.readString(); return }
+            case "collapse_id": if want(.string) { collapseID = try s.readString(); return }
+            case "apns_id": if want(.string) { apnsID = try s.readString(); return }
+            case "priority": if want(.number) { priority = try s.readInt(); return }
+            case "expiration": if want(.number) { expiration = try s.readInt(); return }
+            case "payload":
+                if kind == .object { payload = try s.skipValue().range; return }
+                if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not a \(kind.rawValue)") }
+            default:
+                if error == nil {
+                    error = JobRejection(JobRejection.unknownField, "unknown field \"\(key)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
+                }
+            }
+            try s.skipValue()
+        }
+
+        static func kind(of first: UInt8) -> JSONKind {
+            switch first {
+            case UInt8(ascii: "{"): return .object
+            case UInt8(ascii: "["): return .array
+            case UInt8(ascii: "\""): return .string
+            case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool
+            case UInt8(ascii: "n"): return .null
+            default: return .number
+            }
+        }
+
+        func build(raw: [UInt8]) throws(JobRejection) -> Job {
+            if let version, version != Job.schemaVersion {
+                throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
+            }
+            guard let tokenText = token, !tokenText.isEmpty else {
+                throw JobRejection(.missingDeviceToken, "the job has no \"token\"")
+            }
+            guard let deviceToken = DeviceToken(tokenText) else {
+                throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(tokenText.utf8.count) characters")
+            }
+            let type: PushType
+            if let pushType {
+                guard let known = PushType(pushType) else {
+                    throw JobRejection(.invalidPushType, "push_type \"\(pushType)\" is not one of \(PushType.all.map(\.rawValue).joined(separator: ", "))")
+                }
+                type = known
+            } else {
+                type = .alert
+            }
+            var checkedPriority: Priority?
+            if let priority {
+                guard let p = Priority(priority) else {
+                    throw JobRejection(.badPriority, "priority must be 10, 5 or 1, got \(priority)")
+                }
+                checkedPriority = p
+            }
+            guard let payload else {
+                throw JobRejection(JobRejection.missingPayload, "the job has no \"payload\" object")
+            }
+            var job = Job(raw: raw, id: id, app: app, token: deviceToken, topic: topic, pushType: type,
+                          priority: checkedPriority, expiration: expiration, collapseID: collapseID,
+                          apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload)
+            try RequestRules.check(job: &job)
+            return job
+        }
+    }
+}

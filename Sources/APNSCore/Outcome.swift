@@ -1,0 +1,52 @@
+/// What finally happened to one job, as the worker records it in Redis.
+public enum Outcome: Sendable {
+    /// APNs accepted the notification.
+    case delivered(apnsID: String)
+    /// APNs rejected it; the answer is kept as APNs gave it.
+    case rejected(APNSRejection)
+    /// The worker could not send it (bad input or pre-send validation).
+    case deadLetter(JobRejection)
+}
+
+/// An APNs error answer, with the server's data kept (DESIGN.md §5).
+public struct APNSRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    public let reason: APNSReason
+    public let apnsID: String?
+    /// Milliseconds since the epoch when APNs learned the token was invalid (410 only).
+    public let timestamp: Int64?
+
+    public init(status: Int, reason: APNSReason, apnsID: String?, timestamp: Int64?) {
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.timestamp = timestamp
+    }
+
+    public var description: String { "\(status) \(reason)" }
+
+    /// Reads `{"reason":"…","timestamp":…}`; a body that is not JSON keeps its text as the reason.
+    public static func parse(status: Int, body: [UInt8], apnsID: String?) -> APNSRejection {
+        var reason: String?
+        var timestamp: Int64?
+        body.withUnsafeBufferPointer { buf in
+            var s = JSONScanner(buf)
+            do {
+                try s.expect(UInt8(ascii: "{"))
+                if try s.consume(UInt8(ascii: "}")) { return }
+                repeat {
+                    let key = try s.readString()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch (key, try s.peek()) {
+                    case ("reason", UInt8(ascii: "\"")): reason = try s.readString()
+                    case ("timestamp", let c) where c == UInt8(ascii: "-") || isDigit(c): timestamp = try s.readInt()
+                    default: try s.skipValue()
+                    }
+                } while try s.consume(UInt8(ascii: ","))
+            } catch {
+                reason = reason ?? String(decoding: body.prefix(200), as: UTF8.self)
+            }
+        }
+        return APNSRejection(status: status, reason: APNSReason(reason ?? "HTTP\(status)"), apnsID: apnsID, timestamp: timestamp)
+    }
+}

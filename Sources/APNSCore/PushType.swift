@@ -1,0 +1,77 @@
+/// `apns-push-type` values with their topic suffix and priority rules (apns-protocol.md §2.2).
+public struct PushType: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    /// Appended to the bundle id to form `apns-topic`.
+    public let topicSuffix: String
+    public var description: String { rawValue }
+
+    public static let alert = PushType(rawValue: "alert", topicSuffix: "")
+    public static let background = PushType(rawValue: "background", topicSuffix: "")
+    public static let voip = PushType(rawValue: "voip", topicSuffix: ".voip")
+    public static let complication = PushType(rawValue: "complication", topicSuffix: ".complication")
+    public static let fileprovider = PushType(rawValue: "fileprovider", topicSuffix: ".pushkit.fileprovider")
+    public static let liveactivity = PushType(rawValue: "liveactivity", topicSuffix: ".push-type.liveactivity")
+    public static let location = PushType(rawValue: "location", topicSuffix: ".location-query")
+    public static let mdm = PushType(rawValue: "mdm", topicSuffix: "")
+    public static let pushtotalk = PushType(rawValue: "pushtotalk", topicSuffix: ".voip-ptt")
+    public static let widgets = PushType(rawValue: "widgets", topicSuffix: ".push-type.widgets")
+    public static let controls = PushType(rawValue: "controls", topicSuffix: ".push-type.controls")
+
+    public static let all: [PushType] = [
+        .alert, .background, .voip, .complication, .fileprovider, .liveactivity,
+        .location, .mdm, .pushtotalk, .widgets, .controls,
+    ]
+
+    public init?(_ name: String) {
+        guard let known = PushType.all.first(where: { $0.rawValue == name }) else { return nil }
+        self = known
+    }
+
+    private init(rawValue: String, topicSuffix: String) {
+        self.rawValue = rawValue
+        self.topicSuffix = topicSuffix
+    }
+
+    /// The payload limit of apns-protocol.md §4.1.
+    public var maxPayloadBytes: Int { self == .voip ? 5120 : 4096 }
+
+    /// Priorities this push type accepts; background must not be 10, push-to-talk must be 10.
+    public func allows(_ priority: Priority) -> Bool {
+        switch self {
+        case .background: return priority != .immediate
+        case .pushtotalk: return priority == .immediate
+        case .liveactivity: return priority != .low
+        default: return true
+        }
+    }
+
+    /// The priority used when a job gives none.
+    public var defaultPriority: Priority { self == .background ? .conserve : .immediate }
+
+    /// The topic for a bundle id. MDM topics are the certificate's UID and take no suffix.
+    public func topic(forBundle bundle: String) -> String { bundle + topicSuffix }
+
+    /// Whether `topic` has the suffix this push type requires.
+    public func matches(topic: String) -> Bool {
+        if self == .mdm { return true }
+        if topicSuffix.isEmpty {
+            // A plain bundle topic must not carry another push type's suffix.
+            return !PushType.all.contains { !$0.topicSuffix.isEmpty && topic.hasSuffix($0.topicSuffix) }
+        }
+        return topic.hasSuffix(topicSuffix) && topic.utf8.count > topicSuffix.utf8.count
+    }
+}
+
+/// `apns-priority`: 10 immediate, 5 power-aware, 1 power-first.
+public struct Priority: Hashable, Sendable {
+    public let value: Int
+    public static let immediate = Priority(checked: 10)
+    public static let conserve = Priority(checked: 5)
+    public static let low = Priority(checked: 1)
+
+    public init?(_ value: Int64) {
+        guard value == 10 || value == 5 || value == 1 else { return nil }
+        self.value = Int(value)
+    }
+    private init(checked: Int) { value = checked }
+}

@@ -1,0 +1,30 @@
+/// Every Redis key of one queue. Nothing else in the code writes key strings.
+///
+/// All keys share the hash tag `{queue}`, so each multi-key script is legal on Redis Cluster.
+/// The README's "Redis keys" table documents each one.
+public struct QueueKeys: Sendable, Equatable {
+    public let queue: String
+    public let prefix: String
+
+    public init(queue: String, namespace: String = "apns") {
+        self.queue = queue
+        prefix = "\(namespace):{\(queue)}"
+    }
+
+    /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
+    public var jobs: String { "\(prefix):jobs" }
+    /// HASH handle → job. The jobs one worker has taken and not yet finished.
+    public func inflight(worker: String) -> String { "\(prefix):inflight:\(worker)" }
+    /// STRING counter that hands out unique in-flight handles.
+    public var handleCounter: String { "\(prefix):seq" }
+    /// ZSET worker id → lease expiry (ms). A worker renews its lease while it lives.
+    public var workers: String { "\(prefix):workers" }
+    /// STREAM of result records (ok or failed), oldest first, capped.
+    public var results: String { "\(prefix):results" }
+    /// STREAM of device tokens APNs called invalid, for the app's backend.
+    public var invalidTokens: String { "\(prefix):invalid-tokens" }
+    /// STREAM of dead letters: the original job, its attempts and the final reason.
+    public var deadLetters: String { "\(prefix):dead" }
+    /// HASH of counters (taken, delivered, failed, dead, …).
+    public var stats: String { "\(prefix):stats" }
+}

@@ -1,0 +1,46 @@
+/// The checks APNs makes on a request, with the reason APNs gives (apns-protocol.md §2, §10.7).
+///
+/// The worker runs them before sending, because every 4xx slows a connection; the mock runs
+/// the same rules on what it receives.
+public enum RequestRules {
+    public static let maxCollapseIDBytes = 64
+
+    public static func check(job: inout Job) throws(JobRejection) {
+        try checkHeaders(pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
+                         expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
+        try checkPayloadSize(job.payload.count, pushType: job.pushType)
+        if job.payload.count <= 2 {
+            throw JobRejection(.payloadEmpty, "the payload object is empty")
+        }
+    }
+
+    public static func checkHeaders(pushType: PushType, priority: Priority, topic: String?, expiration: Int64?,
+                                    collapseID: String?, apnsID: String?) throws(JobRejection) {
+        if let topic {
+            guard !topic.isEmpty, topic.utf8.count <= 255 else {
+                throw JobRejection(.badTopic, "topic must be a bundle id")
+            }
+            guard pushType.matches(topic: topic) else {
+                throw JobRejection(.badTopic, "topic \"\(topic)\" does not fit push type \(pushType) (expected the suffix \"\(pushType.topicSuffix)\")")
+            }
+        }
+        guard pushType.allows(priority) else {
+            throw JobRejection(.badPriority, "priority \(priority.value) is not allowed for push type \(pushType)")
+        }
+        if let expiration, expiration < 0 || expiration > 0xFFFF_FFFF {
+            throw JobRejection(.badExpirationDate, "expiration must be UNIX seconds (0 = deliver once), got \(expiration)")
+        }
+        if let collapseID, collapseID.utf8.count > maxCollapseIDBytes {
+            throw JobRejection(.badCollapseId, "collapse_id is \(collapseID.utf8.count) bytes; the limit is \(maxCollapseIDBytes)")
+        }
+        if let apnsID, !UUIDText.isValid(apnsID) {
+            throw JobRejection(.badMessageId, "apns_id must be a UUID such as 123e4567-e89b-12d3-a456-4266554400a0")
+        }
+    }
+
+    public static func checkPayloadSize(_ size: Int, pushType: PushType) throws(JobRejection) {
+        if size > pushType.maxPayloadBytes {
+            throw JobRejection(.payloadTooLarge, "payload is \(size) bytes; the limit for \(pushType) is \(pushType.maxPayloadBytes)")
+        }
+    }
+}

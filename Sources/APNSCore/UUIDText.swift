@@ -1,0 +1,35 @@
+/// Canonical UUID text (8-4-4-4-12 hex), the form `apns-id` takes.
+public enum UUIDText {
+    public static func isValid(_ text: String) -> Bool {
+        let u = Array(text.utf8)
+        guard u.count == 36 else { return false }
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                if c != UInt8(ascii: "-") { return false }
+            } else if hexValue(c) == nil {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// A random version-4 UUID in lowercase.
+    public static func random<G: RandomNumberGenerator>(using rng: inout G) -> String {
+        var b = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        b[6] = b[6] & 0x0F | 0x40
+        b[8] = b[8] & 0x3F | 0x80
+        let hex = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (i, v) in b.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(hex[Int(v >> 4)]); out.append(hex[Int(v & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func random() -> String {
+        var g = SystemRandomNumberGenerator()
+        return random(using: &g)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// Settings of the mock APNs, read from JSON (snake_case keys). See README "Mock APNs".
+public struct MockConfiguration: Codable, Sendable {
+    public var listen: String = "127.0.0.1"
+    public var port: Int = 0
+    public var tls: TLSFiles
+    /// Provider keys the mock accepts, each with its team and allowed bundle ids.
+    public var keys: [ProviderKey] = []
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS a connection gets after its first accepted request.
+    public var maxConcurrentStreams: Int = 1000
+    /// Token connections start at one stream until a request succeeds, as APNs does.
+    public var oneStreamUntilAuthenticated: Bool = true
+    public var tokenMaxAgeSeconds: Int = 3600
+    public var faults: Faults = Faults()
+    /// Where to write one JSON line per request; nil for no log.
+    public var log: String?
+
+    enum CodingKeys: String, CodingKey {
+        case listen, port, tls, keys, faults, log
+        case maxConcurrentStreams = "max_concurrent_streams"
+        case oneStreamUntilAuthenticated = "one_stream_until_authenticated"
+        case tokenMaxAgeSeconds = "token_max_age_seconds"
+    }
+
+    public struct TLSFiles: Codable, Sendable {
+        public var certificate: String
+        public var key: String
+        /// CA for client certificates; when set, certificate-auth connections are accepted.
+        public var clientCA: String?
+        enum CodingKeys: String, CodingKey { case certificate, key, clientCA = "client_ca" }
+        public init(certificate: String, key: String, clientCA: String? = nil) {
+            self.certificate = certificate
+            self.key = key
+            self.clientCA = clientCA
+        }
+    }
+
+    public struct ProviderKey: Codable, Sendable {
+        public var keyID: String
+        public var teamID: String
+        /// PEM file of the key's public half.
+        public var publicKey: String
+        public var topics: [String]
+        enum CodingKeys: String, CodingKey { case keyID = "key_id", teamID = "team_id", publicKey = "public_key", topics }
+        public init(keyID: String, teamID: String, publicKey: String, topics: [String]) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKey = publicKey
+            self.topics = topics
+        }
+    }
+
+    public struct Faults: Codable, Sendable {
+        public var tokens: [TokenFault] = []
+        /// Send GOAWAY (reason Shutdown) after this many requests on a connection; 0 = never.
+        public var goawayAfter: Int = 0
+        /// Drop the TCP connection without answering after this many requests; 0 = never.
+        public var dropAfter: Int = 0
+        enum CodingKeys: String, CodingKey { case tokens, goawayAfter = "goaway_after", dropAfter = "drop_after" }
+        public init() {}
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            tokens = try c.decodeIfPresent([TokenFault].self, forKey: .tokens) ?? []
+            goawayAfter = try c.decodeIfPresent(Int.self, forKey: .goawayAfter) ?? 0
+            dropAfter = try c.decodeIfPresent(Int.self, forKey: .dropAfter) ?? 0
+        }
+    }
+
+    /// A fault for tokens equal to `token` or starting with `tokenPrefix`.
+    public struct TokenFault: Codable, Sendable {
+        public var token: String?
+        public var tokenPrefix: String?
+        /// Answer with this status (410, 429, 500, 503, …); nil for no error, only a delay.
+        public var status: Int?
+        /// The reason sent with `status`; defaults to Apple's reason for it.
+        public var reason: String?
+        /// Fail only the first N attempts for each token; nil = always.
+        public var attempts: Int?
+        /// Answer after this many milliseconds.
+        public var delayMs: Int?
+        enum CodingKeys: String, CodingKey {
+            case token, status, reason, attempts
+            case tokenPrefix = "token_prefix", delayMs = "delay_ms"
+        }
+        public init(token: String? = nil, tokenPrefix: String? = nil, status: Int? = nil, reason: String? = nil, attempts: Int? = nil, delayMs: Int? = nil) {
+            self.token = token
+            self.tokenPrefix = tokenPrefix
+            self.status = status
+            self.reason = reason
+            self.attempts = attempts
+            self.delayMs = delayMs
+        }
+
+        func matches(_ tokenHex: String) -> Bool {
+            if let token, token.lowercased() == tokenHex { return true }
+            if let tokenPrefix, tokenHex.hasPrefix(tokenPrefix.lowercased()) { return true }
+            return false
+        }
+    }
+
+    public init(tls: TLSFiles) { self.tls = tls }
+
+    /// Every field but `tls` may be left out and takes its default.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        tls = try c.decode(TLSFiles.self, forKey: .tls)
+        listen = try c.decodeIfPresent(String.self, forKey: .listen) ?? listen
+        port = try c.decodeIfPresent(Int.self, forKey: .port) ?? port
+        keys = try c.decodeIfPresent([ProviderKey].self, forKey: .keys) ?? keys
+        maxConcurrentStreams = try c.decodeIfPresent(Int.self, forKey: .maxConcurrentStreams) ?? maxConcurrentStreams
+        oneStreamUntilAuthenticated = try c.decodeIfPresent(Bool.self, forKey: .oneStreamUntilAuthenticated) ?? oneStreamUntilAuthenticated
+        tokenMaxAgeSeconds = try c.decodeIfPresent(Int.self, forKey: .tokenMaxAgeSeconds) ?? tokenMaxAgeSeconds
+        faults = try c.decodeIfPresent(Faults.self, forKey: .faults) ?? faults
+        log = try c.decodeIfPresent(String.self, forKey: .log)
+    }
+
+    public static func load(path: String) throws -> MockConfiguration {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let decoder = JSONDecoder()
+        return try decoder.decode(MockConfiguration.self, from: data)
+    }
+
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return try encoder.encode(self)
+    }
+}
+
+extension MockConfiguration: Equatable {
+    public static func == (a: Self, b: Self) -> Bool { (try? a.encoded()) == (try? b.encoded()) }
+}

@@ -1,0 +1,175 @@
+import APNSCore
+import Foundation
+import HTTP2TLS
+
+/// One client connection to the mock: gathers each request, decides, answers, logs.
+final class MockConnection: HTTP2ConnectionDelegate {
+    unowned let server: MockServer
+    let id: Int
+    var connection: HTTP2Connection?
+    private var requests: [Int32: MockRequest] = [:]
+    private var auth = MockValidator.ConnectionAuth()
+    private var openStreams = 0
+    private var streamLimit: Int
+    private var raisedLimit = false
+    private var requestCount = 0
+    private var goawayLastStream: Int32?
+
+    init(server: MockServer, id: Int, streamLimit: Int) {
+        self.server = server
+        self.id = id
+        self.streamLimit = streamLimit
+    }
+
+    func connectionReady(_ connection: HTTP2Connection) {
+        auth.certificateUID = connection.peerSubjectUID
+        if auth.certificateUID != nil { raiseLimit() }
+    }
+
+    func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
+        server.connectionClosed(self)
+        self.connection = nil
+    }
+
+    func http2BeginStream(_ stream: Int32) {
+        openStreams += 1
+        requests[stream] = MockRequest(stream: stream)
+        let (open, limit) = (openStreams, streamLimit)
+        server.stats.withLock {
+            $0.maxConcurrentStreams = max($0.maxConcurrentStreams, open)
+            if open > limit { $0.streamLimitViolations += 1 }
+        }
+    }
+
+    func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        requests[stream]?.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+    }
+
+    func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
+        requests[stream]?.body.append(contentsOf: bytes)
+    }
+
+    func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
+        openStreams -= 1
+        requests[stream] = nil
+    }
+
+    func http2RemoteSettings(maxConcurrentStreams: Int) {}
+    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
+
+    func http2EndStream(_ stream: Int32) {
+        guard let request = requests[stream], let connection else { return }
+        if let last = goawayLastStream, stream > last {
+            // Beyond our GOAWAY: never processed, so the client may safely send it again.
+            connection.session.resetStream(stream, errorCode: 7) // REFUSED_STREAM
+            return
+        }
+        requestCount += 1
+        let faults = server.configuration.faults
+        if faults.dropAfter > 0, requestCount >= faults.dropAfter {
+            record(request, MockDecision(status: 0), answeredID: request.value("apns-id"), note: "dropped")
+            server.stats.withLock { $0.drops += 1 }
+            connection.shutdown(error: nil)
+            return
+        }
+        var decision = server.validator.decide(request, auth: &auth)
+        if decision.status == 200, let token = request.pathToken, let fault = server.fault(for: String(token)) {
+            decision.delayMs = fault.delayMs ?? 0
+            if let status = fault.status {
+                decision.status = status
+                decision.reason = APNSReason(fault.reason ?? Self.defaultReason(status))
+                if status == 410 { decision.timestamp = Int64(Date().timeIntervalSince1970 * 1000) }
+            }
+        }
+        let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? $0.lowercased() : nil } ?? UUIDText.random()
+        record(request, decision, answeredID: apnsID, note: nil)
+        if decision.delayMs > 0 {
+            server.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in
+                guard let self, let connection = self.connection else { return }
+                self.respond(stream, decision, apnsID: apnsID)
+                connection.flushOrClose()
+            }
+        } else {
+            respond(stream, decision, apnsID: apnsID)
+        }
+        if decision.status == 200 { raiseLimit() }
+        if faults.goawayAfter > 0, requestCount == faults.goawayAfter {
+            goawayLastStream = stream
+            connection.session.submitGoAway(lastStreamID: stream, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+            server.stats.withLock { $0.goawaysSent += 1 }
+        }
+    }
+
+    /// After the first accepted request, a connection gets the configured stream limit.
+    private func raiseLimit() {
+        guard !raisedLimit, let connection else { return }
+        raisedLimit = true
+        streamLimit = server.configuration.maxConcurrentStreams
+        connection.session.submitMaxConcurrentStreams(streamLimit)
+    }
+
+    private func respond(_ stream: Int32, _ decision: MockDecision, apnsID: String) {
+        guard let connection else { return }
+        var headers = HeaderList()
+        headers.add(":status", String(decision.status))
+        headers.add("apns-id", apnsID)
+        guard let reason = decision.reason else {
+            connection.session.submitResponse(stream: stream, headers, body: nil)
+            return
+        }
+        headers.add("content-type", "application/json")
+        var body = JSONWriter(capacity: 64)
+        body.beginObject()
+        body.field("reason", reason.rawValue)
+        body.fieldIfPresent("timestamp", decision.timestamp)
+        body.endObject()
+        connection.session.submitResponse(stream: stream, headers, body: body.bytes)
+    }
+
+    static func defaultReason(_ status: Int) -> String {
+        switch status {
+        case 410: return APNSReason.unregistered.rawValue
+        case 429: return APNSReason.tooManyRequests.rawValue
+        case 500: return APNSReason.internalServerError.rawValue
+        case 503: return APNSReason.serviceUnavailable.rawValue
+        case 403: return APNSReason.invalidProviderToken.rawValue
+        default: return "BadRequest"
+        }
+    }
+
+    /// One JSON line per request: what arrived (headers, payload) and what the mock answered.
+    private func record(_ request: MockRequest, _ decision: MockDecision, answeredID: String?, note: String?) {
+        let (open, limit) = (openStreams, streamLimit)
+        server.stats.withLock {
+            $0.requests += 1
+            $0.byStatus[decision.status, default: 0] += 1
+            if let reason = decision.reason { $0.byReason[reason.rawValue, default: 0] += 1 }
+        }
+        guard server.log.isEnabled else { return }
+        var w = JSONWriter(capacity: 512 + request.body.count)
+        w.beginObject()
+        w.field("time_ms", Int64(Date().timeIntervalSince1970 * 1000))
+        w.field("conn", id)
+        w.field("stream", Int(request.stream))
+        w.fieldIfPresent("token", request.pathToken.map(String.init))
+        w.field("status", decision.status)
+        w.fieldIfPresent("reason", decision.reason?.rawValue)
+        w.fieldIfPresent("apns_id", answeredID)
+        w.fieldIfPresent("note", note)
+        w.fieldIfPresent("key_id", decision.keyID)
+        w.field("concurrent", open)
+        w.field("stream_limit", limit)
+        w.key("headers")
+        w.beginObject()
+        for h in request.headers {
+            // The JWT is a secret: log only that one was sent.
+            w.field(h.name, h.name == "authorization" ? "bearer <redacted>" : h.value)
+        }
+        w.endObject()
+        let isJSON = request.body.withUnsafeBufferPointer { (try? JSONScanner.validateObject($0)) != nil }
+        if isJSON { w.key("payload"); w.raw(request.body) } else { w.key("payload_text"); w.stringBytes(request.body) }
+        w.field("payload_bytes", request.body.count)
+        w.endObject()
+        server.log.append(w.bytes)
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// Appends one JSON line per request to a file. Lines are buffered and written once per
+/// event-loop pass, so logging costs one write(2) per batch, not per request.
+final class MockLog {
+    private let handle: FileHandle?
+    private var buffer: [UInt8] = []
+
+    init(path: String?) throws {
+        guard let path else { handle = nil; return }
+        FileManager.default.createFile(atPath: path, contents: nil)
+        guard let h = FileHandle(forWritingAtPath: path) else {
+            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+        }
+        handle = h
+        buffer.reserveCapacity(1 << 20)
+    }
+
+    var isEnabled: Bool { handle != nil }
+
+    func append(_ line: [UInt8]) {
+        buffer.append(contentsOf: line)
+        buffer.append(0x0A)
+        if buffer.count >= 1 << 20 { flush() }
+    }
+
+    func flush() {
+        guard let handle, !buffer.isEmpty else { return }
+        handle.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

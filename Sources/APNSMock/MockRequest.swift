@@ -1,0 +1,29 @@
+import APNSCore
+
+/// One request as the mock received it.
+struct MockRequest {
+    var stream: Int32
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+
+    func value(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    /// The token from `/3/device/<token>`, or nil for another path.
+    var pathToken: Substring? {
+        guard let path = value(":path"), path.hasPrefix("/3/device/") else { return nil }
+        return path.dropFirst("/3/device/".count)
+    }
+}
+
+/// The mock's answer to one request.
+struct MockDecision {
+    var status: Int
+    var reason: APNSReason?
+    var timestamp: Int64?
+    var delayMs: Int = 0
+    /// The key id of a verified JWT, for the log.
+    var keyID: String?
+
+    static func reject(_ status: Int, _ reason: APNSReason) -> MockDecision { MockDecision(status: status, reason: reason) }
+    static let accepted = MockDecision(status: 200)
+}

@@ -1,0 +1,148 @@
+import APNSCore
+import HTTP2TLS
+
+/// Apple's checks, in Apple's order: authentication first, then the request itself
+/// (issue #2; apns-protocol.md §2, §5, §6, §8 with the "stricter double" column).
+final class MockValidator {
+    struct VerifiedKey {
+        let keyID: String
+        let teamID: String
+        let topics: Set<String>
+        let publicKey: ES256PublicKey
+    }
+
+    private let keys: [String: VerifiedKey]
+    private let tokenMaxAge: Int64
+    private let now: () -> Int64
+
+    init(configuration: MockConfiguration, now: @escaping () -> Int64) throws {
+        var keys: [String: VerifiedKey] = [:]
+        for key in configuration.keys {
+            let pem = try readFile(key.publicKey)
+            keys[key.keyID] = VerifiedKey(keyID: key.keyID, teamID: key.teamID, topics: Set(key.topics),
+                                          publicKey: try ES256PublicKey(pem: pem))
+        }
+        self.keys = keys
+        tokenMaxAge = Int64(configuration.tokenMaxAgeSeconds)
+        self.now = now
+    }
+
+    /// Per-connection authentication state: the pinned team and the last verified JWT.
+    struct ConnectionAuth {
+        var certificateUID: String?
+        var pinnedTeam: String?
+        var lastToken: String?
+        var lastClaims: JWTClaims?
+    }
+
+    func decide(_ request: MockRequest, auth: inout ConnectionAuth) -> MockDecision {
+        let topic = request.value("apns-topic")
+        var keyID: String?
+        if let uid = auth.certificateUID {
+            // Certificate mode: the topic defaults to the subject, and may carry .voip/.complication.
+            if let topic, topic != uid, topic != uid + ".voip", topic != uid + ".complication" {
+                return .reject(400, .badTopic)
+            }
+        } else {
+            switch authenticate(request.value("authorization"), topic: topic, auth: &auth) {
+            case .failure(let decision): return decision
+            case .success(let kid): keyID = kid
+            }
+        }
+        var decision = checkRequest(request, topic: topic ?? auth.certificateUID)
+        decision.keyID = keyID
+        return decision
+    }
+
+    private enum AuthResult { case success(String), failure(MockDecision) }
+
+    private func authenticate(_ header: String?, topic: String?, auth: inout ConnectionAuth) -> AuthResult {
+        guard let header, header.hasPrefix("bearer "), header.count > 7 else {
+            return .failure(.reject(403, .missingProviderToken))
+        }
+        let token = String(header.dropFirst(7))
+        let claims: JWTClaims
+        if token == auth.lastToken, let cached = auth.lastClaims {
+            claims = cached // verified on this connection already
+        } else {
+            guard let decoded = JWTClaims.decode(token), let key = keys[decoded.claims.keyID],
+                  key.teamID == decoded.claims.teamID,
+                  key.publicKey.verify(signature: decoded.signature, message: Array(decoded.signingInput.utf8)) else {
+                return .failure(.reject(403, .invalidProviderToken))
+            }
+            claims = decoded.claims
+            auth.lastToken = token
+            auth.lastClaims = claims
+        }
+        if let pinned = auth.pinnedTeam, pinned != claims.teamID {
+            return .failure(.reject(403, .invalidProviderToken))
+        }
+        auth.pinnedTeam = claims.teamID
+        if now() - claims.issuedAt > tokenMaxAge {
+            return .failure(.reject(403, .expiredProviderToken))
+        }
+        guard let topic else { return .failure(.reject(400, .missingTopic)) }
+        let key = keys[claims.keyID]!
+        guard key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) else {
+            return .failure(.reject(403, .invalidProviderToken))
+        }
+        return .success(claims.keyID)
+    }
+
+    private func checkRequest(_ request: MockRequest, topic: String?) -> MockDecision {
+        var seen = Set<String>()
+        for h in request.headers where !seen.insert(h.name).inserted {
+            return .reject(400, .duplicateHeaders)
+        }
+        guard request.value(":method") == "POST" else { return .reject(405, .methodNotAllowed) }
+        guard let tokenText = request.pathToken else { return .reject(404, .badPath) }
+        if tokenText.isEmpty { return .reject(400, .missingDeviceToken) }
+        guard tokenText.utf8.count == 64, DeviceToken(String(tokenText)) != nil else {
+            return .reject(400, .badDeviceToken)
+        }
+        guard let topic else { return .reject(400, .missingTopic) }
+        var pushType = PushType.alert
+        if let name = request.value("apns-push-type") {
+            guard let known = PushType(name) else { return .reject(400, .invalidPushType) }
+            pushType = known
+        }
+        guard pushType.matches(topic: topic) else { return .reject(400, .badTopic) }
+        var priority = pushType.defaultPriority
+        if let text = request.value("apns-priority") {
+            guard let value = Int64(text), let p = Priority(value) else { return .reject(400, .badPriority) }
+            priority = p
+        }
+        guard pushType.allows(priority) else { return .reject(400, .badPriority) }
+        if let text = request.value("apns-expiration") {
+            guard let value = Int64(text), value >= 0 else { return .reject(400, .badExpirationDate) }
+        }
+        if let collapse = request.value("apns-collapse-id"), collapse.utf8.count > RequestRules.maxCollapseIDBytes {
+            return .reject(400, .badCollapseId)
+        }
+        if let id = request.value("apns-id"), !UUIDText.isValid(id) {
+            return .reject(400, .badMessageId)
+        }
+        if request.body.isEmpty { return .reject(400, .payloadEmpty) }
+        if request.body.count > pushType.maxPayloadBytes { return .reject(413, .payloadTooLarge) }
+        let isObject: Bool = request.body.withUnsafeBufferPointer { buf in
+            (try? JSONScanner.validateObject(buf)) != nil
+        }
+        // Apple's device-push table has no reason for a non-JSON body; its broadcast table does.
+        if !isObject { return .reject(400, APNSReason("BadRequestPayload")) }
+        return .accepted
+    }
+}
+
+func readFile(_ path: String) throws -> [UInt8] {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw MockError("cannot read \(path)")
+    }
+    return [UInt8](data)
+}
+
+struct MockError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+import Foundation

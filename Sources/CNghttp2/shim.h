@@ -1,0 +1,4 @@
+#ifndef APNSW_CNGHTTP2_SHIM_H
+#define APNSW_CNGHTTP2_SHIM_H
+#include <nghttp2/nghttp2.h>
+#endif

@@ -1,0 +1,97 @@
+import APNSCore
+import COpenSSL
+
+/// An ES256 (ECDSA P-256 + SHA-256) private key, as in an APNs `.p8` file.
+/// The key bytes stay inside OpenSSL; `description` never shows them.
+public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible {
+    let pkey: OpaquePointer
+
+    /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) and checks it is a P-256 EC key.
+    public init(pem: [UInt8]) throws(OpenSSLError) {
+        pkey = try readKey(pem, operation: "reading the .p8 key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
+        try requireP256(pkey, "the .p8 key")
+    }
+
+    /// A fresh random key (tests, demo and the mock's generated credentials).
+    public init() throws(OpenSSLError) {
+        guard let key = apnsw_ec_p256_generate() else { throw OpenSSLError.drain("generating a P-256 key") }
+        pkey = key
+    }
+
+    deinit { EVP_PKEY_free(pkey) }
+
+    public var description: String { "ES256PrivateKey(<redacted>)" }
+
+    /// Signs and returns the raw `r‖s` JWS signature (64 bytes).
+    public func sign(_ message: [UInt8]) throws(OpenSSLError) -> [UInt8] {
+        guard let md = EVP_MD_CTX_new() else { throw OpenSSLError.drain("EVP_MD_CTX_new") }
+        defer { EVP_MD_CTX_free(md) }
+        try OpenSSLError.check(EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey), "EVP_DigestSignInit")
+        var length = 0
+        try OpenSSLError.check(EVP_DigestSign(md, nil, &length, message, message.count), "EVP_DigestSign (size)")
+        var der = [UInt8](repeating: 0, count: length)
+        try OpenSSLError.check(EVP_DigestSign(md, &der, &length, message, message.count), "EVP_DigestSign")
+        do {
+            return try ECDSASignature.rawFromDER(Array(der.prefix(length)))
+        } catch {
+            throw OpenSSLError(operation: "ES256 signature", details: error.message)
+        }
+    }
+
+    /// PKCS#8 PEM text, for writing generated keys to disk.
+    public func pkcs8PEM() throws(OpenSSLError) -> String {
+        try writePEM("writing the private key") { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) }
+    }
+
+    /// The matching public key as SubjectPublicKeyInfo PEM.
+    public func publicKeyPEM() throws(OpenSSLError) -> String {
+        try writePEM("writing the public key") { PEM_write_bio_PUBKEY($0, pkey) }
+    }
+}
+
+/// An ES256 public key that verifies JWT signatures (used by the mock APNs).
+public final class ES256PublicKey: @unchecked Sendable {
+    let pkey: OpaquePointer
+
+    public init(pem: [UInt8]) throws(OpenSSLError) {
+        pkey = try readKey(pem, operation: "reading the public key") { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
+        try requireP256(pkey, "the public key")
+    }
+
+    deinit { EVP_PKEY_free(pkey) }
+
+    /// Verifies a raw `r‖s` signature; false for a wrong size or a bad signature.
+    public func verify(signature raw: [UInt8], message: [UInt8]) -> Bool {
+        guard let der = try? ECDSASignature.derFromRaw(raw), let md = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(md); OpenSSLError.clear() }
+        guard EVP_DigestVerifyInit(md, nil, EVP_sha256(), nil, pkey) == 1 else { return false }
+        return EVP_DigestVerify(md, der, der.count, message, message.count) == 1
+    }
+}
+
+private func readKey(_ pem: [UInt8], operation: String, _ read: (OpaquePointer) -> OpaquePointer?) throws(OpenSSLError) -> OpaquePointer {
+    guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+        throw OpenSSLError.drain(operation)
+    }
+    defer { BIO_free(bio) }
+    // The error text names the failing step only; it never echoes the PEM.
+    guard let key = read(bio) else { throw OpenSSLError.drain(operation) }
+    return key
+}
+
+private func requireP256(_ pkey: OpaquePointer, _ what: String) throws(OpenSSLError) {
+    guard EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC, EVP_PKEY_get_bits(pkey) == 256 else {
+        EVP_PKEY_free(pkey)
+        throw OpenSSLError(operation: "loading \(what)", details: "not an EC P-256 key (APNs needs ES256)")
+    }
+}
+
+func writePEM(_ operation: String, _ write: (OpaquePointer) -> Int32) throws(OpenSSLError) -> String {
+    guard let bio = BIO_new(BIO_s_mem()) else { throw OpenSSLError.drain(operation) }
+    defer { BIO_free(bio) }
+    try OpenSSLError.check(write(bio), operation)
+    var ptr: UnsafeMutablePointer<CChar>?
+    let n = apnsw_bio_get_mem_data(bio, &ptr)
+    guard let ptr, n > 0 else { throw OpenSSLError.drain(operation) }
+    return String(decoding: UnsafeRawBufferPointer(start: ptr, count: n), as: UTF8.self)
+}

@@ -1,0 +1,165 @@
+import Glibc
+
+/// Life events of an `HTTP2Connection`, on top of its HTTP/2 session events.
+public protocol HTTP2ConnectionDelegate: HTTP2SessionDelegate {
+    /// TLS is up with ALPN `h2`; requests may be submitted.
+    func connectionReady(_ connection: HTTP2Connection)
+    /// The connection is gone. Called once; `error` is nil for an orderly close.
+    func connectionClosed(_ connection: HTTP2Connection, error: Error?)
+}
+
+/// A TLS + HTTP/2 connection on a non-blocking socket, driven by one `EventLoop`.
+///
+/// Frames are collected into one buffer of at least 16 KB before each `SSL_write`
+/// (one write per frame costs about 4× the CPU; DESIGN.md §2).
+public final class HTTP2Connection: EventHandler {
+    public enum State { case connecting, handshaking, open, closed }
+
+    public let fd: Int32
+    public private(set) var state: State
+    public private(set) var session: HTTP2Session!
+    private let tls: TLSStream
+    private unowned let loop: EventLoop
+    private unowned let delegate: HTTP2ConnectionDelegate
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var waitingForWritable = false
+    private static let writeTarget = 32 * 1024
+    private static let readChunk = 64 * 1024
+    private var input = [UInt8](repeating: 0, count: HTTP2Connection.readChunk)
+
+    /// Starts a client connection: non-blocking connect, then TLS with SNI and ALPN.
+    public init(connectingTo host: String, port: Int, tls context: TLSContext, serverName: String?,
+                loop: EventLoop, delegate: HTTP2ConnectionDelegate) throws {
+        fd = try Socket.connect(host: host, port: port)
+        do {
+            tls = try TLSStream(context: context, fd: fd, serverName: serverName ?? host)
+        } catch {
+            close(fd)
+            throw error
+        }
+        self.loop = loop
+        self.delegate = delegate
+        state = .connecting
+        output.reserveCapacity(HTTP2Connection.writeTarget * 2)
+        session = try HTTP2Session(isServer: false, delegate: delegate)
+        try loop.register(fd: fd, handler: self, writable: true)
+        waitingForWritable = true
+    }
+
+    /// Wraps an accepted server socket.
+    public init(accepted fd: Int32, tls context: TLSContext, loop: EventLoop, delegate: HTTP2ConnectionDelegate,
+                maxConcurrentStreams: Int) throws {
+        self.fd = fd
+        tls = try TLSStream(context: context, fd: fd, serverName: nil)
+        self.loop = loop
+        self.delegate = delegate
+        state = .handshaking
+        output.reserveCapacity(HTTP2Connection.writeTarget * 2)
+        session = try HTTP2Session(isServer: true, delegate: delegate, maxConcurrentStreams: maxConcurrentStreams)
+        try loop.register(fd: fd, handler: self, writable: false)
+    }
+
+    /// The client certificate's subject UID, on servers that asked for one.
+    public var peerSubjectUID: String? { tls.peerSubjectUID }
+
+    public func handleEvents(readable: Bool, writable: Bool, hangup: Bool) {
+        do {
+            switch state {
+            case .connecting:
+                let err = Socket.pendingError(fd)
+                guard err == 0 else { throw SystemError(operation: "connect", code: err) }
+                state = .handshaking
+                try continueHandshake()
+            case .handshaking:
+                try continueHandshake()
+            case .open:
+                if readable || hangup { try readAvailable() }
+                if state == .open { try flush() }
+            case .closed:
+                return
+            }
+        } catch {
+            shutdown(error: error)
+        }
+    }
+
+    private func continueHandshake() throws {
+        switch try tls.handshake() {
+        case .wantRead: setWritable(false)
+        case .wantWrite: setWritable(true)
+        case .done:
+            guard tls.alpn == "h2" else {
+                throw OpenSSLError(operation: "TLS handshake", details: "the server did not agree to HTTP/2 (ALPN h2)")
+            }
+            state = .open
+            setWritable(false)
+            delegate.connectionReady(self)
+            if state == .open {
+                try readAvailable()
+                if state == .open { try flush() }
+            }
+        }
+    }
+
+    private func readAvailable() throws {
+        while state == .open {
+            let result = try input.withUnsafeMutableBytes { try tls.read(into: $0) }
+            switch result {
+            case .bytes(let n):
+                try input.withUnsafeBytes { try session.receive(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            case .wantRead, .wantWrite:
+                return
+            case .closed:
+                shutdown(error: nil)
+                return
+            }
+        }
+    }
+
+    /// Writes everything nghttp2 has queued. Call after submitting a batch of requests.
+    public func flush() throws {
+        guard state == .open else { return }
+        while true {
+            if outputOffset == output.count {
+                output.removeAll(keepingCapacity: true)
+                outputOffset = 0
+                try session.produce(into: &output, target: HTTP2Connection.writeTarget)
+                if output.isEmpty { break }
+            }
+            let result = try output.withUnsafeBytes { try tls.write(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+            switch result {
+            case .bytes(let n):
+                outputOffset += n
+            case .wantWrite, .wantRead:
+                setWritable(true)
+                return
+            case .closed:
+                shutdown(error: nil)
+                return
+            }
+        }
+        setWritable(false)
+        if !session.wantsRead && !session.wantsWrite { shutdown(error: nil) }
+    }
+
+    /// Flushes and reports errors by closing, for callers that cannot handle them.
+    public func flushOrClose() {
+        do { try flush() } catch { shutdown(error: error) }
+    }
+
+    private func setWritable(_ on: Bool) {
+        guard on != waitingForWritable, state != .closed else { return }
+        waitingForWritable = on
+        loop.setWritable(fd: fd, on)
+    }
+
+    /// Closes the socket at once and tells the delegate.
+    public func shutdown(error: Error?) {
+        guard state != .closed else { return }
+        state = .closed
+        loop.unregister(fd: fd)
+        close(fd)
+        delegate.connectionClosed(self, error: error)
+    }
+}

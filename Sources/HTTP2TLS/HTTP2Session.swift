@@ -1,0 +1,204 @@
+import CNghttp2
+
+/// Events from an HTTP/2 session. All calls come on the thread that feeds the session.
+public protocol HTTP2SessionDelegate: AnyObject {
+    /// A new stream opened by the peer (servers).
+    func http2BeginStream(_ stream: Int32)
+    func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+    func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>)
+    /// The peer sent END_STREAM: its request or response is complete.
+    func http2EndStream(_ stream: Int32)
+    /// The stream is gone; `errorCode` is non-zero for RST_STREAM (e.g. REFUSED_STREAM = 7).
+    func http2StreamClosed(_ stream: Int32, errorCode: UInt32)
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS, each time SETTINGS arrive.
+    func http2RemoteSettings(maxConcurrentStreams: Int)
+    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+    func http2PingAck()
+}
+
+public extension HTTP2SessionDelegate {
+    func http2BeginStream(_ stream: Int32) {}
+    func http2PingAck() {}
+}
+
+/// An nghttp2 session driven through `mem_recv`/`mem_send`, so nghttp2 never touches a socket.
+/// Owned by one I/O thread; the delegate is unowned and must outlive it.
+public final class HTTP2Session {
+    /// nghttp2_session*, owned by this object's thread.
+    private var session: OpaquePointer!
+    unowned let delegate: HTTP2SessionDelegate
+    private var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
+    private var pendingError: Error?
+
+    public struct ProtocolError: Error, CustomStringConvertible {
+        public let code: Int32
+        public let operation: String
+        public var description: String { "\(operation): \(String(cString: nghttp2_strerror(code)))" }
+    }
+
+    public init(isServer: Bool, delegate: HTTP2SessionDelegate, maxConcurrentStreams: Int? = nil) throws(ProtocolError) {
+        self.delegate = delegate
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
+            let me = HTTP2Session.from(user)
+            if frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame!.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                me.delegate.http2BeginStream(frame!.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, namelen, value, valuelen, _, user in
+            HTTP2Session.from(user).delegate.http2Header(
+                stream: frame!.pointee.hd.stream_id,
+                name: UnsafeBufferPointer(start: name, count: namelen),
+                value: UnsafeBufferPointer(start: value, count: valuelen))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, len, user in
+            HTTP2Session.from(user).delegate.http2Data(stream: stream, bytes: UnsafeBufferPointer(start: data, count: len))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, user in
+            HTTP2Session.from(user).frameReceived(session!, frame!)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
+            let me = HTTP2Session.from(user)
+            me.bodies[stream] = nil
+            me.delegate.http2StreamClosed(stream, errorCode: code)
+            return 0
+        }
+        var created: OpaquePointer?
+        let user = Unmanaged.passUnretained(self).toOpaque()
+        let rc = isServer ? nghttp2_session_server_new(&created, callbacks, user) : nghttp2_session_client_new(&created, callbacks, user)
+        guard rc == 0, let created else { throw ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
+        session = created
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
+                        nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20)]
+        if isServer { settings.removeFirst() }
+        if let maxConcurrentStreams {
+            settings.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(maxConcurrentStreams)))
+        }
+        let src = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
+        guard src == 0 else { throw ProtocolError(code: src, operation: "submitting SETTINGS") }
+        // A large connection window, so that the peer never waits on WINDOW_UPDATE.
+        nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
+    }
+
+    deinit { nghttp2_session_del(session) }
+
+    private static func from(_ user: UnsafeMutableRawPointer?) -> HTTP2Session {
+        Unmanaged<HTTP2Session>.fromOpaque(user!).takeUnretainedValue()
+    }
+
+    private func frameReceived(_ s: OpaquePointer, _ frame: UnsafePointer<nghttp2_frame>) {
+        let hd = frame.pointee.hd
+        switch Int(hd.type) {
+        case Int(NGHTTP2_HEADERS.rawValue), Int(NGHTTP2_DATA.rawValue):
+            if hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { delegate.http2EndStream(hd.stream_id) }
+        case Int(NGHTTP2_SETTINGS.rawValue):
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+                let limit = nghttp2_session_get_remote_settings(s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+                delegate.http2RemoteSettings(maxConcurrentStreams: Int(limit))
+            }
+        case Int(NGHTTP2_GOAWAY.rawValue):
+            let g = frame.pointee.goaway
+            let debug = g.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: g.opaque_data_len)) } ?? []
+            delegate.http2GoAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: debug)
+        case Int(NGHTTP2_PING.rawValue):
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.http2PingAck() }
+        default:
+            break
+        }
+    }
+
+    // MARK: Submitting
+
+    /// Queues a request; returns its stream id. The body is copied once, into the session.
+    public func submitRequest(_ headers: HeaderList, body: ArraySlice<UInt8>) throws(ProtocolError) -> Int32 {
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
+        let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
+        guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
+        bodies[stream] = (Array(body), 0)
+        return stream
+    }
+
+    /// Queues a response; a nil body ends the stream with the HEADERS frame.
+    public func submitResponse(stream: Int32, _ headers: HeaderList, body: [UInt8]?) {
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
+        let rc: Int32
+        if let body {
+            bodies[stream] = (body, 0)
+            rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, &provider) }
+        } else {
+            rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, nil) }
+        }
+        if rc != 0 { bodies[stream] = nil }
+    }
+
+    public func submitMaxConcurrentStreams(_ value: Int) {
+        var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(value))
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+    }
+
+    /// Sends GOAWAY naming the last stream that will be processed.
+    public func submitGoAway(lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = []) {
+        let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, debugData, debugData.count)
+    }
+
+    public func submitPing() {
+        nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
+    public func resetStream(_ stream: Int32, errorCode: UInt32) {
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode)
+    }
+
+    private static let readBody: nghttp2_data_source_read_callback = { _, stream, buf, length, flags, _, user in
+        let me = HTTP2Session.from(user)
+        guard let entry = me.bodies[stream] else {
+            flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+            return 0
+        }
+        let n = min(length, entry.bytes.count - entry.offset)
+        entry.bytes.withUnsafeBufferPointer { src in
+            buf!.update(from: src.baseAddress! + entry.offset, count: n)
+        }
+        if entry.offset + n == entry.bytes.count {
+            flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+            me.bodies[stream] = nil
+        } else {
+            me.bodies[stream]!.offset += n
+        }
+        return n
+    }
+
+    // MARK: Pumping bytes
+
+    /// Feeds received bytes to nghttp2, which calls the delegate.
+    public func receive(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) {
+        let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
+        if rc < 0 { throw ProtocolError(code: Int32(rc), operation: "reading HTTP/2 frames") }
+    }
+
+    /// Appends pending frames to `out` until it holds at least `target` bytes or nothing is left.
+    /// Chunks from nghttp2 stay valid only until the next call, so each is copied.
+    public func produce(into out: inout [UInt8], target: Int) throws(ProtocolError) {
+        while out.count < target {
+            var chunk: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &chunk)
+            if n < 0 { throw ProtocolError(code: Int32(n), operation: "writing HTTP/2 frames") }
+            if n == 0 { return }
+            out.append(contentsOf: UnsafeBufferPointer(start: chunk, count: n))
+        }
+    }
+
+    public var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
+    public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+    /// Streams the peer may still open or that are open now (servers).
+    public var remoteMaxConcurrentStreams: Int {
+        Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+    }
+}

@@ -1,0 +1,53 @@
+import CNghttp2
+
+/// Header fields for one HTTP/2 request or response, kept in one contiguous buffer so that
+/// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.
+public struct HeaderList {
+    private var storage: [UInt8] = []
+    private var entries: [(name: Range<Int>, value: Range<Int>, sensitive: Bool)] = []
+
+    public init() {
+        storage.reserveCapacity(1024)
+        entries.reserveCapacity(12)
+    }
+
+    public mutating func clear() {
+        storage.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds a field. `sensitive` fields are never put into the HPACK table: values that change
+    /// per request (`:path`, `apns-id`) would evict the useful entries (apns-protocol.md §2.3).
+    public mutating func add(_ name: String, _ value: String, sensitive: Bool = false) {
+        let n0 = storage.count
+        storage.append(contentsOf: name.utf8)
+        let v0 = storage.count
+        storage.append(contentsOf: value.utf8)
+        entries.append((n0..<v0, v0..<storage.count, sensitive))
+    }
+
+    public mutating func add<C: Collection>(_ name: String, bytes value: C, sensitive: Bool = false) where C.Element == UInt8 {
+        let n0 = storage.count
+        storage.append(contentsOf: name.utf8)
+        let v0 = storage.count
+        storage.append(contentsOf: value)
+        entries.append((n0..<v0, v0..<storage.count, sensitive))
+    }
+
+    public var count: Int { entries.count }
+
+    func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        storage.withUnsafeBufferPointer { buf in
+            // nghttp2 takes mutable pointers but only reads through them.
+            let base = UnsafeMutablePointer(mutating: buf.baseAddress!)
+            var nva = [nghttp2_nv]()
+            nva.reserveCapacity(entries.count)
+            for e in entries {
+                let flags = e.sensitive ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                nva.append(nghttp2_nv(name: base + e.name.lowerBound, value: base + e.value.lowerBound,
+                                      namelen: e.name.count, valuelen: e.value.count, flags: flags))
+            }
+            return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+}

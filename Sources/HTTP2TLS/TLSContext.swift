@@ -1,0 +1,77 @@
+import COpenSSL
+
+/// An `SSL_CTX` set up for APNs: TLS 1.2+, ALPN `h2`, certificate verification.
+/// Immutable after init, so it may be shared by every I/O thread (OpenSSL locks internally).
+public final class TLSContext: @unchecked Sendable {
+    let ctx: OpaquePointer
+    public let isServer: Bool
+
+    /// Client credentials for certificate (mutual TLS) authentication.
+    public enum ClientIdentity: Sendable {
+        case pem(certificateFile: String, keyFile: String)
+        case pkcs12(file: String, password: String)
+    }
+
+    /// A client context. `caFile` nil means the system trust store.
+    public init(clientWithCAFile caFile: String?, identity: ClientIdentity? = nil) throws(OpenSSLError) {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLError.drain("SSL_CTX_new") }
+        self.ctx = ctx
+        isServer = false
+        try configureCommon()
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        if let caFile {
+            try OpenSSLError.check(SSL_CTX_load_verify_locations(ctx, caFile, nil), "loading CA file \(caFile)")
+        } else {
+            try OpenSSLError.check(SSL_CTX_set_default_verify_paths(ctx), "loading the system trust store")
+        }
+        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        // Unlike most of OpenSSL, this returns 0 on success.
+        guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else { throw OpenSSLError.drain("SSL_CTX_set_alpn_protos") }
+        if let identity { try use(identity) }
+    }
+
+    /// A server context with a certificate chain and key; `clientCAFile` turns on optional
+    /// client-certificate verification (for certificate-auth mode).
+    public init(serverCertificateFile: String, keyFile: String, clientCAFile: String? = nil) throws(OpenSSLError) {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLError.drain("SSL_CTX_new") }
+        self.ctx = ctx
+        isServer = true
+        try configureCommon()
+        try OpenSSLError.check(SSL_CTX_use_certificate_chain_file(ctx, serverCertificateFile), "loading certificate \(serverCertificateFile)")
+        try OpenSSLError.check(SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM), "loading the server key")
+        try OpenSSLError.check(SSL_CTX_check_private_key(ctx), "matching the server key to its certificate")
+        apnsw_ssl_ctx_use_alpn_h2_server(ctx)
+        if let clientCAFile {
+            try OpenSSLError.check(SSL_CTX_load_verify_locations(ctx, clientCAFile, nil), "loading client CA file")
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        }
+    }
+
+    private func configureCommon() throws(OpenSSLError) {
+        try OpenSSLError.check(Int32(apnsw_ssl_ctx_set_min_tls12(ctx)), "setting TLS 1.2 as the minimum")
+        _ = apnsw_ssl_ctx_set_modes(ctx)
+        _ = apnsw_ssl_ctx_set_options(ctx)
+    }
+
+    private func use(_ identity: ClientIdentity) throws(OpenSSLError) {
+        switch identity {
+        case .pem(let certificateFile, let keyFile):
+            try OpenSSLError.check(SSL_CTX_use_certificate_chain_file(ctx, certificateFile), "loading client certificate")
+            try OpenSSLError.check(SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM), "loading client key")
+        case .pkcs12(let file, let password):
+            guard let bio = BIO_new_file(file, "rb") else { throw OpenSSLError.drain("opening PKCS#12 file") }
+            defer { BIO_free(bio) }
+            guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw OpenSSLError.drain("reading PKCS#12 file") }
+            defer { PKCS12_free(p12) }
+            var key: OpaquePointer?
+            var cert: OpaquePointer?
+            try OpenSSLError.check(PKCS12_parse(p12, password, &key, &cert, nil), "opening PKCS#12 (wrong password?)")
+            defer { EVP_PKEY_free(key); X509_free(cert) }
+            try OpenSSLError.check(SSL_CTX_use_certificate(ctx, cert), "using PKCS#12 certificate")
+            try OpenSSLError.check(SSL_CTX_use_PrivateKey(ctx, key), "using PKCS#12 key")
+        }
+        try OpenSSLError.check(SSL_CTX_check_private_key(ctx), "matching the client key to its certificate")
+    }
+
+    deinit { SSL_CTX_free(ctx) }
+}
