@@ -15,6 +15,8 @@ public struct QueueKeys: Sendable, Equatable {
     public var jobs: String { "\(prefix):jobs" }
     /// HASH handle → job. The jobs one worker has taken and not yet finished.
     public func inflight(worker: String) -> String { "\(prefix):inflight:\(worker)" }
+    /// LIST. A worker's blocking wait moves one job here (BLMOVE); its next fetch takes it.
+    public func staging(worker: String) -> String { "\(prefix):staging:\(worker)" }
     /// STRING counter that hands out unique in-flight handles.
     public var handleCounter: String { "\(prefix):seq" }
     /// ZSET worker id → lease expiry (ms). A worker renews its lease while it lives.

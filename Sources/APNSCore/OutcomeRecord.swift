@@ -1,0 +1,104 @@
+/// The JSON records a worker writes for each outcome (README "Outcome records").
+/// Every record has `"v":1`; fields absent from an outcome are left out.
+public enum OutcomeRecord {
+    /// Context of the job an outcome belongs to.
+    public struct Context: Sendable {
+        public var handle: String
+        public var jobID: String?
+        public var app: String?
+        public var token: String?
+        public var topic: String?
+        public var worker: String
+        public var timeMs: Int64
+        public init(handle: String, jobID: String?, app: String?, token: String?, topic: String?, worker: String, timeMs: Int64) {
+            self.handle = handle
+            self.jobID = jobID
+            self.app = app
+            self.token = token
+            self.topic = topic
+            self.worker = worker
+            self.timeMs = timeMs
+        }
+    }
+
+    /// One try at sending: when, and what APNs said (status 0 = no answer).
+    public struct Attempt: Sendable, Equatable {
+        public var timeMs: Int64
+        public var status: Int
+        public var reason: String?
+        public init(timeMs: Int64, status: Int, reason: String?) {
+            self.timeMs = timeMs
+            self.status = status
+            self.reason = reason
+        }
+    }
+
+    /// `{"v":1,"status":"ok"|"failed",…}` for the results stream.
+    public static func result(_ c: Context, delivered apnsID: String?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.field("v", 1)
+        common(&w, c)
+        // Status 0 means APNs never saw the job: it was dead-lettered before sending.
+        w.field("status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
+        w.fieldIfPresent("apns_id", rejection?.apnsID ?? apnsID)
+        if let rejection {
+            if rejection.status != 0 { w.field("http_status", rejection.status) }
+            w.field("reason", rejection.reason.rawValue)
+            w.fieldIfPresent("apns_timestamp", rejection.timestamp)
+        }
+        w.field("attempts", attempts)
+        w.endObject()
+        return w.bytes
+    }
+
+    /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
+    public static func invalidToken(_ c: Context, rejection: APNSRejection) -> [UInt8] {
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.field("v", 1)
+        common(&w, c)
+        w.field("reason", rejection.reason.rawValue)
+        w.field("http_status", rejection.status)
+        w.fieldIfPresent("apns_timestamp", rejection.timestamp)
+        w.endObject()
+        return w.bytes
+    }
+
+    /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
+    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt]) -> [UInt8] {
+        var w = JSONWriter(capacity: 512 + raw.count)
+        w.beginObject()
+        w.field("v", 1)
+        common(&w, c)
+        w.field("reason", reason)
+        w.field("detail", detail)
+        w.key("attempts")
+        w.beginArray()
+        for a in attempts {
+            w.beginObject()
+            w.field("time_ms", a.timeMs)
+            w.field("status", a.status)
+            w.fieldIfPresent("reason", a.reason)
+            w.endObject()
+        }
+        w.endArray()
+        let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
+            var s = JSONScanner(buf)
+            return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
+        }
+        if isJSON { w.key("job"); w.raw(raw) } else { w.key("job_text"); w.stringBytes(raw) }
+        w.endObject()
+        return w.bytes
+    }
+
+    private static func common(_ w: inout JSONWriter, _ c: Context) {
+        w.fieldIfPresent("job_id", c.jobID)
+        w.field("handle", c.handle)
+        w.fieldIfPresent("app", c.app)
+        w.fieldIfPresent("token", c.token)
+        w.fieldIfPresent("topic", c.topic)
+        w.field("worker", c.worker)
+        w.field("time_ms", c.timeMs)
+    }
+}

@@ -1,0 +1,149 @@
+import APNSCore
+import HTTP2TLS
+
+/// One HTTP/2 connection to APNs for one app, owned by one `SendLoop` thread.
+final class APNSConnection: HTTP2ConnectionDelegate {
+    private struct Stream {
+        var request: SendRequest
+        let sentAtMs: UInt64
+        var status = 0
+        var apnsID: String?
+        var body: [UInt8] = []
+        var answered = false
+    }
+
+    let app: AppRuntime
+    let appIndex: Int
+    unowned let owner: SendLoop
+    private(set) var http: HTTP2Connection?
+    private(set) var budget: StreamBudget
+    private var streams: [Int32: Stream] = [:]
+    private var headers = HeaderList()
+    private var jwtGeneration = 0
+    private(set) var isReady = false
+    private(set) var isClosed = false
+
+    init(app: AppRuntime, appIndex: Int, owner: SendLoop, streams: Int) {
+        self.app = app
+        self.appIndex = appIndex
+        self.owner = owner
+        budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
+    }
+
+    func connect(loop: EventLoop) throws {
+        let e = app.configuration.endpoint
+        http = try HTTP2Connection(connectingTo: e.host, port: e.port, tls: app.tls, serverName: e.serverName,
+                                   loop: loop, delegate: self)
+    }
+
+    var available: Int { isReady && !isClosed ? budget.available : 0 }
+    var isDraining: Bool { budget.draining }
+
+    /// Opens a stream for `request`. The caller flushes once per batch.
+    func send(_ request: SendRequest, authorization: (token: String, generation: Int)?) throws {
+        guard let http else { return }
+        let job = request.job
+        headers.clear()
+        headers.add(":method", "POST")
+        headers.add(":scheme", "https")
+        headers.add(":path", "/3/device/" + job.token.hex, sensitive: true)
+        headers.add(":authority", app.configuration.endpoint.serverName)
+        if let authorization {
+            headers.add("authorization", "bearer " + authorization.token)
+            jwtGeneration = authorization.generation
+        }
+        headers.add("apns-push-type", job.pushType.rawValue)
+        headers.add("apns-topic", request.topic)
+        if let p = job.priority { headers.add("apns-priority", String(p.value)) }
+        if let e = job.expiration { headers.add("apns-expiration", String(e)) }
+        if let c = job.collapseID { headers.add("apns-collapse-id", c) }
+        if let id = job.apnsID { headers.add("apns-id", id, sensitive: true) }
+        let stream = try http.session.submitRequest(headers, body: job.payload)
+        streams[stream] = Stream(request: request, sentAtMs: MonotonicClock.nowMilliseconds())
+        budget.opened()
+    }
+
+    func flush() { http?.flushOrClose() }
+
+    /// Cancels streams older than `timeoutMs`; their jobs are sent again elsewhere.
+    func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
+        for (id, s) in streams where !s.answered && now - s.sentAtMs > timeoutMs {
+            http?.session.resetStream(id, errorCode: 8) // CANCEL
+        }
+    }
+
+    // MARK: HTTP2ConnectionDelegate
+
+    func connectionReady(_ connection: HTTP2Connection) {
+        isReady = true
+        owner.connectionBecameReady(self)
+    }
+
+    func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
+        isClosed = true
+        isReady = false
+        let unanswered = streams.values.filter { !$0.answered }.map(\.request)
+        streams.removeAll()
+        owner.connectionClosed(self, error: error, unanswered: unanswered)
+    }
+
+    func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard streams[stream] != nil else { return }
+        if name.elementsEqual(":status".utf8) {
+            streams[stream]!.status = Int(String(decoding: value, as: UTF8.self)) ?? 0
+        } else if name.elementsEqual("apns-id".utf8) {
+            streams[stream]!.apnsID = String(decoding: value, as: UTF8.self)
+        }
+    }
+
+    func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
+        guard streams[stream] != nil, streams[stream]!.body.count < 4096 else { return }
+        streams[stream]!.body.append(contentsOf: bytes)
+    }
+
+    func http2EndStream(_ stream: Int32) {
+        guard var s = streams[stream], s.status != 0 else { return }
+        s.answered = true
+        streams[stream] = s
+        let now = WallClock.nowMilliseconds()
+        if s.status == 200 {
+            budget.succeeded()
+            s.request.attempts.append(.init(timeMs: now, status: 200, reason: nil))
+            owner.finished(s.request, outcome: .delivered(apnsID: s.apnsID ?? s.request.job.apnsID ?? ""))
+            return
+        }
+        let rejection = APNSRejection.parse(status: s.status, body: s.body, apnsID: s.apnsID)
+        s.request.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
+        owner.rejected(s.request, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
+    }
+
+    func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
+        guard let s = streams.removeValue(forKey: stream) else { return }
+        budget.closed()
+        if !s.answered {
+            // Refused, cut by GOAWAY, cancelled on timeout or reset: never processed, send again.
+            owner.resend(s.request)
+        }
+    }
+
+    func http2RemoteSettings(maxConcurrentStreams: Int) {
+        budget.settingsReceived(maxConcurrentStreams: maxConcurrentStreams)
+    }
+
+    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+        budget.goAway()
+        owner.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self))
+    }
+
+    func http2PingAck() {}
+}
+
+public enum WallClock {
+    public static func nowMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+import Glibc

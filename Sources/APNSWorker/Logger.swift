@@ -1,0 +1,74 @@
+import APNSCore
+import Foundation
+import Synchronization
+
+public enum LogLevel: Int, Sendable, Comparable {
+    case debug, info, warning, error
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    var name: String { ["debug", "info", "warning", "error"][rawValue] }
+
+    static func parse(_ text: String) throws -> LogLevel {
+        switch text.lowercased() {
+        case "debug": return .debug
+        case "info": return .info
+        case "warning", "warn": return .warning
+        case "error": return .error
+        default: throw ConfigurationError("log level must be debug, info, warning or error, got \(text)")
+        }
+    }
+}
+
+/// Writes one JSON object per line: time, level, message, fields. Passed in, never global.
+/// Callers never hand it secrets (keys, JWTs, passwords).
+public final class Logger: Sendable {
+    public let level: LogLevel
+    private let output: Mutex<FileHandle>
+
+    public init(level: LogLevel, output: FileHandle = .standardError) {
+        self.level = level
+        self.output = Mutex(output)
+    }
+
+    public func log(_ level: LogLevel, _ message: String, _ fields: [String: LogValue] = [:]) {
+        guard level >= self.level else { return }
+        var w = JSONWriter(capacity: 160)
+        w.beginObject()
+        w.field("time", Logger.timestamp())
+        w.field("level", level.name)
+        w.field("msg", message)
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+            switch value {
+            case .string(let s): w.field(key, s)
+            case .int(let i): w.field(key, i)
+            }
+        }
+        w.endObject()
+        w.bytes.append(0x0A)
+        let line = Data(w.bytes)
+        output.withLock { $0.write(line) }
+    }
+
+    public func debug(_ m: String, _ f: [String: LogValue] = [:]) { log(.debug, m, f) }
+    public func info(_ m: String, _ f: [String: LogValue] = [:]) { log(.info, m, f) }
+    public func warning(_ m: String, _ f: [String: LogValue] = [:]) { log(.warning, m, f) }
+    public func error(_ m: String, _ f: [String: LogValue] = [:]) { log(.error, m, f) }
+
+    static func timestamp() -> String {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        var t = tv.tv_sec
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(tv.tv_usec / 1000))
+    }
+}
+
+public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    case string(String)
+    case int(Int)
+    public init(stringLiteral s: String) { self = .string(s) }
+    public init(integerLiteral i: Int) { self = .int(i) }
+}

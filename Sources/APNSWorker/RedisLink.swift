@@ -1,0 +1,36 @@
+import Foundation
+import RedisClient
+
+/// A Redis connection that reconnects with capped, jittered backoff. One per thread.
+final class RedisLink {
+    private let endpoint: RedisEndpoint
+    private let timeoutMs: Int
+    private let logger: Logger
+    private var connection: RedisConnection?
+    private var backoff = Backoff(baseMs: 100, capMs: 5000)
+
+    init(_ endpoint: RedisEndpoint, timeoutMs: Int, logger: Logger) {
+        self.endpoint = endpoint
+        self.timeoutMs = timeoutMs
+        self.logger = logger
+    }
+
+    /// Runs `body` on a live connection. On an I/O error the connection is dropped, and the
+    /// error rethrown after a backoff pause, so callers simply try again.
+    func with<R>(_ body: (RedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
+        do {
+            if connection == nil {
+                connection = try RedisConnection(endpoint, timeoutMs: timeoutMs)
+                if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
+                backoff.reset()
+            }
+            return try body(connection!)
+        } catch {
+            if case .io = error { connection = nil }
+            let delay = backoff.nextDelayMs()
+            logger.warning("Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
+            usleep(UInt32(delay) * 1000)
+            throw error
+        }
+    }
+}

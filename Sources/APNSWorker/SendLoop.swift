@@ -1,0 +1,238 @@
+import APNSCore
+import Foundation
+import HTTP2TLS
+import Synchronization
+
+/// One I/O thread: an epoll loop that owns its APNs connections (shared-nothing, DESIGN.md §1).
+/// Jobs arrive in batches through `submit`; decided outcomes leave in batches through `sink`.
+final class SendLoop: @unchecked Sendable {
+    struct Settings {
+        var connectionsPerApp: Int
+        var streamsPerConnection: Int
+        var requestTimeoutMs: Int
+        /// Sends of one job that count no attempt (reconnects, refreshed JWTs) before it fails.
+        var maxFreeResends = 10
+    }
+
+    let loop: EventLoop
+    private let apps: [AppRuntime]
+    private let settings: Settings
+    private let logger: Logger
+    private let sink: @Sendable ([FinishedJob]) -> Void
+    private let inbox = Mutex<[SendRequest]>([])
+    private let name: String
+    private var thread: Thread?
+
+    // Loop-thread state.
+    private var pending: [PendingQueue]
+    private var slots: [[APNSConnection?]]
+    private var backoffs: [[Backoff]]
+    private var draining: [ObjectIdentifier: APNSConnection] = [:]
+    private var finishedBatch: [FinishedJob] = []
+    private var stopping = false
+    private var touched: [APNSConnection] = []
+    private var freeResends: [String: Int] = [:]
+
+    init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
+        self.name = name
+        self.apps = apps
+        self.settings = settings
+        self.logger = logger
+        self.sink = sink
+        loop = try EventLoop()
+        pending = apps.map { _ in PendingQueue() }
+        slots = apps.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
+        backoffs = apps.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
+        loop.onWake = { [unowned self] in self.takeInbox() }
+        loop.afterEvents = { [unowned self] in self.dispatch() }
+    }
+
+    func start() {
+        let t = Thread { [self] in
+            for a in apps.indices { for s in slots[a].indices { openConnection(app: a, slot: s) } }
+            scheduleTimeoutScan()
+            loop.run()
+        }
+        t.name = name
+        thread = t
+        t.start()
+    }
+
+    /// Hands a batch to this thread. Safe from any thread.
+    func submit(_ batch: [SendRequest]) {
+        inbox.withLock { $0.append(contentsOf: batch) }
+        loop.wake()
+    }
+
+    /// Closes every connection and ends the thread. Unsent jobs stay in Redis in flight.
+    func stop() {
+        loop.execute { [self] in
+            stopping = true
+            for c in slots.flatMap({ $0 }) { c?.http?.shutdown(error: nil) }
+            for c in draining.values { c.http?.shutdown(error: nil) }
+            loop.stop()
+        }
+    }
+
+    // MARK: Loop thread
+
+    private func takeInbox() {
+        let batch = inbox.withLock { q -> [SendRequest] in defer { q.removeAll(keepingCapacity: true) }; return q }
+        for r in batch { pending[r.app].append(r) }
+    }
+
+    /// Fills every connection's free streams, flushes each touched connection once, and hands
+    /// the decided outcomes to the completer.
+    private func dispatch() {
+        guard !stopping else { return }
+        for a in apps.indices where !pending[a].isEmpty {
+            let auth = apps[a].jwt?.current
+            for case let c? in slots[a] where c.available > 0 {
+                var n = c.available
+                while n > 0, let request = pending[a].popFirst() {
+                    do {
+                        try c.send(request, authorization: auth)
+                    } catch {
+                        pending[a].pushFront(request)
+                        break
+                    }
+                    n -= 1
+                }
+                touched.append(c)
+                if pending[a].isEmpty { break }
+            }
+        }
+        for c in touched { c.flush() }
+        touched.removeAll(keepingCapacity: true)
+        if !finishedBatch.isEmpty {
+            sink(finishedBatch)
+            finishedBatch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func openConnection(app a: Int, slot s: Int) {
+        guard !stopping else { return }
+        let c = APNSConnection(app: apps[a], appIndex: a, owner: self, streams: settings.streamsPerConnection)
+        slots[a][s] = c
+        do {
+            try c.connect(loop: loop)
+        } catch {
+            logger.warning("cannot connect to APNs", ["app": .string(apps[a].name), "error": .string("\(error)")])
+            slots[a][s] = nil
+            retryConnection(app: a, slot: s)
+        }
+    }
+
+    private func retryConnection(app a: Int, slot s: Int) {
+        let delay = backoffs[a][s].nextDelayMs()
+        loop.schedule(afterMilliseconds: delay) { [self] in
+            if slots[a][s] == nil { openConnection(app: a, slot: s) }
+        }
+    }
+
+    private func slot(of c: APNSConnection) -> Int? {
+        slots[c.appIndex].firstIndex { $0 === c }
+    }
+
+    private func scheduleTimeoutScan() {
+        loop.schedule(afterMilliseconds: 1000) { [self] in
+            let now = MonotonicClock.nowMilliseconds()
+            let timeout = UInt64(settings.requestTimeoutMs)
+            for c in slots.flatMap({ $0 }) { c?.expireRequests(olderThan: timeout, now: now) }
+            for c in draining.values { c.expireRequests(olderThan: timeout, now: now) }
+            if !stopping { scheduleTimeoutScan() }
+        }
+    }
+
+    // MARK: Called by connections
+
+    func connectionBecameReady(_ c: APNSConnection) {
+        if let s = slot(of: c) { backoffs[c.appIndex][s].reset() }
+    }
+
+    func connectionDraining(_ c: APNSConnection, reason: String) {
+        logger.info("APNs sent GOAWAY; replacing the connection", ["app": .string(c.app.name), "reason": .string(reason)])
+        guard let s = slot(of: c) else { return }
+        draining[ObjectIdentifier(c)] = c
+        slots[c.appIndex][s] = nil
+        openConnection(app: c.appIndex, slot: s)
+    }
+
+    func connectionClosed(_ c: APNSConnection, error: Error?, unanswered: [SendRequest]) {
+        for r in unanswered.reversed() { resend(r) }
+        if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
+        guard let s = slot(of: c) else { return }
+        slots[c.appIndex][s] = nil
+        if !stopping {
+            if let error { logger.warning("APNs connection closed", ["app": .string(c.app.name), "error": .string("\(error)")]) }
+            retryConnection(app: c.appIndex, slot: s)
+        }
+    }
+
+    /// Sends again a request that APNs never processed. Counts no attempt, within a bound.
+    func resend(_ r: SendRequest) {
+        let n = (freeResends[r.handle] ?? 0) + 1
+        if n > settings.maxFreeResends {
+            freeResends[r.handle] = nil
+            let rejection = APNSRejection(status: 0, reason: APNSReason("ConnectionFailures"), apnsID: nil, timestamp: nil)
+            finished(r, outcome: .rejected(rejection))
+            return
+        }
+        freeResends[r.handle] = n
+        pending[r.app].pushFront(r)
+    }
+
+    func finished(_ r: SendRequest, outcome: Outcome) {
+        freeResends[r.handle] = nil
+        finishedBatch.append(FinishedJob(handle: r.handle, raw: r.job.raw, job: r.job, appName: apps[r.app].name,
+                                         topic: r.topic, outcome: outcome, attempts: r.attempts))
+    }
+
+    func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
+        logger.log(rejection.status >= 500 ? .warning : .info, "APNs rejected a notification", [
+            "app": .string(apps[r.app].name), "token": .string(r.job.token.redacted), "status": .int(rejection.status),
+            "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
+            "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
+        ])
+        switch rejection.reason.info.disposition {
+        case .refreshAuthAndRetry:
+            // The connection is wedged after this error: new JWT, new connection, same job.
+            _ = try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)
+            c.http?.shutdown(error: nil)
+            resend(r)
+        case .reconnectAndRetry:
+            c.http?.shutdown(error: nil)
+            resend(r)
+        default:
+            finished(r, outcome: .rejected(rejection))
+        }
+    }
+}
+
+/// A FIFO with O(1) pops from the front and pushes to the front (for resends).
+struct PendingQueue {
+    private var items: [SendRequest] = []
+    private var head = 0
+    private var front: [SendRequest] = []
+
+    var isEmpty: Bool { front.isEmpty && head == items.count }
+    var count: Int { front.count + items.count - head }
+
+    mutating func append(_ r: SendRequest) { items.append(r) }
+    mutating func pushFront(_ r: SendRequest) { front.append(r) }
+
+    mutating func popFirst() -> SendRequest? {
+        if let r = front.popLast() { return r }
+        guard head < items.count else { return nil }
+        let r = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 4096, head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return r
+    }
+}

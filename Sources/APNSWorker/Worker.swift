@@ -1,0 +1,97 @@
+import APNSCore
+import Foundation
+import HTTP2TLS
+import RedisClient
+
+/// One worker process: a fetch thread, K I/O threads and a completion thread (DESIGN.md §1).
+public final class Worker: @unchecked Sendable {
+    public let workerID: String
+    public let configuration: WorkerConfiguration
+    public let keys: QueueKeys
+    private let logger: Logger
+    private let apps: [AppRuntime]
+    private let gate: InflightGate
+    private let sendLoops: [SendLoop]
+    private let completer: Completer
+    private let fetcher: Fetcher
+
+    public init(configuration: WorkerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        workerID = configuration.workerID ?? Worker.defaultID()
+        keys = QueueKeys(queue: configuration.queue)
+        // One JWT per (team, key), shared by every connection of the process.
+        var providers: [String: JWTProvider] = [:]
+        apps = try configuration.apps.map { app in
+            guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(app, jwt: nil) }
+            let id = team + "/" + kid
+            let jwt = try providers[id] ?? JWTProvider(teamID: team, keyID: kid, p8File: file)
+            providers[id] = jwt
+            return try AppRuntime(app, jwt: jwt)
+        }
+        gate = InflightGate(capacity: configuration.inflightCapacity)
+        let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate, logger: logger)
+        self.completer = completer
+        let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
+                                         requestTimeoutMs: configuration.requestTimeoutMs)
+        let runtimes = apps
+        sendLoops = try (0..<configuration.ioThreads).map { i in
+            try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, sink: { completer.submit($0) })
+        }
+        fetcher = Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
+                          completer: completer, gate: gate, logger: logger)
+    }
+
+    static func defaultID() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, name.count)
+        let host = String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return "\(host)-\(getpid())"
+    }
+
+    public func start() {
+        completer.start()
+        for loop in sendLoops { loop.start() }
+        fetcher.start()
+        logger.info("worker started", [
+            "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
+            "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
+            "connections": .int(configuration.connections), "streams": .int(configuration.streams),
+        ])
+    }
+
+    /// The control plane's periodic work: keep every JWT fresh.
+    public func maintain() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(30))
+            for app in apps {
+                guard let jwt = app.jwt else { continue }
+                do {
+                    if try jwt.refreshIfDue() { logger.info("minted a new provider token", ["app": .string(app.name), "key_id": .string(jwt.keyID)]) }
+                } catch {
+                    logger.error("cannot mint a provider token", ["app": .string(app.name), "error": .string("\(error)")])
+                }
+            }
+        }
+    }
+
+    /// Stops taking jobs, lets in-flight ones finish within the grace period, writes their
+    /// outcomes, and hands any still unfinished back to the queue.
+    public func shutdown() {
+        logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
+        fetcher.stop()
+        let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
+        for loop in sendLoops { loop.stop() }
+        completer.stop()
+        var handedBack: Int64 = 0
+        do {
+            let redis = try RedisConnection(configuration.redis, timeoutMs: 5000)
+            handedBack = try redis.run(QueueScripts.handBack,
+                                       keys: [keys.inflight(worker: workerID), keys.staging(worker: workerID), keys.jobs, keys.workers],
+                                       args: [Array(workerID.utf8)]).integer ?? 0
+        } catch {
+            logger.error("cannot hand unfinished jobs back; they will be recovered when the lease runs out", ["error": .string("\(error)")])
+        }
+        logger.info("stopped", ["drained": .string(drained ? "yes" : "no"), "handed_back": .int(Int(handedBack))])
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import RedisClient
+
+extension WorkerConfiguration {
+    /// Reads `path` (if given), then applies `environment` overrides, then checks the result.
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> WorkerConfiguration {
+        var config = WorkerConfiguration()
+        if let path {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError("cannot read configuration file \(path)")
+            }
+            guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                throw ConfigurationError("\(path) is not a JSON object")
+            }
+            try config.apply(file: Fields(root, at: "configuration"))
+        }
+        try config.apply(environment: environment)
+        try config.validate()
+        return config
+    }
+
+    private mutating func apply(file f: Fields) throws {
+        try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
+                             "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
+                             "shutdown_grace_ms", "log_level"])
+        if let r = try f.object("redis") {
+            try r.rejectUnknown(["host", "port", "password", "database"])
+            redis.host = try r.string("host") ?? redis.host
+            redis.port = try r.int("port") ?? redis.port
+            redis.password = try r.string("password")
+            redis.database = try r.int("database") ?? redis.database
+        }
+        queue = try f.string("queue") ?? queue
+        workerID = try f.string("worker_id")
+        connections = try f.int("connections") ?? connections
+        streams = try f.int("streams") ?? streams
+        ioThreads = try f.int("io_threads") ?? ioThreads
+        batchSize = try f.int("batch_size") ?? batchSize
+        requestTimeoutMs = try f.int("request_timeout_ms") ?? requestTimeoutMs
+        resultsMax = try f.int("results_max") ?? resultsMax
+        deadLettersMax = try f.int("dead_letters_max") ?? deadLettersMax
+        invalidTokensMax = try f.int("invalid_tokens_max") ?? invalidTokensMax
+        leaseMs = try f.int("lease_ms") ?? leaseMs
+        shutdownGraceMs = try f.int("shutdown_grace_ms") ?? shutdownGraceMs
+        if let level = try f.string("log_level") { logLevel = try LogLevel.parse(level) }
+        apps = try f.objects("apps").map(AppConfiguration.init(fields:))
+    }
+
+    private mutating func apply(environment env: [String: String]) throws {
+        func int(_ name: String) throws -> Int? {
+            guard let text = env[name] else { return nil }
+            guard let v = Int(text) else { throw ConfigurationError("\(name) must be a whole number") }
+            return v
+        }
+        redis.host = env["APNSW_REDIS_HOST"] ?? redis.host
+        redis.port = try int("APNSW_REDIS_PORT") ?? redis.port
+        redis.password = env["APNSW_REDIS_PASSWORD"] ?? redis.password
+        redis.database = try int("APNSW_REDIS_DB") ?? redis.database
+        queue = env["APNSW_QUEUE"] ?? queue
+        workerID = env["APNSW_WORKER_ID"] ?? workerID
+        connections = try int("APNSW_CONNECTIONS") ?? connections
+        streams = try int("APNSW_STREAMS") ?? streams
+        ioThreads = try int("APNSW_IO_THREADS") ?? ioThreads
+        batchSize = try int("APNSW_BATCH_SIZE") ?? batchSize
+        leaseMs = try int("APNSW_LEASE_MS") ?? leaseMs
+        if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }
+        // Overrides for the single app of a simple deployment.
+        let appKeys = ["APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID", "APNSW_KEY_FILE"]
+        guard appKeys.contains(where: { env[$0] != nil }) else { return }
+        if apps.isEmpty {
+            guard let team = env["APNSW_TEAM_ID"], let kid = env["APNSW_KEY_ID"], let file = env["APNSW_KEY_FILE"],
+                  let bundle = env["APNSW_BUNDLE_ID"] else {
+                throw ConfigurationError("with no apps in the file, APNSW_BUNDLE_ID, APNSW_TEAM_ID, APNSW_KEY_ID and APNSW_KEY_FILE are all needed")
+            }
+            apps = [AppConfiguration(name: "default", bundleID: bundle, endpoint: .development,
+                                     auth: .token(teamID: team, keyID: kid, keyFile: file))]
+        }
+        guard apps.count == 1 else { throw ConfigurationError("APNSW_APNS_* overrides need exactly one app") }
+        var app = apps[0]
+        if let host = env["APNSW_APNS_HOST"] { app.endpoint = APNSEndpoint(host: host, port: app.endpoint.port, caFile: app.endpoint.caFile) }
+        app.endpoint.port = try int("APNSW_APNS_PORT") ?? app.endpoint.port
+        app.endpoint.caFile = env["APNSW_APNS_CA_FILE"] ?? app.endpoint.caFile
+        app.bundleID = env["APNSW_BUNDLE_ID"] ?? app.bundleID
+        if case .token(let team, let kid, let file) = app.auth {
+            app.auth = .token(teamID: env["APNSW_TEAM_ID"] ?? team, keyID: env["APNSW_KEY_ID"] ?? kid, keyFile: env["APNSW_KEY_FILE"] ?? file)
+        }
+        apps[0] = app
+    }
+
+    func validate() throws {
+        guard !apps.isEmpty else { throw ConfigurationError("no apps configured: add one under \"apps\"") }
+        guard Set(apps.map(\.name)).count == apps.count else { throw ConfigurationError("app names must be unique") }
+        for (name, value, range) in [("connections", connections, 1...1024), ("streams", streams, 1...10_000),
+                                     ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000),
+                                     ("lease_ms", leaseMs, 1000...600_000)] where !range.contains(value) {
+            throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
+        }
+        guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {
+            throw ConfigurationError("queue name must be non-empty and must not contain braces")
+        }
+    }
+}
+
+extension AppConfiguration {
+    init(fields f: Fields) throws {
+        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "certificate"])
+        guard let name = try f.string("name") else { throw ConfigurationError("\(f.path): \"name\" is required") }
+        guard let bundle = try f.string("bundle_id") else { throw ConfigurationError("\(f.path): \"bundle_id\" is required") }
+        var endpoint: APNSEndpoint
+        switch try f.string("environment") ?? "production" {
+        case "production": endpoint = .production
+        case "development", "sandbox": endpoint = .development
+        case let other: throw ConfigurationError("\(f.path).environment must be production or development, got \(other)")
+        }
+        if let e = try f.object("endpoint") {
+            try e.rejectUnknown(["host", "port", "ca_file", "server_name"])
+            let host = try e.string("host") ?? endpoint.host
+            endpoint = APNSEndpoint(host: host, port: try e.int("port") ?? endpoint.port, caFile: try e.string("ca_file"),
+                                    serverName: try e.string("server_name") ?? host)
+        }
+        let auth: Auth
+        if let t = try f.object("token") {
+            try t.rejectUnknown(["team_id", "key_id", "key_file"])
+            guard let team = try t.string("team_id"), let kid = try t.string("key_id"), let file = try t.string("key_file") else {
+                throw ConfigurationError("\(t.path) needs team_id, key_id and key_file")
+            }
+            auth = .token(teamID: team, keyID: kid, keyFile: file)
+        } else if let c = try f.object("certificate") {
+            try c.rejectUnknown(["certificate_file", "key_file", "pkcs12_file", "password"])
+            if let p12 = try c.string("pkcs12_file") {
+                auth = .pkcs12(file: p12, password: try c.string("password") ?? "")
+            } else if let cert = try c.string("certificate_file"), let key = try c.string("key_file") {
+                auth = .certificate(certificateFile: cert, keyFile: key)
+            } else {
+                throw ConfigurationError("\(c.path) needs certificate_file and key_file, or pkcs12_file")
+            }
+        } else {
+            throw ConfigurationError("\(f.path) needs \"token\" or \"certificate\" credentials")
+        }
+        self.init(name: name, bundleID: bundle, endpoint: endpoint, auth: auth)
+    }
+}
+
+/// Typed access to one JSON object of the configuration, with its path for error messages.
+struct Fields {
+    let values: [String: Any]
+    let path: String
+    init(_ values: [String: Any], at path: String) {
+        self.values = values
+        self.path = path
+    }
+
+    func rejectUnknown(_ known: Set<String>) throws {
+        if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
+            throw ConfigurationError("\(path): unknown setting \"\(unknown)\"")
+        }
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let v = values[key], !(v is NSNull) else { return nil }
+        guard let s = v as? String else { throw ConfigurationError("\(path).\(key) must be a string") }
+        return s
+    }
+
+    func int(_ key: String) throws -> Int? {
+        guard let v = values[key], !(v is NSNull) else { return nil }
+        guard !(v is Bool), let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded() else {
+            throw ConfigurationError("\(path).\(key) must be a whole number")
+        }
+        return n.intValue
+    }
+
+    func object(_ key: String) throws -> Fields? {
+        guard let v = values[key], !(v is NSNull) else { return nil }
+        guard let o = v as? [String: Any] else { throw ConfigurationError("\(path).\(key) must be an object") }
+        return Fields(o, at: "\(path).\(key)")
+    }
+
+    func objects(_ key: String) throws -> [Fields] {
+        guard let v = values[key], !(v is NSNull) else { return [] }
+        guard let list = v as? [[String: Any]] else { throw ConfigurationError("\(path).\(key) must be a list of objects") }
+        return list.enumerated().map { Fields($1, at: "\(path).\(key)[\($0)]") }
+    }
+}

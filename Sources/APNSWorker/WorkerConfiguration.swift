@@ -1,0 +1,77 @@
+import Foundation
+import RedisClient
+
+/// Everything a worker process needs, read from a JSON file and then overridden by
+/// `APNSW_*` environment variables (see README "Configuration").
+public struct WorkerConfiguration: Sendable {
+    public var redis = RedisEndpoint()
+    public var queue = "default"
+    public var workerID: String?
+    public var apps: [AppConfiguration] = []
+    /// APNs connections per app per I/O thread.
+    public var connections = 2
+    /// The most streams we open on one connection, whatever the server allows.
+    public var streams = 500
+    public var ioThreads = 1
+    /// Jobs taken from Redis in one atomic move.
+    public var batchSize = 256
+    public var requestTimeoutMs = 30_000
+    public var resultsMax = 100_000
+    public var deadLettersMax = 100_000
+    public var invalidTokensMax = 100_000
+    /// A worker that has not renewed its lease for this long is presumed dead.
+    public var leaseMs = 15_000
+    /// How long SIGTERM waits for in-flight jobs before handing them back.
+    public var shutdownGraceMs = 10_000
+    public var logLevel = LogLevel.info
+
+    public init() {}
+
+    /// Jobs a process holds at most: about twice what its connections can have in flight.
+    public var inflightCapacity: Int { max(batchSize, 2 * connections * streams * ioThreads * max(1, apps.count)) }
+}
+
+public struct AppConfiguration: Sendable {
+    public var name: String
+    public var bundleID: String
+    public var endpoint: APNSEndpoint
+    public var auth: Auth
+
+    public enum Auth: Sendable {
+        case token(teamID: String, keyID: String, keyFile: String)
+        case certificate(certificateFile: String, keyFile: String)
+        case pkcs12(file: String, password: String)
+    }
+
+    public init(name: String, bundleID: String, endpoint: APNSEndpoint, auth: Auth) {
+        self.name = name
+        self.bundleID = bundleID
+        self.endpoint = endpoint
+        self.auth = auth
+    }
+}
+
+/// Where APNs is: Apple's two environments, or any host (a staging proxy, the mock).
+public struct APNSEndpoint: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    /// nil: the system trust store.
+    public var caFile: String?
+    /// The name checked against the server certificate and sent as SNI.
+    public var serverName: String
+
+    public static let production = APNSEndpoint(host: "api.push.apple.com", port: 443, caFile: nil, serverName: "api.push.apple.com")
+    public static let development = APNSEndpoint(host: "api.sandbox.push.apple.com", port: 443, caFile: nil, serverName: "api.sandbox.push.apple.com")
+
+    public init(host: String, port: Int, caFile: String?, serverName: String? = nil) {
+        self.host = host
+        self.port = port
+        self.caFile = caFile
+        self.serverName = serverName ?? host
+    }
+}
+
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,167 @@
+import CHiredis
+
+/// A Redis reply, copied out of hiredis.
+public enum RedisReply: Equatable, Sendable {
+    case string([UInt8])
+    case status(String)
+    case integer(Int64)
+    case array([RedisReply])
+    case null
+    case error(String)
+
+    public var text: String? {
+        switch self {
+        case .string(let b): return String(decoding: b, as: UTF8.self)
+        case .status(let s): return s
+        case .integer(let i): return String(i)
+        default: return nil
+        }
+    }
+
+    public var integer: Int64? {
+        switch self {
+        case .integer(let i): return i
+        case .string, .status: return text.flatMap { Int64($0) }
+        default: return nil
+        }
+    }
+
+    public var array: [RedisReply] {
+        if case .array(let items) = self { return items }
+        return []
+    }
+}
+
+/// Why a Redis call failed. I/O errors mean the connection is dead and must be replaced.
+public enum RedisError: Error, CustomStringConvertible, Sendable {
+    case io(String)
+    case server(String)
+
+    public var description: String {
+        switch self {
+        case .io(let m): return "redis connection: \(m)"
+        case .server(let m): return "redis: \(m)"
+        }
+    }
+}
+
+/// Where a Redis server is. The password is kept out of every description.
+public struct RedisEndpoint: Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var password: String?
+    public var database: Int
+    public init(host: String = "127.0.0.1", port: Int = 6379, password: String? = nil, database: Int = 0) {
+        self.host = host
+        self.port = port
+        self.password = password
+        self.database = database
+    }
+    public var description: String { "redis://\(host):\(port)/\(database)" }
+}
+
+/// One blocking hiredis connection. Used by one thread at a time (hiredis is not thread-safe).
+public final class RedisConnection {
+    /// redisContext*, owned by the thread using this connection.
+    private let context: UnsafeMutablePointer<redisContext>
+    public let endpoint: RedisEndpoint
+
+    /// Connects, authenticates and selects the database. `timeoutMs` bounds every call, so it
+    /// must stay above any blocking command's timeout or the context dies (DESIGN.md §2).
+    public init(_ endpoint: RedisEndpoint, timeoutMs: Int = 5000) throws(RedisError) {
+        self.endpoint = endpoint
+        guard let ctx = apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs) else {
+            throw .io("cannot allocate a context")
+        }
+        if apnsw_redis_context_error(ctx) != 0 {
+            let message = String(cString: apnsw_redis_context_errstr(ctx))
+            redisFree(ctx)
+            throw .io("\(endpoint): \(message)")
+        }
+        context = ctx
+        _ = apnsw_redis_set_timeout(ctx, timeoutMs)
+        if let password = endpoint.password {
+            if case .error = try command(["AUTH", password]) {
+                // The server's message never contains the password; ours does not either.
+                throw .server("authentication to \(endpoint) failed")
+            }
+        }
+        if endpoint.database != 0 {
+            if case .error(let m) = try command(["SELECT", String(endpoint.database)]) { throw .server(m) }
+        }
+    }
+
+    deinit { redisFree(context) }
+
+    /// Sends one command and waits for its reply. Server errors come back as `.error`.
+    public func command(_ args: [String]) throws(RedisError) -> RedisReply {
+        try command(bytes: args.map { Array($0.utf8) })
+    }
+
+    public func command(bytes args: [[UInt8]]) throws(RedisError) -> RedisReply {
+        let raw = withArgv(args) { argc, argv, lens in redisCommandArgv(context, argc, argv, lens) }
+        guard let raw else { throw .io(lastError) }
+        defer { freeReplyObject(raw) }
+        return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    /// Sends every command in one write, then reads every reply: one round trip.
+    public func pipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
+        for args in commands {
+            let rc = withArgv(args) { argc, argv, lens in redisAppendCommandArgv(context, argc, argv, lens) }
+            guard rc == REDIS_OK else { throw .io(lastError) }
+        }
+        var replies: [RedisReply] = []
+        replies.reserveCapacity(commands.count)
+        for _ in commands {
+            var raw: UnsafeMutableRawPointer?
+            guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
+            replies.append(RedisReply(raw.assumingMemoryBound(to: redisReply.self)))
+            freeReplyObject(raw)
+        }
+        return replies
+    }
+
+    private var lastError: String {
+        let code = apnsw_redis_context_error(context)
+        return code == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
+    }
+
+    private func withArgv<R>(_ args: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R) -> R {
+        var lens = args.map(\.count)
+        var pointers: [UnsafePointer<CChar>?] = []
+        pointers.reserveCapacity(args.count)
+        // Keep each argument's bytes alive for the call: hiredis copies them into its buffer.
+        var storage = [UInt8]()
+        storage.reserveCapacity(lens.reduce(0, +) + args.count)
+        var offsets: [Int] = []
+        for a in args { offsets.append(storage.count); storage.append(contentsOf: a); storage.append(0) }
+        return storage.withUnsafeBufferPointer { buf in
+            let base = UnsafeRawPointer(buf.baseAddress!).assumingMemoryBound(to: CChar.self)
+            for o in offsets { pointers.append(base + o) }
+            return pointers.withUnsafeMutableBufferPointer { p in
+                lens.withUnsafeMutableBufferPointer { l in body(Int32(args.count), p.baseAddress!, UnsafePointer(l.baseAddress!)) }
+            }
+        }
+    }
+}
+
+extension RedisReply {
+    init(_ r: UnsafeMutablePointer<redisReply>) {
+        let reply = r.pointee
+        switch reply.type {
+        case REDIS_REPLY_STRING:
+            self = .string(Array(UnsafeRawBufferPointer(start: reply.str, count: Int(reply.len))))
+        case REDIS_REPLY_STATUS:
+            self = .status(String(decoding: UnsafeRawBufferPointer(start: reply.str, count: Int(reply.len)), as: UTF8.self))
+        case REDIS_REPLY_ERROR:
+            self = .error(String(decoding: UnsafeRawBufferPointer(start: reply.str, count: Int(reply.len)), as: UTF8.self))
+        case REDIS_REPLY_INTEGER:
+            self = .integer(reply.integer)
+        case REDIS_REPLY_ARRAY:
+            self = .array((0..<Int(reply.elements)).map { RedisReply(reply.element[$0]!) })
+        default:
+            self = .null
+        }
+    }
+}
