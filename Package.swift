@@ -25,12 +25,18 @@ let package = Package(
         // Test support and demo/bench server: the strict mock APNs.
         .target(name: "APNSMock", dependencies: ["APNSCore", "HTTP2TLS"]),
 
+        // Helpers for the test tiers: a real redis-server, the mock in-process, child processes.
+        .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock"]),
+
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
 
-        .testTarget(name: "APNSCoreTests", dependencies: ["APNSCore", "HTTP2TLS"]),
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker", "APNSMock"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "APNSMock"]),
+        // Pure: no sockets, no services.
+        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker"]),
+        // The worker's client against the mock APNs over real TLS + HTTP/2.
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker", "APNSMock", "TestSupport"]),
+        // Worker processes against a real redis-server and the mock.
+        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

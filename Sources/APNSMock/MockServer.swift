@@ -64,8 +64,10 @@ public final class MockServer: @unchecked Sendable {
     public func waitUntilStopped() {
         finished.wait()
         finished.signal()
-        close(listenFD)
+        let first = listenerOpen.withLock { open in defer { open = false }; return open }
+        if first { close(listenFD) }
     }
+    private let listenerOpen = Mutex(true)
 
     fileprivate func accept() {
         while let fd = Socket.accept(listenFD) {

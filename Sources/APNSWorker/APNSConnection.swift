@@ -44,20 +44,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         guard let http else { return }
         let job = request.job
         headers.clear()
-        headers.add(":method", "POST")
-        headers.add(":scheme", "https")
-        headers.add(":path", "/3/device/" + job.token.hex, sensitive: true)
-        headers.add(":authority", app.configuration.endpoint.serverName)
-        if let authorization {
-            headers.add("authorization", "bearer " + authorization.token)
-            jwtGeneration = authorization.generation
-        }
-        headers.add("apns-push-type", job.pushType.rawValue)
-        headers.add("apns-topic", request.topic)
-        if let p = job.priority { headers.add("apns-priority", String(p.value)) }
-        if let e = job.expiration { headers.add("apns-expiration", String(e)) }
-        if let c = job.collapseID { headers.add("apns-collapse-id", c) }
-        if let id = job.apnsID { headers.add("apns-id", id, sensitive: true) }
+        APNSRequestHeaders.write(job: job, topic: request.topic, authority: app.configuration.endpoint.serverName,
+                                 bearer: authorization?.token, into: &headers)
+        if let authorization { jwtGeneration = authorization.generation }
         let stream = try http.session.submitRequest(headers, body: job.payload)
         streams[stream] = Stream(request: request, sentAtMs: MonotonicClock.nowMilliseconds())
         budget.opened()
@@ -137,6 +126,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2PingAck() {}
 }
+
+extension HeaderList: HeaderSink {}
 
 public enum WallClock {
     public static func nowMilliseconds() -> Int64 {

@@ -1,0 +1,24 @@
+/// Where request headers go: nghttp2's header list in production, an array in tests.
+public protocol HeaderSink {
+    mutating func add(_ name: String, _ value: String, sensitive: Bool)
+}
+
+/// The HTTP/2 headers of one device push (apns-protocol.md §2.1, §2.3).
+public enum APNSRequestHeaders {
+    /// Writes the request's headers. Values that change per request (`:path`, `apns-id`) are
+    /// marked sensitive so they never enter the HPACK table; `authorization` is indexed since
+    /// it changes once per 50 minutes.
+    public static func write<S: HeaderSink>(job: Job, topic: String, authority: String, bearer: String?, into sink: inout S) {
+        sink.add(":method", "POST", sensitive: false)
+        sink.add(":scheme", "https", sensitive: false)
+        sink.add(":path", "/3/device/" + job.token.hex, sensitive: true)
+        sink.add(":authority", authority, sensitive: false)
+        if let bearer { sink.add("authorization", "bearer " + bearer, sensitive: false) }
+        sink.add("apns-push-type", job.pushType.rawValue, sensitive: false)
+        sink.add("apns-topic", topic, sensitive: false)
+        if let p = job.priority { sink.add("apns-priority", String(p.value), sensitive: false) }
+        if let e = job.expiration { sink.add("apns-expiration", String(e), sensitive: false) }
+        if let c = job.collapseID { sink.add("apns-collapse-id", c, sensitive: false) }
+        if let id = job.apnsID { sink.add("apns-id", id, sensitive: true) }
+    }
+}

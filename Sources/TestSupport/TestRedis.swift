@@ -1,0 +1,64 @@
+import Foundation
+import RedisClient
+
+/// A real redis-server for tests: the one scripts/test started (APNSW_TEST_REDIS=host:port),
+/// or one started here on a free port. A test that cannot reach Redis fails; it never skips.
+public final class TestRedis: @unchecked Sendable {
+    public private(set) var endpoint: RedisEndpoint
+    private var server: ChildProcess?
+    private let directory: TemporaryDirectory
+    private let persistent: Bool
+
+    /// `dedicated` always starts a private server (for tests that stop or restart it);
+    /// `persistent` turns on the append-only file so a restart keeps the data.
+    public init(dedicated: Bool = false, persistent: Bool = false) throws {
+        directory = try TemporaryDirectory("apnsw-redis")
+        self.persistent = persistent
+        if !dedicated, let shared = ProcessInfo.processInfo.environment["APNSW_TEST_REDIS"] {
+            let parts = shared.split(separator: ":")
+            endpoint = RedisEndpoint(host: String(parts[0]), port: Int(parts.last!) ?? 6379)
+        } else {
+            endpoint = RedisEndpoint(host: "127.0.0.1", port: freePort())
+            try startServer()
+        }
+        guard waitUntil(timeout: 10, { (try? RedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
+            throw TestSupportError("redis-server at \(endpoint) is not reachable (is redis-server installed? run scripts/test)")
+        }
+    }
+
+    private func startServer() throws {
+        let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let binary else { throw TestSupportError("redis-server is not installed; scripts/test installs it") }
+        server = try ChildProcess(binary, ["--port", String(endpoint.port), "--bind", "127.0.0.1", "--dir", directory.path,
+                                           "--save", "", "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always"],
+                                  outputFile: directory.file("redis.log"))
+    }
+
+    /// Stops a dedicated server (SIGTERM, so an append-only file is complete).
+    public func stop() {
+        server?.signal(SIGTERM)
+        _ = server?.wait(timeout: 10)
+    }
+
+    /// Starts a dedicated server again on the same port, with the same data directory.
+    public func restart() throws {
+        try startServer()
+        guard waitUntil(timeout: 10, { (try? RedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
+            throw TestSupportError("redis-server did not come back")
+        }
+    }
+
+    public func connect() throws -> RedisConnection { try RedisConnection(endpoint, timeoutMs: 5000) }
+
+    /// Deletes every key of `queue` (shared servers are used by many tests, each on its own queue).
+    public func reset(queue: String) throws {
+        let r = try connect()
+        let keys = try r.command(["KEYS", "apns:{\(queue)}:*"]).array.compactMap(\.text)
+        if !keys.isEmpty { _ = try r.command(["DEL"] + keys) }
+    }
+
+    deinit {
+        server?.signal(SIGKILL)
+        _ = server?.wait(timeout: 5)
+    }
+}

@@ -1,0 +1,64 @@
+import APNSCore
+import XCTest
+
+final class JSONScannerTests: XCTestCase {
+    private func validates(_ text: String) -> Bool {
+        Array(text.utf8).withUnsafeBufferPointer { (try? JSONScanner.validateObject($0)) != nil }
+    }
+
+    func testAcceptsObjectsOfEveryKind() {
+        XCTAssertTrue(validates(#"{}"#))
+        XCTAssertTrue(validates(#" {"a":[1,-2.5e3,true,false,null,{"b":"c"}],"d":"\u00e9\ud83d\ude00"} "#))
+        XCTAssertTrue(validates("{\"emoji\":\"😀\",\"rtl\":\"שלום\"}"))
+    }
+
+    func testRejectsMalformedInput() {
+        for bad in [#"[]"#, #"{"a":}"#, #"{"a":1,}"#, #"{'a':1}"#, #"{"a":01}"#, #"{"a":1} x"#, #"{"a":"\x"}"#,
+                    "{\"a\":\"\u{1}\"}", #"{"a":"\ud800"}"#, #"{"a":tru}"#, #"{"a":1.}"#, #"{"a""#, ""] {
+            XCTAssertFalse(validates(bad), bad)
+        }
+    }
+
+    func testRejectsInvalidUTF8() {
+        let bytes: [UInt8] = Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)
+        XCTAssertThrowsError(try bytes.withUnsafeBufferPointer { try JSONScanner.validateObject($0) })
+    }
+
+    func testDecodesStringsWithEscapes() throws {
+        let text = Array(#""a\"b\\c\nd\u00e9\ud83d\ude00""#.utf8)
+        let s = try text.withUnsafeBufferPointer { buf -> String in
+            var scanner = JSONScanner(buf)
+            return try scanner.readString()
+        }
+        XCTAssertEqual(s, "a\"b\\c\nd\u{e9}😀")
+    }
+
+    func testReadsIntegersAndRejectsFractions() throws {
+        try Array("-42".utf8).withUnsafeBufferPointer { buf in
+            var s = JSONScanner(buf)
+            XCTAssertEqual(try s.readInt(), -42)
+        }
+        try Array("4.2".utf8).withUnsafeBufferPointer { buf in
+            var s = JSONScanner(buf)
+            XCTAssertThrowsError(try s.readInt())
+        }
+        try Array("99999999999999999999".utf8).withUnsafeBufferPointer { buf in
+            var s = JSONScanner(buf)
+            XCTAssertThrowsError(try s.readInt())
+        }
+    }
+
+    func testDepthIsBounded() {
+        let deep = String(repeating: "{\"a\":", count: 100) + "1" + String(repeating: "}", count: 100)
+        XCTAssertFalse(validates(deep))
+    }
+
+    func testWriterEscapesControlCharactersQuotesAndKeepsUnicode() throws {
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("s", "q\"b\\n\n\t\u{1}😀שלום")
+        w.endObject()
+        let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String: String]
+        XCTAssertEqual(parsed?["s"], "q\"b\\n\n\t\u{1}😀שלום")
+    }
+}

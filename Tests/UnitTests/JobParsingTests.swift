@@ -1,0 +1,93 @@
+import APNSCore
+import XCTest
+
+final class JobParsingTests: XCTestCase {
+    static let token = String(repeating: "ab", count: 32)
+
+    private func parse(_ text: String) throws(JobRejection) -> Job { try Job.parse(Array(text.utf8)) }
+
+    private func reason(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> String? {
+        do {
+            _ = try parse(text)
+            XCTFail("expected a rejection for \(text)", file: file, line: line)
+            return nil
+        } catch {
+            XCTAssertFalse(error.detail.isEmpty, file: file, line: line)
+            return error.reason
+        }
+    }
+
+    func testParsesEveryField() throws {
+        let job = try parse("""
+        {"v":1,"id":"j-1","app":"shop","token":"\(Self.token.uppercased())","topic":"com.example.app.voip","push_type":"voip",
+         "priority":5,"expiration":1800000000,"collapse_id":"c1","apns_id":"123E4567-E89B-12D3-A456-426655440000",
+         "payload":{"aps":{"alert":"hi"}, "x": [1, 2]}}
+        """)
+        XCTAssertEqual(job.id, "j-1")
+        XCTAssertEqual(job.app, "shop")
+        XCTAssertEqual(job.token.hex, Self.token)
+        XCTAssertEqual(job.topic, "com.example.app.voip")
+        XCTAssertEqual(job.pushType, .voip)
+        XCTAssertEqual(job.priority, .conserve)
+        XCTAssertEqual(job.expiration, 1_800_000_000)
+        XCTAssertEqual(job.collapseID, "c1")
+        XCTAssertEqual(job.apnsID, "123e4567-e89b-12d3-a456-426655440000")
+        // The payload is the producer's bytes, untouched.
+        XCTAssertEqual(String(decoding: job.payload, as: UTF8.self), #"{"aps":{"alert":"hi"}, "x": [1, 2]}"#)
+    }
+
+    func testDefaults() throws {
+        let job = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
+        XCTAssertEqual(job.pushType, .alert)
+        XCTAssertNil(job.priority)
+        XCTAssertEqual(job.effectivePriority, .immediate)
+        let bg = try parse(#"{"token":"\#(Self.token)","push_type":"background","payload":{"aps":{"content-available":1}}}"#)
+        XCTAssertEqual(bg.effectivePriority, .conserve)
+    }
+
+    func testEachBadInputHasItsReason() {
+        let t = Self.token
+        XCTAssertEqual(reason("not json"), JobRejection.malformedJSON)
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{}"#), JobRejection.malformedJSON)
+        XCTAssertEqual(reason(#"["x"]"#), JobRejection.malformedJSON)
+        XCTAssertEqual(reason(#"{"token":"\#(t)","token":"\#(t)","payload":{"a":1}}"#), JobRejection.malformedJSON)
+        XCTAssertEqual(reason(#"{"token":"\#(t)","priorty":5,"payload":{"a":1}}"#), JobRejection.unknownField)
+        XCTAssertEqual(reason(#"{"v":2,"token":"\#(t)","payload":{"a":1}}"#), JobRejection.unsupportedVersion)
+        XCTAssertEqual(reason(#"{"payload":{"a":1}}"#), "MissingDeviceToken")
+        XCTAssertEqual(reason(#"{"token":"xyz","payload":{"a":1}}"#), "BadDeviceToken")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"push_type":"shout"}"#), "InvalidPushType")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"priority":7}"#), "BadPriority")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"priority":"10"}"#), JobRejection.wrongType)
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"aps":{}},"push_type":"background","priority":10}"#), "BadPriority")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"push_type":"pushtotalk","priority":5}"#), "BadPriority")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"collapse_id":"\#(String(repeating: "c", count: 65))"}"#), "BadCollapseId")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"apns_id":"nope"}"#), "BadMessageId")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"expiration":-5}"#), "BadExpirationDate")
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"topic":"com.x.voip"}"#), "BadTopic")
+        XCTAssertEqual(reason(#"{"token":"\#(t)"}"#), JobRejection.missingPayload)
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":"hi"}"#), JobRejection.wrongType)
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{}}"#), "PayloadEmpty")
+    }
+
+    func testPayloadSizeLimitsCountTheExactBytes() throws {
+        func job(_ bytes: Int, _ type: String) -> String {
+            // {"a":"xxxx"} is 8 bytes of framing around the string.
+            let filler = String(repeating: "x", count: bytes - 8)
+            return #"{"token":"\#(Self.token)","push_type":"\#(type)","payload":{"a":"\#(filler)"}}"#
+        }
+        XCTAssertEqual(try parse(job(4096, "alert")).payload.count, 4096)
+        XCTAssertEqual(reason(job(4097, "alert")), "PayloadTooLarge")
+        XCTAssertEqual(try parse(job(5120, "voip")).payload.count, 5120)
+        XCTAssertEqual(reason(job(5121, "voip")), "PayloadTooLarge")
+    }
+
+    func testPushTypeTopicRules() {
+        XCTAssertTrue(PushType.alert.matches(topic: "com.example.app"))
+        XCTAssertFalse(PushType.alert.matches(topic: "com.example.app.voip"))
+        XCTAssertTrue(PushType.voip.matches(topic: "com.example.app.voip"))
+        XCTAssertFalse(PushType.voip.matches(topic: ".voip"))
+        XCTAssertEqual(PushType.liveactivity.topic(forBundle: "b"), "b.push-type.liveactivity")
+        XCTAssertEqual(PushType.fileprovider.topic(forBundle: "b"), "b.pushkit.fileprovider")
+        XCTAssertEqual(PushType.all.count, 11)
+    }
+}

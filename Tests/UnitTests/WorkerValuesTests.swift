@@ -1,0 +1,104 @@
+@testable import APNSWorker
+import APNSCore
+import Foundation
+import XCTest
+
+final class WorkerValuesTests: XCTestCase {
+    func testStreamBudgetStartsAtOneUntilFirstSuccessThenFollowsSettings() {
+        var b = StreamBudget(localLimit: 500, needsFirstSuccess: true)
+        XCTAssertEqual(b.available, 1)
+        b.settingsReceived(maxConcurrentStreams: 1000)
+        XCTAssertEqual(b.available, 1)
+        b.opened()
+        XCTAssertEqual(b.available, 0)
+        b.succeeded()
+        XCTAssertEqual(b.available, 499)
+        b.settingsReceived(maxConcurrentStreams: 1)
+        XCTAssertEqual(b.available, 0, "never above the live server limit")
+        b.closed()
+        XCTAssertEqual(b.available, 1)
+        b.settingsReceived(maxConcurrentStreams: 10)
+        XCTAssertEqual(b.available, 10)
+        b.goAway()
+        XCTAssertEqual(b.available, 0)
+        var cert = StreamBudget(localLimit: 5, needsFirstSuccess: false)
+        cert.settingsReceived(maxConcurrentStreams: 100)
+        XCTAssertEqual(cert.available, 5)
+    }
+
+    func testBackoffGrowsWithJitterUpToTheCap() {
+        var b = Backoff(baseMs: 100, capMs: 1000)
+        var g = SystemRandomNumberGenerator()
+        let delays = (0..<8).map { _ in b.nextDelayMs(using: &g) }
+        XCTAssertTrue((50...100).contains(delays[0]))
+        XCTAssertTrue((100...200).contains(delays[1]))
+        XCTAssertTrue((200...400).contains(delays[2]))
+        XCTAssertTrue(delays[5...].allSatisfy { (500...1000).contains($0) })
+        b.reset()
+        XCTAssertTrue((50...100).contains(b.nextDelayMs(using: &g)))
+    }
+
+    func testPendingQueueIsFIFOWithFrontPushes() throws {
+        let job = try Job.parse(Array(#"{"token":"\#(String(repeating: "ab", count: 32))","payload":{"a":1}}"#.utf8))
+        func r(_ h: String) -> SendRequest { SendRequest(handle: h, job: job, app: 0, topic: "t", takenAtNs: 0) }
+        var q = PendingQueue()
+        for i in 0..<5000 { q.append(r(String(i))) }
+        XCTAssertEqual(q.popFirst()?.handle, "0")
+        q.pushFront(r("again"))
+        XCTAssertEqual(q.popFirst()?.handle, "again")
+        for i in 1..<5000 { XCTAssertEqual(q.popFirst()?.handle, String(i)) }
+        XCTAssertTrue(q.isEmpty)
+        XCTAssertNil(q.popFirst())
+    }
+
+    func testConfigurationFileAndEnvironmentOverrides() throws {
+        let path = NSTemporaryDirectory() + "cfg-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try """
+        {"redis":{"host":"10.0.0.1","port":7000,"password":"s3cret"},"queue":"q1","connections":3,
+         "apps":[{"name":"a","bundle_id":"com.a","environment":"development",
+                  "token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]}
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try WorkerConfiguration.load(path: path, environment: ["APNSW_REDIS_PORT": "7001", "APNSW_STREAMS": "50",
+                                                                       "APNSW_APNS_HOST": "127.0.0.1", "APNSW_APNS_PORT": "8443"])
+        XCTAssertEqual(c.redis.host, "10.0.0.1")
+        XCTAssertEqual(c.redis.port, 7001)
+        XCTAssertEqual(c.redis.password, "s3cret")
+        XCTAssertFalse(c.redis.description.contains("s3cret"))
+        XCTAssertEqual(c.queue, "q1")
+        XCTAssertEqual(c.connections, 3)
+        XCTAssertEqual(c.streams, 50)
+        XCTAssertEqual(c.apps.first?.endpoint, APNSEndpoint(host: "127.0.0.1", port: 8443, caFile: nil))
+        XCTAssertEqual(APNSEndpoint.development.host, "api.sandbox.push.apple.com")
+    }
+
+    func testConfigurationErrorsAreClear() throws {
+        let path = NSTemporaryDirectory() + "cfg-bad-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try #"{"queue":"q","conections":3}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("unknown setting \"conections\""), "\(error)")
+        }
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: nil, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("no apps"), "\(error)")
+        }
+    }
+
+    func testOutcomeRecordsAreJSONWithTheContractFields() throws {
+        let ctx = OutcomeRecord.Context(handle: "7", jobID: "j", app: "a", token: "ab", topic: "t", worker: "w", timeMs: 5)
+        let ok = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))) as! [String: Any]
+        XCTAssertEqual(ok["status"] as? String, "ok")
+        XCTAssertEqual(ok["apns_id"] as? String, "id-1")
+        XCTAssertEqual(ok["v"] as? Int, 1)
+        let r = APNSRejection(status: 410, reason: .unregistered, apnsID: "id-2", timestamp: 99)
+        let failed = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: r, attempts: 2))) as! [String: Any]
+        XCTAssertEqual(failed["status"] as? String, "failed")
+        XCTAssertEqual(failed["http_status"] as? Int, 410)
+        XCTAssertEqual(failed["reason"] as? String, "Unregistered")
+        XCTAssertEqual(failed["apns_timestamp"] as? Int, 99)
+        let dead = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.deadLetter(ctx, reason: "X", detail: "d", job: Array("not json".utf8),
+                                                                                       attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
+        XCTAssertEqual(dead["job_text"] as? String, "not json")
+        XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
+    }
+}

@@ -1,0 +1,58 @@
+# Shared helpers for scripts/*. Source it; it does nothing by itself.
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+# Installs the Debian packages that are missing (apt-get update once, only if needed).
+ensure_packages() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The packages every build and run needs.
+BASE_PACKAGES=(libhiredis-dev libnghttp2-dev libssl-dev redis-server python3 python3-redis python3-jwt python3-cryptography ca-certificates)
+
+# Puts Swift on PATH (installed at /opt/swift on our machines).
+ensure_swift() {
+    if ! command -v swift >/dev/null 2>&1; then
+        [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
+    fi
+    command -v swift >/dev/null 2>&1 || { echo "swift not found (expected /opt/swift/usr/bin)" >&2; exit 1; }
+}
+
+# A free TCP port on 127.0.0.1.
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Starts redis-server on a free port in $1 (a directory); prints the port.
+start_redis() {
+    local dir="$1" port
+    port=$(free_port)
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+        --logfile "$dir/redis.log" --daemonize yes --pidfile "$dir/redis.pid" >/dev/null
+    for _ in $(seq 1 100); do
+        redis-cli -p "$port" PING >/dev/null 2>&1 && { echo "$port"; return 0; }
+        sleep 0.05
+    done
+    echo "redis-server did not start; see $dir/redis.log" >&2
+    return 1
+}
+
+stop_pidfile() {
+    [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true
+}
+
+# Waits until file $1 exists and is non-empty (up to 10 s).
+wait_for_file() {
+    for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
+    echo "timed out waiting for $1" >&2
+    return 1
+}
