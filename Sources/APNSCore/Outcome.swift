@@ -44,7 +44,7 @@ public struct APNSRejection: Error, Sendable, Equatable, CustomStringConvertible
                     }
                 } while try s.consume(UInt8(ascii: ","))
             } catch {
-                reason = reason ?? String(decoding: body.prefix(200), as: UTF8.self)
+                if reason == nil, !body.isEmpty { reason = String(decoding: body.prefix(200), as: UTF8.self) }
             }
         }
         return APNSRejection(status: status, reason: APNSReason(reason ?? "HTTP\(status)"), apnsID: apnsID, timestamp: timestamp)
