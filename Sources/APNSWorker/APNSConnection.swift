@@ -56,9 +56,12 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     /// Cancels streams older than `timeoutMs`; their jobs are sent again elsewhere.
     func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
+        var cancelled = false
         for (id, s) in streams where !s.answered && now - s.sentAtMs > timeoutMs {
             http?.session.resetStream(id, errorCode: 8) // CANCEL
+            cancelled = true
         }
+        if cancelled { flush() }
     }
 
     // MARK: HTTP2ConnectionDelegate

@@ -21,6 +21,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Called once per loop iteration after events are handled (e.g. to flush coalesced writes).
     public var afterEvents: (() -> Void)?
     public private(set) var isStopped = false
+    /// Objects released only after the current iteration: a connection closed from inside
+    /// one of its own callbacks must outlive the call stack that closed it.
+    private var graveyard: [AnyObject] = []
 
     public init() throws(SystemError) {
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -85,6 +88,9 @@ public final class EventLoop: @unchecked Sendable {
 
     public func stop() { isStopped = true }
 
+    /// Keeps `object` alive until the current loop iteration ends. Loop thread only.
+    public func keepAlive(_ object: AnyObject) { graveyard.append(object) }
+
     /// Runs until `stop()`.
     public func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 256)
@@ -115,6 +121,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             runDueTimers()
             afterEvents?()
+            graveyard.removeAll(keepingCapacity: true)
         }
     }
 

@@ -158,6 +158,8 @@ public final class HTTP2Connection: EventHandler {
     public func shutdown(error: Error?) {
         guard state != .closed else { return }
         state = .closed
+        loop.keepAlive(self)
+        loop.keepAlive(delegate)
         loop.unregister(fd: fd)
         close(fd)
         delegate.connectionClosed(self, error: error)

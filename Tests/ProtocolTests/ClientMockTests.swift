@@ -1,0 +1,130 @@
+@testable import APNSWorker
+import APNSCore
+import APNSMock
+import Foundation
+import HTTP2TLS
+import TestSupport
+import XCTest
+
+final class ClientMockTests: XCTestCase {
+    func testDeliversWithExactHeadersAndPayloadBytes() throws {
+        let h = try ProtocolHarness()
+        let token = ProtocolHarness.token(1)
+        let payload = #"{"aps":{"alert":{"title":"Hé \"q\"","body":"line\nbreak 😀 שלום"}},"custom":[1,2.5,null]}"#
+        let job = try h.job(#"{"token":"\#(token)","push_type":"alert","priority":5,"expiration":0,"collapse_id":"c-1","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":\#(payload)}"#)
+        h.send([job])
+        let out = h.waitForOutcomes(1)
+        XCTAssertEqual(out.first?.deliveredID, "123e4567-e89b-12d3-a456-426655440000")
+        let log = try h.mock.logEntries()
+        XCTAssertEqual(log.count, 1)
+        let entry = log[0]
+        XCTAssertEqual(entry["status"] as? Int, 200)
+        XCTAssertEqual(entry["payload_bytes"] as? Int, payload.utf8.count, "the payload arrives byte for byte")
+        let headers = try XCTUnwrap(entry["headers"] as? [String: String])
+        XCTAssertEqual(headers[":path"], "/3/device/\(token)")
+        XCTAssertEqual(headers["apns-topic"], "com.example.app")
+        XCTAssertEqual(headers["apns-push-type"], "alert")
+        XCTAssertEqual(headers["apns-priority"], "5")
+        XCTAssertEqual(headers["apns-expiration"], "0")
+        XCTAssertEqual(headers["apns-collapse-id"], "c-1")
+        XCTAssertEqual(headers["authorization"], "bearer <redacted>")
+        let sent = try JSONSerialization.jsonObject(with: Data(payload.utf8)) as! NSDictionary
+        XCTAssertEqual(entry["payload"] as? NSDictionary, sent)
+    }
+
+    func testGeneratedApnsIDWhenNoneIsGiven() throws {
+        let h = try ProtocolHarness()
+        h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(2))","payload":{"aps":{"alert":"x"}}}"#)])
+        let id = try XCTUnwrap(h.waitForOutcomes(1).first?.deliveredID)
+        XCTAssertTrue(UUIDText.isValid(id), id)
+    }
+
+    func testRejectionsKeepStatusReasonAndTimestamp() throws {
+        let h = try ProtocolHarness { config in
+            config.faults.tokens = [
+                .init(tokenPrefix: "dead", status: 410),
+                .init(tokenPrefix: "baad", status: 400, reason: "DeviceTokenNotForTopic"),
+                .init(tokenPrefix: "5e", status: 503, reason: "ServiceUnavailable"),
+            ]
+        }
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        h.send([
+            try h.job(#"{"token":"\#(ProtocolHarness.token(1, prefix: "dead"))","payload":{"a":1}}"#),
+            try h.job(#"{"token":"\#(ProtocolHarness.token(2, prefix: "baad"))","payload":{"a":1}}"#),
+            try h.job(#"{"token":"\#(ProtocolHarness.token(3, prefix: "5e"))","payload":{"a":1}}"#),
+            // Topic com.example.other is outside the mock key's topics: 403 InvalidProviderToken.
+            // (The worker's fetcher would refuse it; this harness sends it as given.)
+            try h.job(#"{"token":"\#(ProtocolHarness.token(4))","topic":"com.example.other","payload":{"a":1}}"#),
+            // A 40-digit token passes our checks; the strict mock wants 64: 400 BadDeviceToken.
+            try h.job(#"{"token":"\#(String(repeating: "ab", count: 20))","payload":{"a":1}}"#),
+        ])
+        let out = Dictionary(uniqueKeysWithValues: h.waitForOutcomes(5).map { ($0.job!.token.hex.prefix(4), $0.rejection) })
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        let gone = try XCTUnwrap(out["dead"] ?? nil)
+        XCTAssertEqual(gone.status, 410)
+        XCTAssertEqual(gone.reason, .unregistered)
+        XCTAssertTrue((before...after).contains(gone.timestamp ?? 0), "410 carries a millisecond timestamp")
+        XCTAssertEqual(out["baad"]??.reason, .deviceTokenNotForTopic)
+        XCTAssertEqual(out["baad"]??.status, 400)
+        XCTAssertEqual(out["5e00"]??.status, 503)
+        XCTAssertEqual(out["0000"]??.reason, .invalidProviderToken)
+        XCTAssertEqual(out["0000"]??.status, 403)
+        XCTAssertEqual(out["abab"]??.reason, .badDeviceToken)
+    }
+
+    func testNeverExceedsTheServersStreamLimit() throws {
+        let h = try ProtocolHarness(connections: 2, streams: 100) { config in
+            config.maxConcurrentStreams = 3
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 5)]
+        }
+        let jobs = try (0..<300).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"a":\#($0)}}"#) }
+        h.send(jobs)
+        let out = h.waitForOutcomes(300)
+        XCTAssertEqual(out.filter { $0.deliveredID != nil }.count, 300)
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertEqual(stats.streamLimitViolations, 0)
+        XCTAssertEqual(stats.maxConcurrentStreams, 3, "uses the whole allowance, and no more")
+        let log = try h.mock.logEntries()
+        for e in log { XCTAssertLessThanOrEqual(e["concurrent"] as! Int, e["stream_limit"] as! Int) }
+        // Each connection starts with one stream until its first success.
+        for conn in Set(log.map { $0["conn"] as! Int }) {
+            let first = log.first { $0["conn"] as! Int == conn }!
+            XCTAssertEqual(first["stream_limit"] as? Int, 1)
+            XCTAssertEqual(first["concurrent"] as? Int, 1)
+        }
+    }
+
+    func testGoAwayResendsWhatWasNotProcessedAndNothingTwice() throws {
+        let h = try ProtocolHarness(connections: 2, streams: 50) { config in config.faults.goawayAfter = 100 }
+        let jobs = try (0..<1000).map { i in
+            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+        }
+        h.send(jobs)
+        let out = h.waitForOutcomes(1000)
+        XCTAssertEqual(Set(out.compactMap(\.deliveredID)).count, 1000)
+        XCTAssertGreaterThanOrEqual(h.mock.server.stats.withLock { $0.goawaysSent }, 9)
+        let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["apns_id"] as? String }
+        XCTAssertEqual(accepted.count, 1000, "every notification accepted exactly once")
+        XCTAssertEqual(Set(accepted).count, 1000)
+    }
+
+    func testDroppedConnectionsAreResent() throws {
+        let h = try ProtocolHarness(connections: 1, streams: 20) { config in config.faults.dropAfter = 50 }
+        h.send(try (0..<300).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"n":\#($0)}}"#) })
+        let out = h.waitForOutcomes(300)
+        XCTAssertEqual(out.filter { $0.deliveredID != nil }.count, 300)
+        XCTAssertGreaterThan(h.mock.server.stats.withLock { $0.drops }, 0)
+    }
+
+    func testUnansweredRequestTimesOutAndIsSentAgain() throws {
+        let slow = ProtocolHarness.token(7, prefix: "5105")
+        let h = try ProtocolHarness(requestTimeoutMs: 300) { config in
+            config.faults.tokens = [.init(token: slow, attempts: 1, delayMs: 5000)]
+        }
+        h.send([try h.job(#"{"token":"\#(slow)","payload":{"a":1}}"#)])
+        let out = h.waitForOutcomes(1, timeout: 10)
+        XCTAssertNotNil(out.first?.deliveredID)
+        let tries = try h.mock.logEntries().filter { $0["token"] as? String == slow }
+        XCTAssertEqual(tries.count, 2, "the first try went unanswered; the second was accepted")
+    }
+}

@@ -1,0 +1,70 @@
+@testable import APNSWorker
+import APNSCore
+import APNSMock
+import Foundation
+import Synchronization
+import TestSupport
+import XCTest
+
+/// The worker's I/O thread talking to an in-process mock APNs over real TLS + HTTP/2.
+final class ProtocolHarness: @unchecked Sendable {
+    let mock: MockFixture
+    let app: AppRuntime
+    let sendLoop: SendLoop
+    private final class Outcomes: @unchecked Sendable { let list = Mutex<[FinishedJob]>([]) }
+    private let finished = Outcomes()
+
+    init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
+         configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
+        mock = try MockFixture(configure: configureMock)
+        let files = mock.files
+        let config = AppConfiguration(name: "default", bundleID: bundleID,
+                                      endpoint: APNSEndpoint(host: "127.0.0.1", port: mock.port, caFile: files.caFile, serverName: "localhost"),
+                                      auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
+        app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
+        let logger = Logger(level: .error)
+        let sink = finished
+        sendLoop = try SendLoop(name: "test-io", apps: [app],
+                                settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs),
+                                logger: logger, sink: { batch in sink.list.withLock { $0.append(contentsOf: batch) } })
+        sendLoop.start()
+    }
+
+    deinit { sendLoop.stop() }
+
+    static func token(_ i: Int, prefix: String = "") -> String {
+        let hex = String(i, radix: 16)
+        return prefix + String(repeating: "0", count: 64 - prefix.count - hex.count) + hex
+    }
+
+    func job(_ json: String) throws -> Job { try Job.parse(Array(json.utf8)) }
+
+    func send(_ jobs: [Job]) {
+        let requests = jobs.enumerated().map { i, job in
+            SendRequest(handle: String(i), job: job, app: 0, topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0)
+        }
+        sendLoop.submit(requests)
+    }
+
+    /// Waits for `count` outcomes; fails the test on timeout.
+    func waitForOutcomes(_ count: Int, timeout: Double = 30, file: StaticString = #filePath, line: UInt = #line) -> [FinishedJob] {
+        let ok = waitUntil(timeout: timeout) { finished.list.withLock { $0.count } >= count }
+        let all = finished.list.withLock { $0 }
+        XCTAssertTrue(ok, "only \(all.count) of \(count) outcomes arrived", file: file, line: line)
+        return all
+    }
+
+    var outcomes: [FinishedJob] { finished.list.withLock { $0 } }
+}
+
+extension FinishedJob {
+    var deliveredID: String? {
+        if case .delivered(let id) = outcome { return id }
+        return nil
+    }
+
+    var rejection: APNSRejection? {
+        if case .rejected(let r) = outcome { return r }
+        return nil
+    }
+}
