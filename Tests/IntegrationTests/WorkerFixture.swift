@@ -1,0 +1,105 @@
+import APNSCore
+import APNSMock
+import Foundation
+import RedisClient
+import TestSupport
+import XCTest
+
+/// A real redis-server, the mock APNs and `apns-worker` processes on one queue of their own.
+final class WorkerFixture: @unchecked Sendable {
+    let redis: TestRedis
+    let mock: MockFixture
+    let queue: String
+    let keys: QueueKeys
+    let directory: TemporaryDirectory
+    let configFile: String
+    private(set) var workers: [ChildProcess] = []
+
+    init(redis: TestRedis? = nil, settings: [String: Any] = [:], configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
+        self.redis = try redis ?? TestRedis()
+        mock = try MockFixture(configure: configureMock)
+        queue = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        keys = QueueKeys(queue: queue)
+        directory = try TemporaryDirectory("apnsw-worker")
+        configFile = directory.file("worker.json")
+        var config: [String: Any] = [
+            "redis": ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port],
+            "queue": queue,
+            "connections": 2, "streams": 100, "log_level": "info", "lease_ms": 3000, "shutdown_grace_ms": 10_000,
+            "apps": [[
+                "name": "default", "bundle_id": mock.files.topic,
+                "endpoint": ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"],
+                "token": ["team_id": mock.files.teamID, "key_id": mock.files.keyID, "key_file": mock.files.p8File],
+            ]],
+        ]
+        for (k, v) in settings { config[k] = v }
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configFile))
+    }
+
+    @discardableResult
+    func startWorker(_ name: String = "w\(Int.random(in: 0...1_000_000))") throws -> ChildProcess {
+        let binary = ChildProcess.productsDirectory + "/apns-worker"
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw TestSupportError("\(binary) is missing: build the package first (scripts/test does)")
+        }
+        let w = try ChildProcess(binary, ["--config", configFile], environment: ["APNSW_WORKER_ID": name],
+                                 outputFile: directory.file("\(name).log"))
+        workers.append(w)
+        return w
+    }
+
+    func connect() throws -> RedisConnection { try redis.connect() }
+
+    /// LPUSHes jobs in chunks, as any producer would.
+    func enqueue(_ jobs: [String]) throws {
+        let r = try connect()
+        var i = 0
+        while i < jobs.count {
+            let chunk = jobs[i..<min(i + 1000, jobs.count)]
+            let reply = try r.command(["LPUSH", keys.jobs] + chunk)
+            if case .error(let m) = reply { throw TestSupportError(m) }
+            i += chunk.count
+        }
+    }
+
+    func stats() throws -> [String: Int] {
+        let items = try connect().command(["HGETALL", keys.stats]).array.compactMap(\.text)
+        var out: [String: Int] = [:]
+        for i in stride(from: 0, to: items.count - 1, by: 2) { out[items[i]] = Int(items[i + 1]) }
+        return out
+    }
+
+    /// Waits until `count` jobs have a recorded outcome.
+    func waitForOutcomes(_ count: Int, timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line) throws {
+        let ok = try waitUntil(timeout: timeout) { try stats().values.reduce(0, +) >= count }
+        let seen = try stats()
+        XCTAssertTrue(ok, "only \(seen) of \(count) outcomes after \(timeout) s", file: file, line: line)
+    }
+
+    /// Every record of a stream, oldest first, parsed.
+    func records(_ key: String) throws -> [[String: Any]] {
+        let entries = try connect().command(["XRANGE", key, "-", "+"]).array
+        return try entries.map { entry in
+            let fields = entry.array[1].array
+            guard fields.count == 2, case .string(let json) = fields[1],
+                  let o = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+                throw TestSupportError("bad stream entry in \(key)")
+            }
+            return o
+        }
+    }
+
+    static func token(_ i: Int, prefix: String = "") -> String {
+        let hex = String(i, radix: 16)
+        return prefix + String(repeating: "0", count: 64 - prefix.count - hex.count) + hex
+    }
+
+    static func job(_ i: Int, prefix: String = "", extra: String = "") -> String {
+        #"{"v":1,"id":"job-\#(i)","token":"\#(token(i, prefix: prefix))"\#(extra),"payload":{"aps":{"alert":{"title":"Hi","body":"n\#(i)"}}}}"#
+    }
+
+    deinit {
+        for w in workers where w.isRunning { w.signal(SIGKILL) }
+        try? redis.reset(queue: queue)
+    }
+}
