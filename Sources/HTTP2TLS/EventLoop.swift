@@ -26,6 +26,8 @@ public final class EventLoop: @unchecked Sendable {
     private var graveyard: [AnyObject] = []
 
     public init() throws(SystemError) {
+        // A peer that closes first must cost an EPIPE, not the process (OpenSSL writes with write(2)).
+        signal(SIGPIPE, SIG_IGN)
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epfd >= 0 else { throw SystemError.errno("epoll_create1") }
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
