@@ -13,8 +13,7 @@ final class Completer: @unchecked Sendable {
     private let redis: RedisLink
     private let condition = NSCondition()
     private var queue: [FinishedJob] = []
-    private var running = true
-    private var done = false
+    private let runner = ThreadRunner()
     private static let chunk = 500
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate, logger: Logger) {
@@ -26,14 +25,7 @@ final class Completer: @unchecked Sendable {
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
     }
 
-    func start() {
-        let t = Thread { [self] in
-            run()
-            condition.lock(); done = true; condition.broadcast(); condition.unlock()
-        }
-        t.name = "apns-complete"
-        t.start()
-    }
+    func start() { runner.start(name: "apns-complete") { [self] in run() } }
 
     /// Safe from any thread.
     func submit(_ batch: [FinishedJob]) {
@@ -45,18 +37,14 @@ final class Completer: @unchecked Sendable {
 
     /// Writes what is queued, then ends the thread.
     func stop() {
-        condition.lock()
-        running = false
-        condition.broadcast()
-        while !done { condition.wait() }
-        condition.unlock()
+        runner.stop { condition.lock(); condition.broadcast(); condition.unlock() }
     }
 
     private func run() {
         while true {
             condition.lock()
-            while queue.isEmpty && running { condition.wait() }
-            if queue.isEmpty && !running { condition.unlock(); return }
+            while queue.isEmpty && runner.isRunning { condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
+            if queue.isEmpty && !runner.isRunning { condition.unlock(); return }
             let batch = queue
             queue.removeAll(keepingCapacity: true)
             condition.unlock()
@@ -90,9 +78,7 @@ final class Completer: @unchecked Sendable {
                 _ = try redis.with { r throws(RedisError) in try r.run(QueueScripts.complete, keys: scriptKeys, args: args) }
                 return
             } catch {
-                condition.lock()
-                let stopping = !running
-                condition.unlock()
+                let stopping = !runner.isRunning
                 // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
                 if stopping, case .io = error { return }
             }

@@ -15,9 +15,7 @@ final class Fetcher: @unchecked Sendable {
     private let gate: InflightGate
     private let logger: Logger
     private let redis: RedisLink
-    private let stopped = NSCondition()
-    private var running = true
-    private var done = false
+    private let runner = ThreadRunner()
     private var nextLoop = 0
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], sendLoops: [SendLoop],
@@ -34,28 +32,14 @@ final class Fetcher: @unchecked Sendable {
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
     }
 
-    func start() {
-        let t = Thread { [self] in
-            run()
-            stopped.lock(); done = true; stopped.broadcast(); stopped.unlock()
-        }
-        t.name = "apns-fetch"
-        t.start()
-    }
+    func start() { runner.start(name: "apns-fetch") { [self] in run() } }
 
     /// Stops taking jobs; returns once the thread has finished its current batch.
-    func stop() {
-        stopped.lock()
-        running = false
-        while !done { stopped.wait() }
-        stopped.unlock()
-    }
-
-    private var isRunning: Bool { stopped.lock(); defer { stopped.unlock() }; return running }
+    func stop() { runner.stop() }
 
     private func run() {
         let batchSize = configuration.batchSize
-        while isRunning {
+        while runner.isRunning {
             guard gate.waitForRoom(batchSize, timeout: 0.5) else { continue }
             let taken: [RedisReply]
             do {
