@@ -57,8 +57,12 @@ def enqueue(port, queue, n):
     json.dump(expected, sys.stdout)
 
 
+FINAL = (b"delivered", b"invalid_token", b"dead_lettered")
+
+
 def total(r, queue):
-    return sum(int(v) for v in r.hgetall(keys(queue)["stats"]).values())
+    stats = r.hgetall(keys(queue)["stats"])
+    return sum(int(stats.get(k, 0)) for k in FINAL)
 
 
 def wait(port, queue, n, timeout):
@@ -96,7 +100,7 @@ def summary(port, queue, expected_file, mock_log, start, end, cpu_ticks, hz, rss
             if e["status"] == 200:
                 accepted[e["token"]] = accepted.get(e["token"], 0) + 1
     elapsed = float(end) - float(start)
-    n = sum(stats.values())
+    n = sum(stats.get(k.decode(), 0) for k in FINAL)
     sent = stats.get("delivered", 0) + sum(rejected.values())
     cpu_us = int(cpu_ticks) * 1e6 / int(hz)
 

@@ -8,10 +8,10 @@ public enum APNSRequestHeaders {
     /// Writes the request's headers. Values that change per request (`:path`, `apns-id`) are
     /// marked sensitive so they never enter the HPACK table; `authorization` is indexed since
     /// it changes once per 50 minutes.
-    public static func write<S: HeaderSink>(job: Job, topic: String, authority: String, bearer: String?, into sink: inout S) {
+    public static func write<S: HeaderSink>(job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S) {
         sink.add(":method", "POST", sensitive: false)
         sink.add(":scheme", "https", sensitive: false)
-        sink.add(":path", "/3/device/" + job.token.hex, sensitive: true)
+        sink.add(":path", "/3/device/" + token.hex, sensitive: true)
         sink.add(":authority", authority, sensitive: false)
         if let bearer { sink.add("authorization", "bearer " + bearer, sensitive: false) }
         sink.add("apns-push-type", job.pushType.rawValue, sensitive: false)

@@ -2,7 +2,8 @@ extension Job {
     /// The fields of schema v1. Unknown fields are rejected so that a typo such as
     /// `"priorty"` cannot silently send with a default.
     public static let fieldNames: Set<String> = [
-        "v", "id", "app", "token", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id", "payload",
+        "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
+        "payload", "send_at", "max_attempts",
     ]
 
     /// Parses and checks one job in a single pass over its bytes.
@@ -24,7 +25,8 @@ extension Job {
         var version: Int64?
         var id: String?, app: String?, token: String?, topic: String?, pushType: String?
         var collapseID: String?, apnsID: String?
-        var priority: Int64?, expiration: Int64?
+        var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
+        var tokenList: [String]?
         var payload: Range<Int>?
         var seen: Set<String> = []
         var error: JobRejection?
@@ -71,6 +73,10 @@ extension Job {
             case "apns_id": if want(.string) { apnsID = try s.readString(); return }
             case "priority": if want(.number) { priority = try s.readInt(); return }
             case "expiration": if want(.number) { expiration = try s.readInt(); return }
+            case "send_at": if want(.number) { sendAt = try s.readInt(); return }
+            case "max_attempts": if want(.number) { maxAttempts = try s.readInt(); return }
+            case "tokens":
+                if want(.array) { tokenList = try readStrings(&s, key); return }
             case "payload":
                 if kind == .object { payload = try s.skipValue().range; return }
                 if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not a \(kind.rawValue)") }
@@ -80,6 +86,23 @@ extension Job {
                 }
             }
             try s.skipValue()
+        }
+
+        /// Reads an array of strings; anything else in it is a type error.
+        private mutating func readStrings(_ s: inout JSONScanner, _ key: String) throws(JSONSyntaxError) -> [String] {
+            var out: [String] = []
+            try s.expect(UInt8(ascii: "["))
+            if try s.consume(UInt8(ascii: "]")) { return out }
+            repeat {
+                if try s.peek() == UInt8(ascii: "\"") {
+                    out.append(try s.readString())
+                } else {
+                    if error == nil { error = JobRejection(JobRejection.wrongType, "\"\(key)\" must be a list of strings") }
+                    try s.skipValue()
+                }
+            } while try s.consume(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "]"))
+            return out
         }
 
         static func kind(of first: UInt8) -> JSONKind {
@@ -97,11 +120,29 @@ extension Job {
             if let version, version != Job.schemaVersion {
                 throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
             }
-            guard let tokenText = token, !tokenText.isEmpty else {
-                throw JobRejection(.missingDeviceToken, "the job has no \"token\"")
+            if token != nil && tokenList != nil {
+                throw JobRejection(JobRejection.malformedJSON, "give either \"token\" or \"tokens\", not both")
             }
-            guard let deviceToken = DeviceToken(tokenText) else {
-                throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(tokenText.utf8.count) characters")
+            let texts = tokenList ?? token.map { [$0] } ?? []
+            guard !texts.isEmpty, !texts.contains(where: \.isEmpty) else {
+                throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
+            }
+            guard texts.count <= Job.maxTokens else {
+                throw JobRejection(JobRejection.tooManyTokens, "\"tokens\" has \(texts.count) entries; the limit is \(Job.maxTokens) per job")
+            }
+            var deviceTokens: [DeviceToken] = []
+            deviceTokens.reserveCapacity(texts.count)
+            for text in texts {
+                guard let t = DeviceToken(text) else {
+                    throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(text.utf8.count) characters")
+                }
+                deviceTokens.append(t)
+            }
+            if let maxAttempts, !(1...100).contains(maxAttempts) {
+                throw JobRejection(JobRejection.wrongType, "max_attempts must be 1-100, got \(maxAttempts)")
+            }
+            if let sendAt, sendAt < 0 || sendAt > 0xFFFF_FFFF {
+                throw JobRejection(JobRejection.wrongType, "send_at must be UNIX seconds, got \(sendAt)")
             }
             let type: PushType
             if let pushType {
@@ -122,9 +163,10 @@ extension Job {
             guard let payload else {
                 throw JobRejection(JobRejection.missingPayload, "the job has no \"payload\" object")
             }
-            var job = Job(raw: raw, id: id, app: app, token: deviceToken, topic: topic, pushType: type,
+            var job = Job(raw: raw, id: id, app: app, tokens: deviceTokens, topic: topic, pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID,
-                          apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload)
+                          apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload, sendAt: sendAt,
+                          maxAttempts: maxAttempts.map(Int.init))
             try RequestRules.check(job: &job)
             return job
         }

@@ -7,7 +7,8 @@ public struct Job: Sendable {
     public var raw: [UInt8]
     public var id: String?
     public var app: String?
-    public var token: DeviceToken
+    /// One token, or a fan-out list (one outcome per token).
+    public var tokens: [DeviceToken]
     public var topic: String?
     public var pushType: PushType
     public var priority: Priority?
@@ -15,6 +16,13 @@ public struct Job: Sendable {
     public var collapseID: String?
     public var apnsID: String?
     public var payloadRange: Range<Int>
+    /// Send no earlier than this (UNIX seconds).
+    public var sendAt: Int64?
+    /// Overrides the retry policy's maximum number of attempts.
+    public var maxAttempts: Int?
+
+    /// The largest fan-out one job may carry.
+    public static let maxTokens = 1000
 
     public var payload: ArraySlice<UInt8> { raw[payloadRange] }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }
@@ -38,4 +46,5 @@ public struct JobRejection: Error, Equatable, Sendable, CustomStringConvertible 
     public static let wrongType = "WrongFieldType"
     public static let missingPayload = "MissingPayload"
     public static let unknownApp = "UnknownApp"
+    public static let tooManyTokens = "TooManyTokens"
 }

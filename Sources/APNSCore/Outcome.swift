@@ -6,6 +6,8 @@ public enum Outcome: Sendable {
     case rejected(APNSRejection)
     /// The worker could not send it (bad input or pre-send validation).
     case deadLetter(JobRejection)
+    /// Not final: the job waits in the schedule until `atMs` (UNIX ms), for its `send_at`.
+    case scheduled(atMs: Int64)
 }
 
 /// An APNs error answer, with the server's data kept (DESIGN.md §5).

@@ -27,6 +27,8 @@ public struct QueueKeys: Sendable, Equatable {
     public var invalidTokens: String { "\(prefix):invalid-tokens" }
     /// STREAM of dead letters: the original job, its attempts and the final reason.
     public var deadLetters: String { "\(prefix):dead" }
+    /// ZSET envelope → due time (UNIX ms): retries and scheduled sends. Any worker promotes due ones.
+    public var scheduled: String { "\(prefix):scheduled" }
     /// HASH of counters (taken, delivered, failed, dead, …).
     public var stats: String { "\(prefix):stats" }
 }

@@ -44,7 +44,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         guard let http else { return }
         let job = request.job
         headers.clear()
-        APNSRequestHeaders.write(job: job, topic: request.topic, authority: app.configuration.endpoint.serverName,
+        APNSRequestHeaders.write(job: job, token: request.token, topic: request.topic, authority: app.configuration.endpoint.serverName,
                                  bearer: authorization?.token, into: &headers)
         if let authorization { jwtGeneration = authorization.generation }
         let stream = try http.session.submitRequest(headers, body: job.payload)

@@ -13,13 +13,14 @@ final class Fetcher: @unchecked Sendable {
     private let sendLoops: [SendLoop]
     private let completer: Completer
     private let gate: InflightGate
+    private let outstanding: OutstandingHandles
     private let logger: Logger
     private let redis: RedisLink
     private let runner = ThreadRunner()
     private var nextLoop = 0
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], sendLoops: [SendLoop],
-         completer: Completer, gate: InflightGate, logger: Logger) {
+         completer: Completer, gate: InflightGate, outstanding: OutstandingHandles, logger: Logger) {
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
@@ -27,6 +28,7 @@ final class Fetcher: @unchecked Sendable {
         self.sendLoops = sendLoops
         self.completer = completer
         self.gate = gate
+        self.outstanding = outstanding
         self.logger = logger
         // Above the 1 s blocking wait, so the hiredis context never times out under it.
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
@@ -39,6 +41,7 @@ final class Fetcher: @unchecked Sendable {
 
     private func run() {
         let batchSize = configuration.batchSize
+        var replyMayBeLost = false
         while runner.isRunning {
             guard gate.waitForRoom(batchSize, timeout: 0.5) else { continue }
             let taken: [RedisReply]
@@ -49,7 +52,12 @@ final class Fetcher: @unchecked Sendable {
                               args: [Array(String(batchSize).utf8), Array(workerID.utf8), Array(String(configuration.leaseMs).utf8)]).array
                 }
             } catch {
+                // The script may have run with its reply lost: find such jobs once Redis is back.
+                if case .io = error { replyMayBeLost = true }
                 continue
+            }
+            if replyMayBeLost {
+                replyMayBeLost = !reconcile()
             }
             if taken.isEmpty {
                 // Nothing queued: block up to 1 s for the next job, moved atomically to our staging list.
@@ -58,35 +66,80 @@ final class Fetcher: @unchecked Sendable {
                 }
                 continue
             }
-            gate.add(taken.count / 2)
             route(taken)
         }
+    }
+
+    /// Routes jobs that sit in our in-flight hash but that this process never received.
+    /// Returns false if Redis could not be asked.
+    private func reconcile() -> Bool {
+        let known = outstanding.snapshot // before reading Redis: acks only ever shrink both sides
+        guard let all = try? redis.with({ r throws(RedisError) in try r.command(["HGETALL", keys.inflight(worker: workerID)]).array }) else {
+            return false
+        }
+        var lost: [RedisReply] = []
+        var i = 0
+        while i + 1 < all.count {
+            if let handle = all[i].text, !known.contains(handle) { lost.append(all[i]); lost.append(all[i + 1]) }
+            i += 2
+        }
+        if !lost.isEmpty {
+            logger.warning("found jobs moved in flight by a fetch whose reply was lost; sending them", ["count": .int(lost.count / 2)])
+            route(lost)
+        }
+        return true
     }
 
     /// Parses each taken job once; the payload bytes are kept, never re-encoded.
     private func route(_ taken: [RedisReply]) {
         let now = MonotonicClock.nowNanoseconds()
+        let nowMs = WallClock.nowMilliseconds()
         var batches = Array(repeating: [SendRequest](), count: sendLoops.count)
-        var rejected: [FinishedJob] = []
+        var decided: [FinishedJob] = []
+        var units = 0
         var i = 0
         while i + 1 < taken.count {
             let handle = taken[i].text ?? ""
-            guard case .string(let raw) = taken[i + 1] else { i += 2; continue }
+            guard case .string(let bytes) = taken[i + 1] else { i += 2; continue }
             i += 2
+            var meta = JobEnvelope.Meta()
+            var raw = bytes
             do {
+                if JobEnvelope.isEnvelope(bytes) { (meta, raw) = try JobEnvelope.open(bytes) }
                 let job = try Job.parse(raw)
                 let (app, topic) = try resolve(job)
-                batches[nextLoop].append(SendRequest(handle: handle, job: job, app: app, topic: topic, takenAtNs: now))
-                nextLoop = (nextLoop + 1) % sendLoops.count
+                if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
+                    units += 1
+                    decided.append(FinishedJob(handle: handle, raw: raw, job: job, token: nil, appName: apps[app].name, topic: topic,
+                                               outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
+                                               recoveries: meta.recoveries, fanout: 1))
+                    continue
+                }
+                let tokens = meta.token.flatMap(DeviceToken.init).map { [$0] } ?? job.tokens
+                units += tokens.count
+                for token in tokens {
+                    batches[nextLoop].append(SendRequest(handle: handle, job: job, token: token, app: app, topic: topic, takenAtNs: now,
+                                                         attempts: meta.attempts, recoveries: meta.recoveries, fanout: tokens.count))
+                    nextLoop = (nextLoop + 1) % sendLoops.count
+                }
             } catch {
-                rejected.append(FinishedJob(handle: handle, raw: raw, job: nil, appName: nil, topic: nil,
-                                            outcome: .deadLetter(error), attempts: []))
+                units += 1
+                decided.append(FinishedJob(handle: handle, raw: raw, job: nil, token: nil, appName: nil, topic: nil,
+                                           outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries, fanout: 1))
             }
         }
+        gate.add(units)
+        var handles: [String] = []
+        handles.reserveCapacity(taken.count / 2)
+        for j in stride(from: 0, to: taken.count, by: 2) { if let h = taken[j].text { handles.append(h) } }
+        outstanding.insert(handles)
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
-        if !rejected.isEmpty {
-            logger.info("dead-lettered jobs that cannot be sent", ["count": .int(rejected.count), "first_reason": .string(rejected.first.map(Self.reason) ?? "")])
-            completer.submit(rejected)
+        if !decided.isEmpty {
+            let dead = decided.filter { if case .deadLetter = $0.outcome { return true } else { return false } }
+            if !dead.isEmpty {
+                logger.info("dead-lettered jobs that cannot be sent", ["count": .int(dead.count), "first_reason": .string(Self.reason(dead[0]))])
+            }
+            completer.submit(decided)
         }
     }
 

@@ -34,22 +34,36 @@ enum QueueScripts {
     return out
     """)
 
-    /// Acks a batch: each job leaves the in-flight hash in the same step that records its
-    /// outcome. A job no longer in the hash was recovered by another worker, which will
-    /// record it, so nothing is written for it here.
-    /// KEYS: inflight, results, dead letters, invalid tokens, stats.
-    /// ARGV: results cap, dead cap, invalid cap, then groups of (handle, stat, result, dead, invalid);
-    /// an empty record is not written. Returns how many jobs were acked.
+    /// Records a batch of outcomes. A job leaves the in-flight hash in the same step that
+    /// records its last outcome. A job no longer in the hash was recovered by another worker,
+    /// which will record it, so nothing is written for it here.
+    /// KEYS: inflight, results, dead letters, invalid tokens, stats, schedule.
+    /// ARGV: results cap, dead cap, invalid cap, then groups of (handle, ack 1/0, stat, result,
+    /// dead, invalid, schedule member, schedule time "+ms" or "=unix ms"); empty ones are skipped.
     static let complete = RedisScript("""
     local acked = 0
     local counts = {}
-    for i = 4, #ARGV, 5 do
-      if redis.call('HDEL', KEYS[1], ARGV[i]) == 1 then
+    local now = redis.call('TIME')
+    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    for i = 4, #ARGV, 8 do
+      local owned
+      if ARGV[i + 1] == '1' then
+        owned = redis.call('HDEL', KEYS[1], ARGV[i]) == 1
+      else
+        owned = redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1
+      end
+      if owned then
         acked = acked + 1
-        counts[ARGV[i + 1]] = (counts[ARGV[i + 1]] or 0) + 1
-        if ARGV[i + 2] ~= '' then redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'record', ARGV[i + 2]) end
-        if ARGV[i + 3] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'record', ARGV[i + 3]) end
-        if ARGV[i + 4] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[i + 4]) end
+        counts[ARGV[i + 2]] = (counts[ARGV[i + 2]] or 0) + 1
+        if ARGV[i + 3] ~= '' then redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'record', ARGV[i + 3]) end
+        if ARGV[i + 4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'record', ARGV[i + 4]) end
+        if ARGV[i + 5] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[i + 5]) end
+        if ARGV[i + 6] ~= '' then
+          local at = ARGV[i + 7]
+          local score = tonumber(string.sub(at, 2))
+          if string.sub(at, 1, 1) == '+' then score = now_ms + score end
+          redis.call('ZADD', KEYS[6], score, ARGV[i + 6])
+        end
       end
     end
     for name, n in pairs(counts) do redis.call('HINCRBY', KEYS[5], name, n) end
@@ -67,5 +81,73 @@ enum QueueScripts {
     redis.call('DEL', KEYS[1], KEYS[2])
     redis.call('ZREM', KEYS[4], ARGV[1])
     return #jobs
+    """)
+
+    /// The housekeeper's tick: renews this worker's lease, moves due retries and scheduled jobs
+    /// to the consuming end of the list, and names the workers whose lease ran out.
+    /// KEYS: workers, schedule, jobs, stats. ARGV: worker id, lease ms, most to promote.
+    static let tick = RedisScript("""
+    local now = redis.call('TIME')
+    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
+    local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[3]))
+    for _, job in ipairs(due) do
+      redis.call('RPUSH', KEYS[3], job)
+      redis.call('ZREM', KEYS[2], job)
+    end
+    if #due > 0 then redis.call('HINCRBY', KEYS[4], 'promoted', #due) end
+    local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
+    local out = {}
+    for _, w in ipairs(expired) do if w ~= ARGV[1] then out[#out + 1] = w end end
+    return out
+    """)
+
+    /// Takes back the jobs of a worker whose lease ran out (or of this worker's previous life):
+    /// each goes to the consuming end of the list with its recovery count raised, or, past the
+    /// limit, to the dead letters as a poison pill. Only a still-expired lease is recovered,
+    /// so two workers never recover the same one twice.
+    /// KEYS: inflight, staging, jobs, workers, dead letters, results, stats.
+    /// ARGV: worker id, max recoveries, dead cap, results cap, "force" to skip the lease check.
+    static let recover = RedisScript("""
+    local now = redis.call('TIME')
+    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    local lease = redis.call('ZSCORE', KEYS[4], ARGV[1])
+    if ARGV[5] ~= 'force' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
+    local jobs = redis.call('HVALS', KEYS[1])
+    local staged = redis.call('LRANGE', KEYS[2], 0, -1)
+    for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
+    local requeued, poisoned = 0, 0
+    for _, job in ipairs(jobs) do
+      local n, wrapped, inner = 1, nil, job
+      if string.sub(job, 1, 10) == '{"_apnsw":' then
+        local ok, env = pcall(cjson.decode, job)
+        local at = string.find(job, ',"job":', 1, true)
+        if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
+          local meta = env._apnsw
+          n = (tonumber(meta.recoveries) or 0) + 1
+          meta.recoveries = n
+          inner = string.sub(job, at + 7, -2)
+          wrapped = '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
+        end
+      end
+      if not wrapped then wrapped = '{"_apnsw":{"recoveries":1},"job":' .. job .. '}' end
+      if n > tonumber(ARGV[2]) then
+        local detail = 'taken back from dead workers ' .. n .. ' times: it may be what kills them'
+        local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. ',"time_ms":' .. now_ms ..
+          ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
+          ',"recoveries":' .. n .. ',"attempts":[],"job_text":' .. cjson.encode(inner) .. '}'
+        redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
+        redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
+        poisoned = poisoned + 1
+      else
+        redis.call('RPUSH', KEYS[3], wrapped)
+        requeued = requeued + 1
+      end
+    end
+    redis.call('DEL', KEYS[1], KEYS[2])
+    if ARGV[5] ~= 'force' then redis.call('ZREM', KEYS[4], ARGV[1]) end
+    if requeued > 0 then redis.call('HINCRBY', KEYS[7], 'recovered', requeued) end
+    if poisoned > 0 then redis.call('HINCRBY', KEYS[7], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[7], 'poison_pills', poisoned) end
+    return {requeued, poisoned}
     """)
 }

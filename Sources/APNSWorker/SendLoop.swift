@@ -10,6 +10,8 @@ final class SendLoop: @unchecked Sendable {
         var connectionsPerApp: Int
         var streamsPerConnection: Int
         var requestTimeoutMs: Int
+        /// How long an app waits after TooManyProviderTokenUpdates.
+        var credentialPauseMs = 60_000
         /// Sends of one job that count no attempt (reconnects, refreshed JWTs) before it fails.
         var maxFreeResends = 10
     }
@@ -32,6 +34,7 @@ final class SendLoop: @unchecked Sendable {
     private var stopping = false
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
+    private var pausedUntilMs: [UInt64]
 
     init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
         self.name = name
@@ -41,6 +44,7 @@ final class SendLoop: @unchecked Sendable {
         self.sink = sink
         loop = try EventLoop()
         pending = apps.map { _ in PendingQueue() }
+        pausedUntilMs = apps.map { _ in 0 }
         slots = apps.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = apps.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
         loop.onWake = { [unowned self] in self.takeInbox() }
@@ -85,7 +89,8 @@ final class SendLoop: @unchecked Sendable {
     /// the decided outcomes to the completer.
     private func dispatch() {
         guard !stopping else { return }
-        for a in apps.indices where !pending[a].isEmpty {
+        let now = MonotonicClock.nowMilliseconds()
+        for a in apps.indices where !pending[a].isEmpty && pausedUntilMs[a] <= now {
             let auth = apps[a].jwt?.current
             for case let c? in slots[a] where c.available > 0 {
                 var n = c.available
@@ -171,26 +176,26 @@ final class SendLoop: @unchecked Sendable {
 
     /// Sends again a request that APNs never processed. Counts no attempt, within a bound.
     func resend(_ r: SendRequest) {
-        let n = (freeResends[r.handle] ?? 0) + 1
+        let key = r.handle + "/" + r.token.hex
+        let n = (freeResends[key] ?? 0) + 1
         if n > settings.maxFreeResends {
-            freeResends[r.handle] = nil
+            freeResends[key] = nil
             let rejection = APNSRejection(status: 0, reason: APNSReason("ConnectionFailures"), apnsID: nil, timestamp: nil)
             finished(r, outcome: .rejected(rejection))
             return
         }
-        freeResends[r.handle] = n
+        freeResends[key] = n
         pending[r.app].pushFront(r)
     }
 
     func finished(_ r: SendRequest, outcome: Outcome) {
-        freeResends[r.handle] = nil
-        finishedBatch.append(FinishedJob(handle: r.handle, raw: r.job.raw, job: r.job, appName: apps[r.app].name,
-                                         topic: r.topic, outcome: outcome, attempts: r.attempts))
+        if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
+        finishedBatch.append(FinishedJob(r, appName: apps[r.app].name, outcome: outcome))
     }
 
     func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
         logger.log(rejection.status >= 500 ? .warning : .info, "APNs rejected a notification", [
-            "app": .string(apps[r.app].name), "token": .string(r.job.token.redacted), "status": .int(rejection.status),
+            "app": .string(apps[r.app].name), "token": .string(r.token.redacted), "status": .int(rejection.status),
             "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
             "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
         ])
@@ -203,6 +208,15 @@ final class SendLoop: @unchecked Sendable {
         case .reconnectAndRetry:
             c.http?.shutdown(error: nil)
             resend(r)
+        case .pauseCredential where rejection.reason == .tooManyProviderTokenUpdates:
+            // Our JWT changed too often for APNs: not the job's fault, so it costs no attempt.
+            logger.error("APNs says the provider token changed too often; pausing the app", [
+                "app": .string(apps[r.app].name), "pause_ms": .int(settings.credentialPauseMs)])
+            pausedUntilMs[r.app] = MonotonicClock.nowMilliseconds() + UInt64(settings.credentialPauseMs)
+            c.http?.shutdown(error: nil)
+            var again = r
+            again.attempts.removeLast()
+            pending[r.app].pushFront(again)
         default:
             finished(r, outcome: .rejected(rejection))
         }

@@ -1,23 +1,51 @@
 import APNSCore
 
-/// A job on its way to APNs, owned by one I/O thread.
+/// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
 struct SendRequest {
     let handle: String
     let job: Job
+    let token: DeviceToken
     let app: Int
     let topic: String
     /// Monotonic time the job was taken from Redis.
     let takenAtNs: UInt64
-    var attempts: [OutcomeRecord.Attempt] = []
+    /// Tries so far, carried over from earlier retries in the job's envelope.
+    var attempts: [OutcomeRecord.Attempt]
+    let recoveries: Int
+    /// How many sends this handle fanned out to; the job is acked when all are decided.
+    let fanout: Int
 }
 
-/// A job whose outcome is decided, on its way back to Redis.
+/// A decided send (or a job that cannot be sent), on its way back to Redis.
 struct FinishedJob {
     let handle: String
+    /// The producer's job bytes (inside any envelope).
     let raw: [UInt8]
     let job: Job?
+    let token: DeviceToken?
     let appName: String?
     let topic: String?
     let outcome: Outcome
     let attempts: [OutcomeRecord.Attempt]
+    let recoveries: Int
+    let fanout: Int
+
+    init(_ r: SendRequest, appName: String, outcome: Outcome) {
+        self.init(handle: r.handle, raw: r.job.raw, job: r.job, token: r.token, appName: appName, topic: r.topic,
+                  outcome: outcome, attempts: r.attempts, recoveries: r.recoveries, fanout: r.fanout)
+    }
+
+    init(handle: String, raw: [UInt8], job: Job?, token: DeviceToken?, appName: String?, topic: String?, outcome: Outcome,
+         attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
+        self.handle = handle
+        self.raw = raw
+        self.job = job
+        self.token = token
+        self.appName = appName
+        self.topic = topic
+        self.outcome = outcome
+        self.attempts = attempts
+        self.recoveries = recoveries
+        self.fanout = fanout
+    }
 }

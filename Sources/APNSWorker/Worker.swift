@@ -14,6 +14,7 @@ public final class Worker: @unchecked Sendable {
     private let sendLoops: [SendLoop]
     private let completer: Completer
     private let fetcher: Fetcher
+    private let housekeeper: Housekeeper
 
     public init(configuration: WorkerConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -30,16 +31,20 @@ public final class Worker: @unchecked Sendable {
             return try AppRuntime(app, jwt: jwt)
         }
         gate = InflightGate(capacity: configuration.inflightCapacity)
-        let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate, logger: logger)
+        let outstanding = OutstandingHandles()
+        let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate,
+                                  outstanding: outstanding, logger: logger)
         self.completer = completer
         let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
-                                         requestTimeoutMs: configuration.requestTimeoutMs)
+                                         requestTimeoutMs: configuration.requestTimeoutMs,
+                                         credentialPauseMs: configuration.credentialPauseMs)
         let runtimes = apps
         sendLoops = try (0..<configuration.ioThreads).map { i in
             try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, sink: { completer.submit($0) })
         }
         fetcher = Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
-                          completer: completer, gate: gate, logger: logger)
+                          completer: completer, gate: gate, outstanding: outstanding, logger: logger)
+        housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, logger: logger)
     }
 
     static func defaultID() -> String {
@@ -50,6 +55,8 @@ public final class Worker: @unchecked Sendable {
     }
 
     public func start() {
+        housekeeper.recoverPreviousRun()
+        housekeeper.start()
         completer.start()
         for loop in sendLoops { loop.start() }
         fetcher.start()
@@ -83,6 +90,7 @@ public final class Worker: @unchecked Sendable {
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
         for loop in sendLoops { loop.stop() }
         completer.stop()
+        housekeeper.stop()
         var handedBack: Int64 = 0
         do {
             let redis = try RedisConnection(configuration.redis, timeoutMs: 5000)

@@ -22,7 +22,7 @@ extension WorkerConfiguration {
     private mutating func apply(file f: Fields) throws {
         try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
-                             "shutdown_grace_ms", "log_level"])
+                             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms"])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
@@ -43,6 +43,20 @@ extension WorkerConfiguration {
         leaseMs = try f.int("lease_ms") ?? leaseMs
         shutdownGraceMs = try f.int("shutdown_grace_ms") ?? shutdownGraceMs
         if let level = try f.string("log_level") { logLevel = try LogLevel.parse(level) }
+        maxRecoveries = try f.int("max_recoveries") ?? maxRecoveries
+        credentialPauseMs = try f.int("credential_pause_ms") ?? credentialPauseMs
+        if let r = try f.object("retry") {
+            try r.rejectUnknown(["backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
+                                 "server_error_min_delay_ms", "server_error_max_delay_ms"])
+            retryPolicy.backoffBaseMs = try r.int("backoff_base_ms") ?? retryPolicy.backoffBaseMs
+            retryPolicy.backoffCapMs = try r.int("backoff_cap_ms") ?? retryPolicy.backoffCapMs
+            retryPolicy.backoffMaxAttempts = try r.int("backoff_max_attempts") ?? retryPolicy.backoffMaxAttempts
+            retryPolicy.serverErrorMaxAttempts = try r.int("server_error_max_attempts") ?? retryPolicy.serverErrorMaxAttempts
+            let low = try r.int("server_error_min_delay_ms") ?? retryPolicy.serverErrorDelayMs.lowerBound
+            let high = try r.int("server_error_max_delay_ms") ?? retryPolicy.serverErrorDelayMs.upperBound
+            guard low >= 0, low <= high else { throw ConfigurationError("\(r.path): server_error_min_delay_ms must be ≤ server_error_max_delay_ms") }
+            retryPolicy.serverErrorDelayMs = low...high
+        }
         apps = try f.objects("apps").map(AppConfiguration.init(fields:))
     }
 
@@ -92,7 +106,10 @@ extension WorkerConfiguration {
         guard Set(apps.map(\.name)).count == apps.count else { throw ConfigurationError("app names must be unique") }
         for (name, value, range) in [("connections", connections, 1...1024), ("streams", streams, 1...10_000),
                                      ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000),
-                                     ("lease_ms", leaseMs, 1000...600_000)] where !range.contains(value) {
+                                     ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
+                                     ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
+                                     ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),
+                                     ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000)] where !range.contains(value) {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
         guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {

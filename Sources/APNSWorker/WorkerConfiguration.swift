@@ -1,3 +1,4 @@
+import APNSCore
 import Foundation
 import RedisClient
 
@@ -24,6 +25,11 @@ public struct WorkerConfiguration: Sendable {
     /// How long SIGTERM waits for in-flight jobs before handing them back.
     public var shutdownGraceMs = 10_000
     public var logLevel = LogLevel.info
+    public var retryPolicy = RetryPolicy()
+    /// A job taken back from dead workers more often than this is a poison pill.
+    public var maxRecoveries = 3
+    /// How long an app pauses after TooManyProviderTokenUpdates.
+    public var credentialPauseMs = 60_000
 
     public init() {}
 

@@ -9,7 +9,7 @@ final class WorkerEndToEndTests: XCTestCase {
         try f.startWorker()
         try f.enqueue((0..<200).map { WorkerFixture.job($0) })
         try f.waitForOutcomes(200)
-        XCTAssertEqual(try f.stats(), ["delivered": 200])
+        XCTAssertEqual(try f.finalStats(), ["delivered": 200])
         let results = try f.records(f.keys.results)
         XCTAssertEqual(results.count, 200)
         XCTAssertTrue(results.allSatisfy { $0["status"] as? String == "ok" && UUIDText.isValid($0["apns_id"] as? String ?? "") })
@@ -43,7 +43,7 @@ final class WorkerEndToEndTests: XCTestCase {
         }
         try f.enqueue(jobs)
         try f.waitForOutcomes(jobs.count)
-        XCTAssertEqual(try f.stats(), ["delivered": bad.count, "dead_lettered": bad.count])
+        XCTAssertEqual(try f.finalStats(), ["delivered": bad.count, "dead_lettered": bad.count])
         let dead = try f.records(f.keys.deadLetters)
         XCTAssertEqual(dead.map { $0["reason"] as? String ?? "" }.sorted(), bad.map(\.1).sorted())
         for d in dead {
@@ -66,7 +66,7 @@ final class WorkerEndToEndTests: XCTestCase {
         try f.startWorker()
         try f.enqueue([WorkerFixture.job(1, prefix: "dead"), WorkerFixture.job(2, prefix: "f0f0"), WorkerFixture.job(3)])
         try f.waitForOutcomes(3)
-        XCTAssertEqual(try f.stats(), ["delivered": 1, "invalid_token": 1, "dead_lettered": 1])
+        XCTAssertEqual(try f.finalStats(), ["delivered": 1, "invalid_token": 1, "dead_lettered": 1])
         let results = Dictionary(uniqueKeysWithValues: try f.records(f.keys.results).map { ($0["job_id"] as! String, $0) })
         XCTAssertEqual(results["job-1"]?["status"] as? String, "failed")
         XCTAssertEqual(results["job-1"]?["http_status"] as? Int, 410)

@@ -69,9 +69,20 @@ final class WorkerFixture: @unchecked Sendable {
         return out
     }
 
+    /// Stats counters that mean a job (or one token of a fan-out) is finished.
+    static let finalStats = ["delivered", "invalid_token", "dead_lettered"]
+
+    func finalOutcomes() throws -> Int {
+        let s = try stats()
+        return Self.finalStats.reduce(0) { $0 + (s[$1] ?? 0) }
+    }
+
+    /// Stats without the counters of steps along the way (retried, recovered, …).
+    func finalStats() throws -> [String: Int] { try stats().filter { Self.finalStats.contains($0.key) } }
+
     /// Waits until `count` jobs have a recorded outcome.
     func waitForOutcomes(_ count: Int, timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line) throws {
-        let ok = try waitUntil(timeout: timeout) { try stats().values.reduce(0, +) >= count }
+        let ok = try waitUntil(timeout: timeout) { try finalOutcomes() >= count }
         let seen = try stats()
         XCTAssertTrue(ok, "only \(seen) of \(count) outcomes after \(timeout) s", file: file, line: line)
     }

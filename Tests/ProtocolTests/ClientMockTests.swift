@@ -58,7 +58,7 @@ final class ClientMockTests: XCTestCase {
             // A 40-digit token passes our checks; the strict mock wants 64: 400 BadDeviceToken.
             try h.job(#"{"token":"\#(String(repeating: "ab", count: 20))","payload":{"a":1}}"#),
         ])
-        let out = Dictionary(uniqueKeysWithValues: h.waitForOutcomes(5).map { ($0.job!.token.hex.prefix(4), $0.rejection) })
+        let out = Dictionary(uniqueKeysWithValues: h.waitForOutcomes(5).map { ($0.token!.hex.prefix(4), $0.rejection) })
         let after = Int64(Date().timeIntervalSince1970 * 1000)
         let gone = try XCTUnwrap(out["dead"] ?? nil)
         XCTAssertEqual(gone.status, 410)

@@ -41,7 +41,9 @@ final class ProtocolHarness: @unchecked Sendable {
 
     func send(_ jobs: [Job]) {
         let requests = jobs.enumerated().map { i, job in
-            SendRequest(handle: String(i), job: job, app: 0, topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0)
+            SendRequest(handle: String(i), job: job, token: job.tokens[0], app: 0,
+                        topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
+                        attempts: [], recoveries: 0, fanout: 1)
         }
         sendLoop.submit(requests)
     }

@@ -25,7 +25,7 @@ final class JobParsingTests: XCTestCase {
         """)
         XCTAssertEqual(job.id, "j-1")
         XCTAssertEqual(job.app, "shop")
-        XCTAssertEqual(job.token.hex, Self.token)
+        XCTAssertEqual(job.tokens.map(\.hex), [Self.token])
         XCTAssertEqual(job.topic, "com.example.app.voip")
         XCTAssertEqual(job.pushType, .voip)
         XCTAssertEqual(job.priority, .conserve)

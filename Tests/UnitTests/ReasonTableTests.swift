@@ -54,7 +54,7 @@ final class ReasonTableTests: XCTestCase {
         let token = String(repeating: "0f", count: 32)
         let job = try Job.parse(Array(#"{"token":"\#(token)","push_type":"voip","priority":5,"expiration":0,"collapse_id":"c","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":{"a":1}}"#.utf8))
         var sink = Sink()
-        APNSRequestHeaders.write(job: job, topic: "b.voip", authority: "api.push.apple.com", bearer: "JWT", into: &sink)
+        APNSRequestHeaders.write(job: job, token: job.tokens[0], topic: "b.voip", authority: "api.push.apple.com", bearer: "JWT", into: &sink)
         let map = Dictionary(uniqueKeysWithValues: sink.fields.map { ($0.0, $0.1) })
         XCTAssertEqual(map, [":method": "POST", ":scheme": "https", ":path": "/3/device/\(token)", ":authority": "api.push.apple.com",
                              "authorization": "bearer JWT", "apns-push-type": "voip", "apns-topic": "b.voip", "apns-priority": "5",
@@ -62,7 +62,7 @@ final class ReasonTableTests: XCTestCase {
         XCTAssertEqual(Set(sink.fields.filter(\.2).map(\.0)), [":path", "apns-id"])
         var bare = Sink()
         let simple = try Job.parse(Array(#"{"token":"\#(token)","payload":{"a":1}}"#.utf8))
-        APNSRequestHeaders.write(job: simple, topic: "b", authority: "h", bearer: nil, into: &bare)
+        APNSRequestHeaders.write(job: simple, token: simple.tokens[0], topic: "b", authority: "h", bearer: nil, into: &bare)
         XCTAssertEqual(bare.fields.map(\.0), [":method", ":scheme", ":path", ":authority", "apns-push-type", "apns-topic"])
     }
 }

@@ -40,7 +40,9 @@ final class WorkerValuesTests: XCTestCase {
 
     func testPendingQueueIsFIFOWithFrontPushes() throws {
         let job = try Job.parse(Array(#"{"token":"\#(String(repeating: "ab", count: 32))","payload":{"a":1}}"#.utf8))
-        func r(_ h: String) -> SendRequest { SendRequest(handle: h, job: job, app: 0, topic: "t", takenAtNs: 0) }
+        func r(_ h: String) -> SendRequest {
+            SendRequest(handle: h, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0, fanout: 1)
+        }
         var q = PendingQueue()
         for i in 0..<5000 { q.append(r(String(i))) }
         XCTAssertEqual(q.popFirst()?.handle, "0")
@@ -100,5 +102,69 @@ final class WorkerValuesTests: XCTestCase {
                                                                                        attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
         XCTAssertEqual(dead["job_text"] as? String, "not json")
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
+    }
+}
+
+final class RetryAndEnvelopeTests: XCTestCase {
+    func testBackoffGapsGrowAndStopAtTheLimit() {
+        var policy = RetryPolicy()
+        policy.backoffBaseMs = 1000
+        var g = SystemRandomNumberGenerator()
+        var last = 0
+        for attempt in 1..<8 {
+            guard case .retry(let ms) = policy.decide(.tooManyRequests, attempts: attempt, jobMaxAttempts: nil, using: &g) else {
+                return XCTFail("attempt \(attempt) should be retried")
+            }
+            XCTAssertGreaterThan(ms, last)
+            XCTAssertLessThanOrEqual(ms, policy.backoffCapMs)
+            last = min(ms, policy.backoffCapMs / 2)
+        }
+        XCTAssertEqual(policy.decide(.tooManyRequests, attempts: 8, jobMaxAttempts: nil, using: &g), .giveUp)
+        XCTAssertEqual(policy.decide(.tooManyRequests, attempts: 2, jobMaxAttempts: 2, using: &g), .giveUp)
+    }
+
+    func testServerErrorsGetThreeTriesOneToFiveSecondsApart() {
+        let policy = RetryPolicy()
+        var g = SystemRandomNumberGenerator()
+        for attempt in 1...2 {
+            guard case .retry(let ms) = policy.decide(.serverError, attempts: attempt, jobMaxAttempts: nil, using: &g) else {
+                return XCTFail("try \(attempt) of 3 should be retried")
+            }
+            XCTAssertTrue((1000...5000).contains(ms))
+        }
+        XCTAssertEqual(policy.decide(.serverError, attempts: 3, jobMaxAttempts: nil, using: &g), .giveUp)
+    }
+
+    func testEnvelopeRoundTripKeepsTheJobBytes() throws {
+        let job = Array(#"{"token":"ab","payload":{"x":1.50,"y":"é"}}"#.utf8)
+        let meta = JobEnvelope.Meta(token: "abcd", attempts: [.init(timeMs: 1_700_000_000_000, status: 429, reason: "TooManyRequests")],
+                                    recoveries: 2, nonce: "w/1")
+        let wrapped = JobEnvelope.wrap(job: job, meta: meta)
+        XCTAssertTrue(JobEnvelope.isEnvelope(wrapped))
+        XCTAssertFalse(JobEnvelope.isEnvelope(job))
+        let (m, inner) = try JobEnvelope.open(wrapped)
+        XCTAssertEqual(m, meta)
+        XCTAssertEqual(inner, job)
+        // The Lua recovery script writes an empty list as {} and adds fields in its own order.
+        let lua = Array(#"{"_apnsw":{"recoveries":1,"attempts":{}},"job":{"token":"ab","payload":{}}}"#.utf8)
+        let (m2, inner2) = try JobEnvelope.open(lua)
+        XCTAssertEqual(m2.recoveries, 1)
+        XCTAssertEqual(m2.attempts, [])
+        XCTAssertEqual(String(decoding: inner2, as: UTF8.self), #"{"token":"ab","payload":{}}"#)
+    }
+
+    func testFanOutAndScheduleFieldsParse() throws {
+        let a = String(repeating: "ab", count: 32), b = String(repeating: "cd", count: 32)
+        let job = try Job.parse(Array(#"{"tokens":["\#(a)","\#(b)"],"send_at":1800000000,"max_attempts":5,"payload":{"a":1}}"#.utf8))
+        XCTAssertEqual(job.tokens.map(\.hex), [a, b])
+        XCTAssertEqual(job.sendAt, 1_800_000_000)
+        XCTAssertEqual(job.maxAttempts, 5)
+        XCTAssertThrowsError(try Job.parse(Array(#"{"token":"\#(a)","tokens":["\#(b)"],"payload":{"a":1}}"#.utf8)))
+        XCTAssertThrowsError(try Job.parse(Array(#"{"tokens":[],"payload":{"a":1}}"#.utf8)))
+        XCTAssertThrowsError(try Job.parse(Array(#"{"tokens":[1],"payload":{"a":1}}"#.utf8)))
+        let many = (0...Job.maxTokens).map { "\"\(String(format: "%064x", $0))\"" }.joined(separator: ",")
+        XCTAssertThrowsError(try Job.parse(Array(#"{"tokens":[\#(many)],"payload":{"a":1}}"#.utf8))) { error in
+            XCTAssertEqual((error as? JobRejection)?.reason, JobRejection.tooManyTokens)
+        }
     }
 }

@@ -1,0 +1,128 @@
+/// The wrapper a worker puts around a job it sends back to the queue (a retry, a schedule, a
+/// recovery): `{"_apnsw":{meta},"job":<the producer's job, byte for byte>}`.
+///
+/// Producers never write it (`_apnsw` is not a job field). The Lua recovery script writes it
+/// too, so its layout is fixed: the meta object first, the job last.
+public enum JobEnvelope {
+    public struct Meta: Sendable, Equatable {
+        /// Send only to this token (one member of a fan-out).
+        public var token: String?
+        /// Every try so far: time, status, reason.
+        public var attempts: [OutcomeRecord.Attempt] = []
+        /// How many times the job was taken back from a worker that died.
+        public var recoveries = 0
+        /// Keeps envelopes unique inside the schedule's sorted set.
+        public var nonce: String?
+
+        public init(token: String? = nil, attempts: [OutcomeRecord.Attempt] = [], recoveries: Int = 0, nonce: String? = nil) {
+            self.token = token
+            self.attempts = attempts
+            self.recoveries = recoveries
+            self.nonce = nonce
+        }
+    }
+
+    static let prefix: [UInt8] = Array(#"{"_apnsw":"#.utf8)
+
+    public static func isEnvelope(_ bytes: [UInt8]) -> Bool {
+        bytes.count > prefix.count && bytes[0..<prefix.count].elementsEqual(prefix)
+    }
+
+    public static func wrap(job: [UInt8], meta: Meta) -> [UInt8] {
+        var w = JSONWriter(capacity: job.count + 160)
+        w.beginObject()
+        w.key("_apnsw")
+        w.beginObject()
+        w.fieldIfPresent("token", meta.token)
+        if !meta.attempts.isEmpty {
+            w.key("attempts")
+            w.beginArray()
+            for a in meta.attempts {
+                w.beginObject()
+                w.field("time_ms", a.timeMs)
+                w.field("status", a.status)
+                w.fieldIfPresent("reason", a.reason)
+                w.endObject()
+            }
+            w.endArray()
+        }
+        if meta.recoveries > 0 { w.field("recoveries", meta.recoveries) }
+        w.fieldIfPresent("nonce", meta.nonce)
+        w.endObject()
+        w.key("job")
+        w.raw(job)
+        w.endObject()
+        return w.bytes
+    }
+
+    /// Splits an envelope into its meta and the original job bytes.
+    public static func open(_ bytes: [UInt8]) throws(JobRejection) -> (meta: Meta, job: [UInt8]) {
+        var meta = Meta()
+        var jobRange: Range<Int>?
+        do {
+            try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
+                var s = JSONScanner(buf)
+                try s.expect(UInt8(ascii: "{"))
+                repeat {
+                    let key = try s.readString()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch key {
+                    case "_apnsw": try readMeta(&s, into: &meta)
+                    case "job": jobRange = try s.skipValue().range
+                    default: try s.skipValue()
+                    }
+                } while try s.consume(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+        } catch {
+            throw JobRejection(JobRejection.malformedJSON, "a worker envelope is damaged: \(error)")
+        }
+        guard let jobRange else { throw JobRejection(JobRejection.malformedJSON, "a worker envelope has no job") }
+        return (meta, Array(bytes[jobRange]))
+    }
+
+    private static func readMeta(_ s: inout JSONScanner, into meta: inout Meta) throws(JSONSyntaxError) {
+        try s.expect(UInt8(ascii: "{"))
+        if try s.consume(UInt8(ascii: "}")) { return }
+        repeat {
+            let key = try s.readString()
+            try s.expect(UInt8(ascii: ":"))
+            switch key {
+            case "token": meta.token = try s.readString()
+            case "nonce": meta.nonce = try s.readString()
+            case "recoveries": meta.recoveries = Int(try s.readInt())
+            case "attempts":
+                // Lua's cjson writes an empty list as {}.
+                if try s.peek() == UInt8(ascii: "[") { meta.attempts = try readAttempts(&s) } else { try s.skipValue() }
+            default: try s.skipValue()
+            }
+        } while try s.consume(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "}"))
+    }
+
+    private static func readAttempts(_ s: inout JSONScanner) throws(JSONSyntaxError) -> [OutcomeRecord.Attempt] {
+        var out: [OutcomeRecord.Attempt] = []
+        try s.expect(UInt8(ascii: "["))
+        if try s.consume(UInt8(ascii: "]")) { return out }
+        repeat {
+            var a = OutcomeRecord.Attempt(timeMs: 0, status: 0, reason: nil)
+            try s.expect(UInt8(ascii: "{"))
+            if try !s.consume(UInt8(ascii: "}")) {
+                repeat {
+                    let key = try s.readString()
+                    try s.expect(UInt8(ascii: ":"))
+                    switch key {
+                    case "time_ms": a.timeMs = try s.readInt()
+                    case "status": a.status = Int(try s.readInt())
+                    case "reason": a.reason = try s.readString()
+                    default: try s.skipValue()
+                    }
+                } while try s.consume(UInt8(ascii: ","))
+                try s.expect(UInt8(ascii: "}"))
+            }
+            out.append(a)
+        } while try s.consume(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "]"))
+        return out
+    }
+}

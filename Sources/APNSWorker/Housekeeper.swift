@@ -1,0 +1,65 @@
+import APNSCore
+import Foundation
+import RedisClient
+
+/// The housekeeping thread: renews this worker's lease, promotes due retries and scheduled
+/// jobs, and takes back the jobs of workers whose lease ran out (`kill -9`). Every worker runs
+/// one, so no coordinator is needed: each step is one atomic script.
+final class Housekeeper: @unchecked Sendable {
+    private let keys: QueueKeys
+    private let workerID: String
+    private let configuration: WorkerConfiguration
+    private let logger: Logger
+    private let redis: RedisLink
+    private let runner = ThreadRunner()
+    private let intervalMs: Int
+
+    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, logger: Logger) {
+        self.keys = keys
+        self.workerID = workerID
+        self.configuration = configuration
+        self.logger = logger
+        redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
+        // Three or more renewals per lease; due retries wait at most 100 ms for promotion.
+        intervalMs = max(20, min(100, configuration.leaseMs / 3))
+    }
+
+    /// Takes back what a previous run under the same worker id left in flight.
+    func recoverPreviousRun() {
+        _ = try? redis.with { r throws(RedisError) in try recover(r, worker: workerID, force: true) }
+    }
+
+    func start() { runner.start(name: "apns-housekeeper") { [self] in run() } }
+
+    func stop() { runner.stop() }
+
+    private func run() {
+        while runner.isRunning {
+            tick()
+            usleep(UInt32(intervalMs) * 1000)
+        }
+    }
+
+    private func tick() {
+        _ = try? redis.with { r throws(RedisError) in
+            let expired = try r.run(QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
+                                    args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]).array
+            for worker in expired.compactMap(\.text) { try recover(r, worker: worker, force: false) }
+        }
+    }
+
+    private func recover(_ r: RedisConnection, worker: String, force: Bool) throws(RedisError) {
+        let reply = try r.run(QueueScripts.recover,
+                              keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs, keys.workers,
+                                     keys.deadLetters, keys.results, keys.stats],
+                              args: [Array(worker.utf8), Array(String(configuration.maxRecoveries).utf8),
+                                     Array(String(configuration.deadLettersMax).utf8), Array(String(configuration.resultsMax).utf8),
+                                     Array((force ? "force" : "lease").utf8)]).array
+        let requeued = reply.first?.integer ?? 0
+        let poisoned = reply.count > 1 ? reply[1].integer ?? 0 : 0
+        if requeued + poisoned > 0 {
+            logger.warning("took back the jobs of a worker that stopped renewing its lease", [
+                "dead_worker": .string(worker), "requeued": .int(Int(requeued)), "poison_pills": .int(Int(poisoned))])
+        }
+    }
+}
