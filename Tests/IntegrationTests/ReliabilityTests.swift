@@ -1,0 +1,88 @@
+import APNSCore
+import Foundation
+import RedisClient
+import TestSupport
+import XCTest
+
+/// At-least-once under failures: a worker killed with -9, Redis restarted, poison pills.
+final class ReliabilityTests: XCTestCase {
+    func testKillNineLosesNothingAndDuplicatesStayInsideTheRecoveryWindow() throws {
+        let jobs = 20_000
+        let f = try WorkerFixture(settings: ["streams": 25, "lease_ms": 2000, "batch_size": 100]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 30)]
+        }
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        let victim = try f.startWorker("w-victim")
+        try f.startWorker("w-b")
+        try f.startWorker("w-c")
+        XCTAssertTrue(try waitUntil(timeout: 30) { try f.finalOutcomes() >= jobs / 5 })
+        let inFlightAtKill = Int(try f.connect().command(["HLEN", f.keys.inflight(worker: "w-victim")]).integer ?? 0)
+        victim.signal(SIGKILL)
+        XCTAssertNotNil(victim.wait(timeout: 5))
+        XCTAssertGreaterThan(inFlightAtKill, 0, "the victim died holding jobs")
+        // The killed worker comes back (same id) while the others carry on.
+        usleep(500_000)
+        try f.startWorker("w-victim")
+        try f.waitForOutcomes(jobs, timeout: 120)
+
+        let results = try f.records(f.keys.results)
+        var perJob: [String: Int] = [:]
+        for r in results { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        XCTAssertEqual(perJob.count, jobs)
+        XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "every job has exactly one final outcome")
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+
+        let recovered = try f.stats()["recovered"] ?? 0
+        XCTAssertGreaterThan(recovered, 0, "the recovery metric counts the taken-back jobs")
+        var accepted: [String: Int] = [:]
+        for e in try f.mock.logEntries() where e["status"] as? Int == 200 { accepted[e["token"] as! String, default: 0] += 1 }
+        XCTAssertEqual(accepted.count, jobs, "every deliverable token reached APNs at least once")
+        let duplicates = accepted.values.reduce(0) { $0 + $1 - 1 }
+        XCTAssertLessThanOrEqual(duplicates, recovered, "duplicates come only from the recovered window")
+        XCTAssertLessThanOrEqual(recovered, inFlightAtKill + 200, "the window is the victim's in-flight jobs")
+        print("kill -9: \(inFlightAtKill) in flight at the kill, \(recovered) recovered, \(duplicates) sent twice")
+    }
+
+    func testRedisRestartMidRunLosesNothing() throws {
+        let redis = try TestRedis(dedicated: true, persistent: true)
+        let jobs = 5000
+        let f = try WorkerFixture(redis: redis, settings: ["streams": 20]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 20)]
+        }
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        let a = try f.startWorker("w-a")
+        let b = try f.startWorker("w-b")
+        XCTAssertTrue(try waitUntil(timeout: 30) { try f.finalOutcomes() >= jobs / 4 })
+        redis.stop()
+        usleep(1_500_000)
+        try redis.restart()
+        try f.waitForOutcomes(jobs, timeout: 120)
+        XCTAssertTrue(a.isRunning && b.isRunning, "the workers rode out the restart")
+        XCTAssertTrue(a.output.contains("Redis call failed") || b.output.contains("Redis call failed"), "the outage was seen")
+        var perJob: [String: Int] = [:]
+        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        XCTAssertEqual(perJob.count, jobs, "nothing lost")
+        XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one outcome each")
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+    }
+
+    func testAJobThatKeepsKillingWorkersBecomesAPoisonPill() throws {
+        let f = try WorkerFixture(settings: ["max_recoveries": 2])
+        let r = try f.connect()
+        // Two jobs held by a worker that died long ago: one recovered twice already, one never.
+        let poison = #"{"_apnsw":{"recoveries":2},"job":\#(WorkerFixture.job(1))}"#
+        _ = try r.command(["HSET", f.keys.inflight(worker: "ghost"), "1", poison, "2", WorkerFixture.job(2)])
+        _ = try r.command(["ZADD", f.keys.workers, "1", "ghost"])
+        try f.startWorker()
+        try f.waitForOutcomes(2)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 1, "dead_lettered": 1])
+        XCTAssertEqual(try f.stats()["recovered"], 1)
+        XCTAssertEqual(try f.stats()["poison_pills"], 1)
+        let dead = try XCTUnwrap(try f.records(f.keys.deadLetters).first)
+        XCTAssertEqual(dead["reason"] as? String, "PoisonPill")
+        XCTAssertEqual(dead["recoveries"] as? Int, 3)
+        XCTAssertEqual(dead["job_text"] as? String, WorkerFixture.job(1))
+        XCTAssertEqual(try r.command(["ZSCORE", f.keys.workers, "ghost"]), .null, "the dead worker left the registry")
+        XCTAssertEqual(try r.command(["EXISTS", f.keys.inflight(worker: "ghost")]).integer, 0)
+    }
+}
