@@ -18,6 +18,8 @@ ensure_packages() {
 
 # The packages every build and run needs.
 BASE_PACKAGES=(libhiredis-dev libnghttp2-dev libssl-dev redis-server python3 python3-redis python3-jwt python3-cryptography ca-certificates)
+# Only the tests need these.
+TEST_PACKAGES=(python3-jsonschema ruby-redis node-redis)
 
 # Puts Swift on PATH (installed at /opt/swift on our machines).
 ensure_swift() {
