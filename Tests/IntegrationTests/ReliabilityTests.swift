@@ -31,6 +31,8 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(perJob.count, jobs)
         XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "every job has exactly one final outcome")
         XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+        let byWorker = Dictionary(grouping: results, by: { $0["worker"] as? String ?? "?" }).mapValues(\.count)
+        for w in ["w-victim", "w-b", "w-c"] { XCTAssertGreaterThan(byWorker[w] ?? 0, 500, "\(w) shared the work: \(byWorker)") }
 
         let recovered = try f.stats()["recovered"] ?? 0
         XCTAssertGreaterThan(recovered, 0, "the recovery metric counts the taken-back jobs")
@@ -64,6 +66,25 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(perJob.count, jobs, "nothing lost")
         XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one outcome each")
         XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+    }
+
+    func testSIGTERMHandsBackWhatCannotFinishInTimeAndARestartResumes() throws {
+        let f = try WorkerFixture(settings: ["shutdown_grace_ms": 300, "streams": 10]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 2000)]
+        }
+        try f.enqueue((0..<60).map { WorkerFixture.job($0) })
+        let first = try f.startWorker("w-stop")
+        XCTAssertTrue(try waitUntil(timeout: 10) { (try f.connect().command(["HLEN", f.keys.inflight(worker: "w-stop")]).integer ?? 0) > 0 })
+        first.signal(SIGTERM)
+        XCTAssertEqual(first.wait(timeout: 10), 0, first.output)
+        XCTAssertTrue(first.output.contains("\"handed_back\""))
+        XCTAssertEqual(try f.connect().command(["EXISTS", f.keys.inflight(worker: "w-stop")]).integer, 0, "nothing left in flight")
+        let stats = try f.stats()
+        XCTAssertEqual(stats, [:], "nothing finished within the grace period")
+        XCTAssertEqual(try f.connect().command(["LLEN", f.keys.jobs]).integer, 60, "every job is back in the queue")
+        try f.startWorker("w-stop")
+        try f.waitForOutcomes(60, timeout: 60)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 60])
     }
 
     func testAJobThatKeepsKillingWorkersBecomesAPoisonPill() throws {
