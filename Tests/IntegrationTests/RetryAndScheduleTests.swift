@@ -79,4 +79,21 @@ final class RetryAndScheduleTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(sent?["time_ms"] as? Int ?? 0, due * 1000)
         XCTAssertEqual(try f.records(f.keys.results).first { $0["job_id"] as? String == "job-1" }?["status"] as? String, "ok")
     }
+
+    func testTooManyProviderTokenUpdatesPausesTheAppAndCostsNoAttempt() throws {
+        let token = WorkerFixture.token(1, prefix: "77")
+        let f = try WorkerFixture(settings: ["credential_pause_ms": 800]) { config in
+            config.faults.tokens = [.init(token: token, status: 429, reason: "TooManyProviderTokenUpdates", attempts: 1)]
+        }
+        let worker = try f.startWorker()
+        try f.enqueue([WorkerFixture.job(1, prefix: "77")])
+        try f.waitForOutcomes(1, timeout: 20)
+        let result = try XCTUnwrap(try f.records(f.keys.results).first)
+        XCTAssertEqual(result["status"] as? String, "ok")
+        XCTAssertEqual(result["attempts"] as? Int, 1, "the credential's trouble is not the job's")
+        let seen = tries(try f.mock.logEntries(), token)
+        XCTAssertEqual(seen.map(\.status), [429, 200])
+        XCTAssertGreaterThanOrEqual(seen[1].time - seen[0].time, 700, "the app paused before sending again")
+        XCTAssertTrue(worker.output.contains("pausing the app"))
+    }
 }
