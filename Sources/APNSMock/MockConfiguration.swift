@@ -12,6 +12,10 @@ public struct MockConfiguration: Codable, Sendable {
     /// Token connections start at one stream until a request succeeds, as APNs does.
     public var oneStreamUntilAuthenticated: Bool = true
     public var tokenMaxAgeSeconds: Int = 3600
+    /// After a rejection a connection's stream limit drops to 1 until the next success (as seen from APNs).
+    public var throttleAfterRejection: Bool = true
+    /// A connection whose JWT changes twice within this window gets 429 TooManyProviderTokenUpdates.
+    public var tokenUpdateWindowSeconds: Int = 1200
     public var faults: Faults = Faults()
     /// Where to write one JSON line per request; nil for no log.
     public var log: String?
@@ -21,6 +25,8 @@ public struct MockConfiguration: Codable, Sendable {
         case maxConcurrentStreams = "max_concurrent_streams"
         case oneStreamUntilAuthenticated = "one_stream_until_authenticated"
         case tokenMaxAgeSeconds = "token_max_age_seconds"
+        case throttleAfterRejection = "throttle_after_rejection"
+        case tokenUpdateWindowSeconds = "token_update_window_seconds"
     }
 
     public struct TLSFiles: Codable, Sendable {
@@ -57,13 +63,16 @@ public struct MockConfiguration: Codable, Sendable {
         public var goawayAfter: Int = 0
         /// Drop the TCP connection without answering after this many requests; 0 = never.
         public var dropAfter: Int = 0
-        enum CodingKeys: String, CodingKey { case tokens, goawayAfter = "goaway_after", dropAfter = "drop_after" }
+        /// false: PINGs go unanswered, as on a connection that died silently.
+        public var answerPings: Bool = true
+        enum CodingKeys: String, CodingKey { case tokens, goawayAfter = "goaway_after", dropAfter = "drop_after", answerPings = "answer_pings" }
         public init() {}
         public init(from decoder: Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             tokens = try c.decodeIfPresent([TokenFault].self, forKey: .tokens) ?? []
             goawayAfter = try c.decodeIfPresent(Int.self, forKey: .goawayAfter) ?? 0
             dropAfter = try c.decodeIfPresent(Int.self, forKey: .dropAfter) ?? 0
+            answerPings = try c.decodeIfPresent(Bool.self, forKey: .answerPings) ?? true
         }
     }
 
@@ -111,6 +120,8 @@ public struct MockConfiguration: Codable, Sendable {
         maxConcurrentStreams = try c.decodeIfPresent(Int.self, forKey: .maxConcurrentStreams) ?? maxConcurrentStreams
         oneStreamUntilAuthenticated = try c.decodeIfPresent(Bool.self, forKey: .oneStreamUntilAuthenticated) ?? oneStreamUntilAuthenticated
         tokenMaxAgeSeconds = try c.decodeIfPresent(Int.self, forKey: .tokenMaxAgeSeconds) ?? tokenMaxAgeSeconds
+        throttleAfterRejection = try c.decodeIfPresent(Bool.self, forKey: .throttleAfterRejection) ?? throttleAfterRejection
+        tokenUpdateWindowSeconds = try c.decodeIfPresent(Int.self, forKey: .tokenUpdateWindowSeconds) ?? tokenUpdateWindowSeconds
         faults = try c.decodeIfPresent(Faults.self, forKey: .faults) ?? faults
         log = try c.decodeIfPresent(String.self, forKey: .log)
     }

@@ -11,6 +11,10 @@ final class MockConnection: HTTP2ConnectionDelegate {
     private var auth = MockValidator.ConnectionAuth()
     private var openStreams = 0
     private var streamLimit: Int
+    /// Limits we sent and the client has not acknowledged yet, oldest first.
+    private var pendingLimits: [Int]
+    /// The limit the client has acknowledged; nil before its first SETTINGS ACK.
+    private var ackedLimit: Int?
     private var raisedLimit = false
     private var requestCount = 0
     private var goawayLastStream: Int32?
@@ -19,7 +23,15 @@ final class MockConnection: HTTP2ConnectionDelegate {
         self.server = server
         self.id = id
         self.streamLimit = streamLimit
+        pendingLimits = [streamLimit]
     }
+
+    func http2SettingsAcknowledged() {
+        if !pendingLimits.isEmpty { ackedLimit = pendingLimits.removeFirst() }
+    }
+
+    /// The limit the client must follow now (before any ACK, the one first advertised).
+    private var enforcedLimit: Int { ackedLimit ?? streamLimit }
 
     func connectionReady(_ connection: HTTP2Connection) {
         auth.certificateUID = connection.peerSubjectUID
@@ -34,10 +46,10 @@ final class MockConnection: HTTP2ConnectionDelegate {
     func http2BeginStream(_ stream: Int32) {
         openStreams += 1
         requests[stream] = MockRequest(stream: stream)
-        let (open, limit) = (openStreams, streamLimit)
+        let (open, acked) = (openStreams, ackedLimit)
         server.stats.withLock {
             $0.maxConcurrentStreams = max($0.maxConcurrentStreams, open)
-            if open > limit { $0.streamLimitViolations += 1 }
+            if let acked, open > acked { $0.streamLimitViolations += 1 }
         }
     }
 
@@ -55,6 +67,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     }
 
     func http2RemoteSettings(maxConcurrentStreams: Int) {}
+    func http2PingReceived() { server.stats.withLock { $0.pingsReceived += 1 } }
     func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
 
     func http2EndStream(_ stream: Int32) {
@@ -92,7 +105,11 @@ final class MockConnection: HTTP2ConnectionDelegate {
         } else {
             respond(stream, decision, apnsID: apnsID)
         }
-        if decision.status == 200 { raiseLimit() }
+        if decision.status == 200 {
+            raiseLimit()
+        } else if decision.status < 500, decision.status != 410, server.configuration.throttleAfterRejection {
+            throttle()
+        }
         if faults.goawayAfter > 0, requestCount == faults.goawayAfter {
             goawayLastStream = stream
             connection.session.submitGoAway(lastStreamID: stream, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
@@ -100,12 +117,24 @@ final class MockConnection: HTTP2ConnectionDelegate {
         }
     }
 
-    /// After the first accepted request, a connection gets the configured stream limit.
+    /// After an accepted request, a connection gets the configured stream limit back.
     private func raiseLimit() {
         guard !raisedLimit, let connection else { return }
         raisedLimit = true
         streamLimit = server.configuration.maxConcurrentStreams
+        pendingLimits.append(streamLimit)
         connection.session.submitMaxConcurrentStreams(streamLimit)
+        server.stats.withLock { $0.settingsChanges += 1 }
+    }
+
+    /// A rejection (410 aside) drops the limit to one stream until the next success, as APNs does.
+    private func throttle() {
+        guard raisedLimit, let connection else { return }
+        raisedLimit = false
+        streamLimit = 1
+        pendingLimits.append(1)
+        connection.session.submitMaxConcurrentStreams(1)
+        server.stats.withLock { $0.settingsChanges += 1 }
     }
 
     private func respond(_ stream: Int32, _ decision: MockDecision, apnsID: String) {
@@ -139,7 +168,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     /// One JSON line per request: what arrived (headers, payload) and what the mock answered.
     private func record(_ request: MockRequest, _ decision: MockDecision, answeredID: String?, note: String?) {
-        let (open, limit) = (openStreams, streamLimit)
+        let (open, limit) = (openStreams, enforcedLimit)
         server.stats.withLock {
             $0.requests += 1
             $0.byStatus[decision.status, default: 0] += 1

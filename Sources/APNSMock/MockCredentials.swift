@@ -12,10 +12,17 @@ public enum MockCredentials {
         public let keyID: String
         public let teamID: String
         public let topic: String
+        /// A client certificate (mutual TLS auth) for `certificateTopic`, as PEM pair and PKCS#12.
+        public let clientCertificateFile: String
+        public let clientKeyFile: String
+        public let clientPKCS12File: String
+        public let clientPKCS12Password: String
+        public let certificateTopic: String
     }
 
     public static func make(in directory: String, teamID: String = "TEAM123456", keyID: String = "KEY1234567",
-                            topic: String = "com.example.app", logFile: String? = nil) throws -> Files {
+                            topic: String = "com.example.app", certificateTopic: String = "com.example.certapp",
+                            logFile: String? = nil) throws -> Files {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         func write(_ name: String, _ text: String, secret: Bool = false) throws {
@@ -31,11 +38,34 @@ public enum MockCredentials {
         try write("AuthKey_\(keyID).p8", try providerKey.pkcs8PEM(), secret: true)
         try write("AuthKey_\(keyID).pub.pem", try providerKey.publicKeyPEM())
 
-        var config = MockConfiguration(tls: .init(certificate: path("server.pem"), key: path("server.key")))
+        let clientKey = try ES256PrivateKey()
+        let clientCert = try pki.issue(key: clientKey, commonName: "Apple Push Services: \(certificateTopic)", uid: certificateTopic, serial: 3)
+        try write("client.key", try clientKey.pkcs8PEM(), secret: true)
+        try write("client.pem", clientCert)
+        let password = "test-password"
+        try Data(TestPKI.pkcs12(key: clientKey, certificatePEM: clientCert, password: password)).write(to: URL(fileURLWithPath: path("client.p12")))
+
+        // Client certificates are optional: token connections present none.
+        var config = MockConfiguration(tls: .init(certificate: path("server.pem"), key: path("server.key"), clientCA: path("ca.pem")))
         config.keys = [.init(keyID: keyID, teamID: teamID, publicKey: path("AuthKey_\(keyID).pub.pem"), topics: [topic])]
         config.log = logFile
         try config.encoded().write(to: URL(fileURLWithPath: path("mock.json")))
         return Files(directory: directory, caFile: path("ca.pem"), p8File: path("AuthKey_\(keyID).p8"),
-                     mockConfigFile: path("mock.json"), keyID: keyID, teamID: teamID, topic: topic)
+                     mockConfigFile: path("mock.json"), keyID: keyID, teamID: teamID, topic: topic,
+                     clientCertificateFile: path("client.pem"), clientKeyFile: path("client.key"),
+                     clientPKCS12File: path("client.p12"), clientPKCS12Password: password, certificateTopic: certificateTopic)
+    }
+
+    /// Adds another team's provider key to a mock configuration; returns the .p8 path.
+    public static func addProviderKey(in directory: String, to config: inout MockConfiguration, teamID: String, keyID: String,
+                                      topics: [String]) throws -> String {
+        let key = try ES256PrivateKey()
+        let p8 = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
+        let pub = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).pub.pem")
+        try key.pkcs8PEM().write(toFile: p8, atomically: true, encoding: .utf8)
+        chmod(p8, 0o600)
+        try key.publicKeyPEM().write(toFile: pub, atomically: true, encoding: .utf8)
+        config.keys.append(.init(keyID: keyID, teamID: teamID, publicKey: pub, topics: topics))
+        return p8
     }
 }

@@ -77,7 +77,8 @@ public final class MockServer: @unchecked Sendable {
             let handler = MockConnection(server: self, id: id, streamLimit: initialLimit)
             do {
                 handler.connection = try HTTP2Connection(accepted: fd, tls: tls, loop: loop, delegate: handler,
-                                                         maxConcurrentStreams: initialLimit)
+                                                         maxConcurrentStreams: initialLimit,
+                                                         answerPings: configuration.faults.answerPings)
                 connections[ObjectIdentifier(handler)] = handler
                 stats.withLock { $0.connections += 1 }
             } catch {
@@ -110,6 +111,9 @@ public struct MockStats: Sendable, Equatable {
     /// Requests that arrived while more streams were open than the mock had allowed.
     public var streamLimitViolations = 0
     public var goawaysSent = 0
+    /// SETTINGS frames that moved a connection's stream limit.
+    public var settingsChanges = 0
+    public var pingsReceived = 0
     public var drops = 0
 }
 

@@ -13,6 +13,7 @@ final class MockValidator {
 
     private let keys: [String: VerifiedKey]
     private let tokenMaxAge: Int64
+    private let tokenUpdateWindow: Int64
     private let now: () -> Int64
 
     init(configuration: MockConfiguration, now: @escaping () -> Int64) throws {
@@ -24,6 +25,7 @@ final class MockValidator {
         }
         self.keys = keys
         tokenMaxAge = Int64(configuration.tokenMaxAgeSeconds)
+        tokenUpdateWindow = Int64(configuration.tokenUpdateWindowSeconds)
         self.now = now
     }
 
@@ -33,6 +35,8 @@ final class MockValidator {
         var pinnedTeam: String?
         var lastToken: String?
         var lastClaims: JWTClaims?
+        /// When this connection's JWT last changed (the first one is not a change).
+        var lastTokenChange: Int64?
     }
 
     func decide(_ request: MockRequest, auth: inout ConnectionAuth) -> MockDecision {
@@ -65,6 +69,13 @@ final class MockValidator {
         if token == auth.lastToken, let cached = auth.lastClaims {
             claims = cached // verified on this connection already
         } else {
+            if auth.lastToken != nil {
+                // A new JWT on a live connection: at most one change per window (apns-protocol.md §6.1).
+                if let last = auth.lastTokenChange, now() - last < tokenUpdateWindow {
+                    return .failure(.reject(429, .tooManyProviderTokenUpdates))
+                }
+                auth.lastTokenChange = now()
+            }
             guard let decoded = JWTClaims.decode(token), let key = keys[decoded.claims.keyID],
                   key.teamID == decoded.claims.teamID,
                   key.publicKey.verify(signature: decoded.signature, message: Array(decoded.signingInput.utf8)) else {

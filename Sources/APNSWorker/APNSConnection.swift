@@ -22,6 +22,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private var jwtGeneration = 0
     private(set) var isReady = false
     private(set) var isClosed = false
+    /// Monotonic ms of the last frame received, and of an unanswered PING.
+    private var lastReadMs = MonotonicClock.nowMilliseconds()
+    private var pingSentMs: UInt64?
 
     init(app: AppRuntime, appIndex: Int, owner: SendLoop, streams: Int) {
         self.app = app
@@ -64,6 +67,22 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         if cancelled { flush() }
     }
 
+    /// PINGs an idle connection, and replaces one whose PING went unanswered: idle
+    /// connections die silently in the network path (apns-protocol.md §9).
+    func checkLiveness(now: UInt64, pingAfterMs: UInt64, timeoutMs: UInt64) {
+        guard isReady, !isClosed, let http else { return }
+        if let sent = pingSentMs {
+            if now - sent > timeoutMs {
+                owner.pingTimedOut(self)
+                http.shutdown(error: nil)
+            }
+        } else if now - lastReadMs >= pingAfterMs {
+            pingSentMs = now
+            http.session.submitPing()
+            flush()
+        }
+    }
+
     // MARK: HTTP2ConnectionDelegate
 
     func connectionReady(_ connection: HTTP2Connection) {
@@ -94,6 +113,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2EndStream(_ stream: Int32) {
+        lastReadMs = MonotonicClock.nowMilliseconds()
         guard var s = streams[stream], s.status != 0 else { return }
         s.answered = true
         streams[stream] = s
@@ -127,7 +147,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         owner.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self))
     }
 
-    func http2PingAck() {}
+    func http2PingAck() {
+        pingSentMs = nil
+        lastReadMs = MonotonicClock.nowMilliseconds()
+    }
 }
 
 extension HeaderList: HeaderSink {}

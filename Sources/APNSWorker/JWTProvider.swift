@@ -12,20 +12,28 @@ public final class JWTProvider: Sendable {
     private let state: Mutex<(token: String, issuedAt: Int64, generation: Int)>
     private let clock: @Sendable () -> Int64
 
-    public static let refreshAfterSeconds: Int64 = 50 * 60
-    public static let minimumAgeSeconds: Int64 = 20 * 60
+    public static let defaultRefreshSeconds: Int64 = 50 * 60
+    public static let defaultMinimumAgeSeconds: Int64 = 20 * 60
+    /// Routine re-mint age, and the youngest token an ExpiredProviderToken may replace.
+    public let refreshAfterSeconds: Int64
+    public let minimumAgeSeconds: Int64
 
-    public init(teamID: String, keyID: String, key: ES256PrivateKey, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    public init(teamID: String, keyID: String, key: ES256PrivateKey, refreshAfterSeconds: Int64 = JWTProvider.defaultRefreshSeconds,
+                minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds,
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
         self.teamID = teamID
         self.keyID = keyID
         self.key = key
         self.clock = clock
+        self.refreshAfterSeconds = refreshAfterSeconds
+        self.minimumAgeSeconds = minimumAgeSeconds
         let now = clock()
         state = Mutex((try JWTProvider.mint(key: key, teamID: teamID, keyID: keyID, at: now), now, 1))
     }
 
     /// Loads a `.p8` file. Errors name the file, never its contents.
-    public convenience init(teamID: String, keyID: String, p8File: String) throws {
+    public convenience init(teamID: String, keyID: String, p8File: String, refreshAfterSeconds: Int64 = JWTProvider.defaultRefreshSeconds,
+                            minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds) throws {
         guard let pem = FileManager.default.contents(atPath: p8File) else {
             throw ConfigurationError("cannot read the .p8 key file \(p8File)")
         }
@@ -33,7 +41,7 @@ public final class JWTProvider: Sendable {
         do { key = try ES256PrivateKey(pem: [UInt8](pem)) } catch {
             throw ConfigurationError("\(p8File) is not a valid APNs .p8 key (PKCS#8 EC P-256): \(error)")
         }
-        try self.init(teamID: teamID, keyID: keyID, key: key)
+        try self.init(teamID: teamID, keyID: keyID, key: key, refreshAfterSeconds: refreshAfterSeconds, minimumAgeSeconds: minimumAgeSeconds)
     }
 
     /// The current token and its generation (bumped at each mint).
@@ -46,14 +54,14 @@ public final class JWTProvider: Sendable {
     /// The routine refresh: mints when the token is 50 minutes old. Returns true if it minted.
     @discardableResult
     public func refreshIfDue() throws -> Bool {
-        try refresh(ifOlderThan: JWTProvider.refreshAfterSeconds, generation: nil)
+        try refresh(ifOlderThan: refreshAfterSeconds, generation: nil)
     }
 
     /// After `ExpiredProviderToken` on a token of `generation`: mint again unless another
     /// connection already did, or the token is younger than 20 minutes.
     @discardableResult
     public func refreshAfterExpiry(of generation: Int) throws -> Bool {
-        try refresh(ifOlderThan: JWTProvider.minimumAgeSeconds, generation: generation)
+        try refresh(ifOlderThan: minimumAgeSeconds, generation: generation)
     }
 
     private func refresh(ifOlderThan age: Int64, generation: Int?) throws -> Bool {

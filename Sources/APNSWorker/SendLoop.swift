@@ -12,6 +12,9 @@ final class SendLoop: @unchecked Sendable {
         var requestTimeoutMs: Int
         /// How long an app waits after TooManyProviderTokenUpdates.
         var credentialPauseMs = 60_000
+        /// PING a connection idle this long, and replace it if the PING goes unanswered this long.
+        var pingIntervalMs = 60_000
+        var pingTimeoutMs = 10_000
         /// Sends of one job that count no attempt (reconnects, refreshed JWTs) before it fails.
         var maxFreeResends = 10
     }
@@ -34,7 +37,7 @@ final class SendLoop: @unchecked Sendable {
     private var stopping = false
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
-    private var pausedUntilMs: [UInt64]
+    private var breakers: [CircuitBreaker]
 
     init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
         self.name = name
@@ -44,7 +47,7 @@ final class SendLoop: @unchecked Sendable {
         self.sink = sink
         loop = try EventLoop()
         pending = apps.map { _ in PendingQueue() }
-        pausedUntilMs = apps.map { _ in 0 }
+        breakers = apps.map { _ in CircuitBreaker(pauseMs: settings.credentialPauseMs, probeTimeoutMs: settings.requestTimeoutMs + 5000) }
         slots = apps.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = apps.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
         loop.onWake = { [unowned self] in self.takeInbox() }
@@ -90,10 +93,13 @@ final class SendLoop: @unchecked Sendable {
     private func dispatch() {
         guard !stopping else { return }
         let now = MonotonicClock.nowMilliseconds()
-        for a in apps.indices where !pending[a].isEmpty && pausedUntilMs[a] <= now {
+        for a in apps.indices where !pending[a].isEmpty {
+            var allowance = breakers[a].allowance(nowMs: now)
+            guard allowance > 0 else { continue }
             let auth = apps[a].jwt?.current
-            for case let c? in slots[a] where c.available > 0 {
-                var n = c.available
+            for case let c? in slots[a] where c.available > 0 && allowance > 0 {
+                var n = min(c.available, allowance)
+                allowance -= n
                 while n > 0, let request = pending[a].popFirst() {
                     do {
                         try c.send(request, authorization: auth)
@@ -140,16 +146,23 @@ final class SendLoop: @unchecked Sendable {
     }
 
     private func scheduleTimeoutScan() {
-        loop.schedule(afterMilliseconds: 1000) { [self] in
+        loop.schedule(afterMilliseconds: min(1000, settings.pingTimeoutMs / 2)) { [self] in
             let now = MonotonicClock.nowMilliseconds()
             let timeout = UInt64(settings.requestTimeoutMs)
-            for c in slots.flatMap({ $0 }) { c?.expireRequests(olderThan: timeout, now: now) }
+            for c in slots.flatMap({ $0 }) {
+                c?.expireRequests(olderThan: timeout, now: now)
+                c?.checkLiveness(now: now, pingAfterMs: UInt64(settings.pingIntervalMs), timeoutMs: UInt64(settings.pingTimeoutMs))
+            }
             for c in draining.values { c.expireRequests(olderThan: timeout, now: now) }
             if !stopping { scheduleTimeoutScan() }
         }
     }
 
     // MARK: Called by connections
+
+    func pingTimedOut(_ c: APNSConnection) {
+        logger.warning("APNs connection did not answer a PING; replacing it", ["app": .string(c.app.name)])
+    }
 
     func connectionBecameReady(_ c: APNSConnection) {
         if let s = slot(of: c) { backoffs[c.appIndex][s].reset() }
@@ -189,6 +202,7 @@ final class SendLoop: @unchecked Sendable {
     }
 
     func finished(_ r: SendRequest, outcome: Outcome) {
+        breakers[r.app].succeeded()
         if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
         finishedBatch.append(FinishedJob(r, appName: apps[r.app].name, outcome: outcome))
     }
@@ -208,12 +222,13 @@ final class SendLoop: @unchecked Sendable {
         case .reconnectAndRetry:
             c.http?.shutdown(error: nil)
             resend(r)
-        case .pauseCredential where rejection.reason == .tooManyProviderTokenUpdates:
-            // Our JWT changed too often for APNs: not the job's fault, so it costs no attempt.
-            logger.error("APNs says the provider token changed too often; pausing the app", [
-                "app": .string(apps[r.app].name), "pause_ms": .int(settings.credentialPauseMs)])
-            pausedUntilMs[r.app] = MonotonicClock.nowMilliseconds() + UInt64(settings.credentialPauseMs)
-            c.http?.shutdown(error: nil)
+        case .pauseCredential:
+            // The credential, not the job, is at fault: the app waits (with probes) and the
+            // job costs no attempt. TooManyProviderTokenUpdates also retires the connection.
+            let pause = breakers[r.app].failed(nowMs: MonotonicClock.nowMilliseconds())
+            logger.error("APNs refused the app's credentials; pausing the app and probing", [
+                "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
+            if rejection.reason == .tooManyProviderTokenUpdates { c.http?.shutdown(error: nil) }
             var again = r
             again.attempts.removeLast()
             pending[r.app].pushFront(again)

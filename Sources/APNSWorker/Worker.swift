@@ -26,7 +26,9 @@ public final class Worker: @unchecked Sendable {
         apps = try configuration.apps.map { app in
             guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(app, jwt: nil) }
             let id = team + "/" + kid
-            let jwt = try providers[id] ?? JWTProvider(teamID: team, keyID: kid, p8File: file)
+            let jwt = try providers[id] ?? JWTProvider(teamID: team, keyID: kid, p8File: file,
+                                                       refreshAfterSeconds: Int64(configuration.tokenRefreshSeconds),
+                                                       minimumAgeSeconds: Int64(configuration.tokenMinRefreshSeconds))
             providers[id] = jwt
             return try AppRuntime(app, jwt: jwt)
         }
@@ -37,7 +39,8 @@ public final class Worker: @unchecked Sendable {
         self.completer = completer
         let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
-                                         credentialPauseMs: configuration.credentialPauseMs)
+                                         credentialPauseMs: configuration.credentialPauseMs,
+                                         pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs)
         let runtimes = apps
         sendLoops = try (0..<configuration.ioThreads).map { i in
             try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, sink: { completer.submit($0) })
@@ -55,6 +58,7 @@ public final class Worker: @unchecked Sendable {
     }
 
     public func start() {
+        checkCertificates()
         housekeeper.recoverPreviousRun()
         housekeeper.start()
         completer.start()
@@ -67,10 +71,45 @@ public final class Worker: @unchecked Sendable {
         ])
     }
 
-    /// The control plane's periodic work: keep every JWT fresh.
+    /// Logs a warning 30 days before a client certificate expires, and an error once it has.
+    /// Returns the apps whose certificate has expired.
+    @discardableResult
+    public func checkCertificates(now: Int64 = Int64(Date().timeIntervalSince1970)) -> [String] {
+        var expired: [String] = []
+        for app in apps {
+            let info: CertificateInfo
+            do {
+                switch app.configuration.auth {
+                case .token: continue
+                case .certificate(let file, _): info = try CertificateInfo.read(pemFile: file)
+                case .pkcs12(let file, let password): info = try CertificateInfo.read(pkcs12File: file, password: password)
+                }
+            } catch {
+                logger.error("cannot read the app's certificate", ["app": .string(app.name), "error": .string("\(error)")])
+                continue
+            }
+            let days = Int((info.notAfter - now) / 86_400)
+            let fields: [String: LogValue] = ["app": .string(app.name), "days_left": .int(days), "subject_uid": .string(info.subjectUID ?? "")]
+            if info.notAfter <= now {
+                logger.error("the app's APNs certificate has expired", fields)
+                expired.append(app.name)
+            } else if days < 30 {
+                logger.warning("the app's APNs certificate expires within 30 days", fields)
+            }
+        }
+        return expired
+    }
+
+    /// The control plane's periodic work: keep every JWT fresh, check certificates daily.
     public func maintain() async {
+        var lastCertificateCheck = Date()
+        let interval = max(1, min(30, configuration.tokenRefreshSeconds / 4))
         while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(30))
+            try? await Task.sleep(for: .seconds(interval))
+            if Date().timeIntervalSince(lastCertificateCheck) >= 86_400 {
+                checkCertificates()
+                lastCertificateCheck = Date()
+            }
             for app in apps {
                 guard let jwt = app.jwt else { continue }
                 do {

@@ -22,7 +22,8 @@ extension WorkerConfiguration {
     private mutating func apply(file f: Fields) throws {
         try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
-                             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms"])
+                             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
+                             "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s"])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
@@ -45,6 +46,10 @@ extension WorkerConfiguration {
         if let level = try f.string("log_level") { logLevel = try LogLevel.parse(level) }
         maxRecoveries = try f.int("max_recoveries") ?? maxRecoveries
         credentialPauseMs = try f.int("credential_pause_ms") ?? credentialPauseMs
+        pingIntervalMs = try f.int("ping_interval_ms") ?? pingIntervalMs
+        pingTimeoutMs = try f.int("ping_timeout_ms") ?? pingTimeoutMs
+        tokenRefreshSeconds = try f.int("token_refresh_s") ?? tokenRefreshSeconds
+        tokenMinRefreshSeconds = try f.int("token_min_refresh_s") ?? tokenMinRefreshSeconds
         if let r = try f.object("retry") {
             try r.rejectUnknown(["backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
                                  "server_error_min_delay_ms", "server_error_max_delay_ms"])
@@ -109,7 +114,10 @@ extension WorkerConfiguration {
                                      ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
                                      ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
                                      ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),
-                                     ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000)] where !range.contains(value) {
+                                     ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000),
+                                     ("ping_interval_ms", pingIntervalMs, 100...86_400_000), ("ping_timeout_ms", pingTimeoutMs, 100...600_000),
+                                     ("token_refresh_s", tokenRefreshSeconds, 1...3500),
+                                     ("token_min_refresh_s", tokenMinRefreshSeconds, 1...3500)] where !range.contains(value) {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
         guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {

@@ -28,8 +28,13 @@ public struct WorkerConfiguration: Sendable {
     public var retryPolicy = RetryPolicy()
     /// A job taken back from dead workers more often than this is a poison pill.
     public var maxRecoveries = 3
-    /// How long an app pauses after TooManyProviderTokenUpdates.
+    /// How long an app pauses (at first) when APNs refuses its credentials.
     public var credentialPauseMs = 60_000
+    public var pingIntervalMs = 60_000
+    public var pingTimeoutMs = 10_000
+    /// JWT re-mint age (Apple: 20-60 min) and the youngest token that ExpiredProviderToken may replace.
+    public var tokenRefreshSeconds = 3000
+    public var tokenMinRefreshSeconds = 1200
 
     public init() {}
 

@@ -49,14 +49,14 @@ public final class HTTP2Connection: EventHandler {
 
     /// Wraps an accepted server socket.
     public init(accepted fd: Int32, tls context: TLSContext, loop: EventLoop, delegate: HTTP2ConnectionDelegate,
-                maxConcurrentStreams: Int) throws {
+                maxConcurrentStreams: Int, answerPings: Bool = true) throws {
         self.fd = fd
         tls = try TLSStream(context: context, fd: fd, serverName: nil)
         self.loop = loop
         self.delegate = delegate
         state = .handshaking
         output.reserveCapacity(HTTP2Connection.writeTarget * 2)
-        session = try HTTP2Session(isServer: true, delegate: delegate, maxConcurrentStreams: maxConcurrentStreams)
+        session = try HTTP2Session(isServer: true, delegate: delegate, maxConcurrentStreams: maxConcurrentStreams, answerPings: answerPings)
         try loop.register(fd: fd, handler: self, writable: false)
     }
 

@@ -14,11 +14,17 @@ public protocol HTTP2SessionDelegate: AnyObject {
     func http2RemoteSettings(maxConcurrentStreams: Int)
     func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
     func http2PingAck()
+    /// The peer acknowledged our latest SETTINGS: from now on it must follow them.
+    func http2SettingsAcknowledged()
+    /// The peer sent a PING (answered automatically unless the session was told not to).
+    func http2PingReceived()
 }
 
 public extension HTTP2SessionDelegate {
     func http2BeginStream(_ stream: Int32) {}
     func http2PingAck() {}
+    func http2SettingsAcknowledged() {}
+    func http2PingReceived() {}
 }
 
 /// An nghttp2 session driven through `mem_recv`/`mem_send`, so nghttp2 never touches a socket.
@@ -36,7 +42,8 @@ public final class HTTP2Session {
         public var description: String { "\(operation): \(String(cString: nghttp2_strerror(code)))" }
     }
 
-    public init(isServer: Bool, delegate: HTTP2SessionDelegate, maxConcurrentStreams: Int? = nil) throws(ProtocolError) {
+    /// `answerPings: false` leaves PINGs unanswered (the mock's fault injection).
+    public init(isServer: Bool, delegate: HTTP2SessionDelegate, maxConcurrentStreams: Int? = nil, answerPings: Bool = true) throws(ProtocolError) {
         self.delegate = delegate
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
@@ -70,8 +77,13 @@ public final class HTTP2Session {
             return 0
         }
         var created: OpaquePointer?
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        defer { nghttp2_option_del(option) }
+        if !answerPings { nghttp2_option_set_no_auto_ping_ack(option, 1) }
         let user = Unmanaged.passUnretained(self).toOpaque()
-        let rc = isServer ? nghttp2_session_server_new(&created, callbacks, user) : nghttp2_session_client_new(&created, callbacks, user)
+        let rc = isServer ? nghttp2_session_server_new2(&created, callbacks, user, option)
+                          : nghttp2_session_client_new2(&created, callbacks, user, option)
         guard rc == 0, let created else { throw ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
         session = created
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
@@ -101,13 +113,15 @@ public final class HTTP2Session {
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
                 let limit = nghttp2_session_get_remote_settings(s, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
                 delegate.http2RemoteSettings(maxConcurrentStreams: Int(limit))
+            } else {
+                delegate.http2SettingsAcknowledged()
             }
         case Int(NGHTTP2_GOAWAY.rawValue):
             let g = frame.pointee.goaway
             let debug = g.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: g.opaque_data_len)) } ?? []
             delegate.http2GoAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: debug)
         case Int(NGHTTP2_PING.rawValue):
-            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.http2PingAck() }
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.http2PingAck() } else { delegate.http2PingReceived() }
         default:
             break
         }

@@ -45,6 +45,24 @@ public final class TestPKI {
         return try writePEM("writing a certificate") { PEM_write_bio_X509($0, cert) }
     }
 
+    /// A PKCS#12 bundle of `key` and its certificate, protected by `password`.
+    public static func pkcs12(key: ES256PrivateKey, certificatePEM: String, password: String) throws(OpenSSLError) -> [UInt8] {
+        let pem = Array(certificatePEM.utf8)
+        guard let inBio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else { throw OpenSSLError.drain("BIO") }
+        defer { BIO_free(inBio) }
+        guard let cert = PEM_read_bio_X509(inBio, nil, nil, nil) else { throw OpenSSLError.drain("reading a certificate") }
+        defer { X509_free(cert) }
+        guard let p12 = PKCS12_create(password, "apns", key.pkey, cert, nil, 0, 0, 0, 0, 0) else { throw OpenSSLError.drain("PKCS12_create") }
+        defer { PKCS12_free(p12) }
+        guard let out = BIO_new(BIO_s_mem()) else { throw OpenSSLError.drain("BIO") }
+        defer { BIO_free(out) }
+        try OpenSSLError.check(i2d_PKCS12_bio(out, p12), "writing PKCS#12")
+        var ptr: UnsafeMutablePointer<CChar>?
+        let n = apnsw_bio_get_mem_data(out, &ptr)
+        guard let ptr, n > 0 else { throw OpenSSLError.drain("writing PKCS#12") }
+        return Array(UnsafeRawBufferPointer(start: ptr, count: n))
+    }
+
     private static func fill(_ cert: OpaquePointer, subject: [(String, String)], key: ES256PrivateKey, serial: Int, days: Int) throws(OpenSSLError) {
         try OpenSSLError.check(X509_set_version(cert, 2), "X509_set_version")
         ASN1_INTEGER_set(X509_get_serialNumber(cert), serial)

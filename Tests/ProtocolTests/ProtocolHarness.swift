@@ -15,6 +15,7 @@ final class ProtocolHarness: @unchecked Sendable {
     private let finished = Outcomes()
 
     init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
+         credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000,
          configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
         mock = try MockFixture(configure: configureMock)
         let files = mock.files
@@ -25,7 +26,8 @@ final class ProtocolHarness: @unchecked Sendable {
         let logger = Logger(level: .error)
         let sink = finished
         sendLoop = try SendLoop(name: "test-io", apps: [app],
-                                settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs),
+                                settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
+                                                credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs),
                                 logger: logger, sink: { batch in sink.list.withLock { $0.append(contentsOf: batch) } })
         sendLoop.start()
     }
