@@ -59,9 +59,9 @@ public struct MockConfiguration: Codable, Sendable {
 
     public struct Faults: Codable, Sendable {
         public var tokens: [TokenFault] = []
-        /// Send GOAWAY (reason Shutdown) after this many requests on a connection; 0 = never.
+        /// Every Nth request the server receives, send GOAWAY (reason Shutdown) on its connection; 0 = never.
         public var goawayAfter: Int = 0
-        /// Drop the TCP connection without answering after this many requests; 0 = never.
+        /// Every Nth request the server receives, drop its TCP connection without answering; 0 = never.
         public var dropAfter: Int = 0
         /// false: PINGs go unanswered, as on a connection that died silently.
         public var answerPings: Bool = true

@@ -16,8 +16,9 @@ final class MockConnection: HTTP2ConnectionDelegate {
     /// The limit the client has acknowledged; nil before its first SETTINGS ACK.
     private var ackedLimit: Int?
     private var raisedLimit = false
-    private var requestCount = 0
     private var goawayLastStream: Int32?
+    /// After a drop fault nothing more is processed on this connection.
+    private var dropped = false
 
     init(server: MockServer, id: Int, streamLimit: Int) {
         self.server = server
@@ -72,17 +73,24 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     func http2EndStream(_ stream: Int32) {
         guard let request = requests[stream], let connection else { return }
+        if dropped {
+            record(request, MockDecision(status: 0), answeredID: request.value("apns-id"), note: "dropped")
+            return
+        }
         if let last = goawayLastStream, stream > last {
             // Beyond our GOAWAY: never processed, so the client may safely send it again.
             connection.session.resetStream(stream, errorCode: 7) // REFUSED_STREAM
             return
         }
-        requestCount += 1
+        server.requestsSeen += 1
+        let seen = server.requestsSeen
         let faults = server.configuration.faults
-        if faults.dropAfter > 0, requestCount >= faults.dropAfter {
+        if faults.dropAfter > 0, seen % faults.dropAfter == 0 {
             record(request, MockDecision(status: 0), answeredID: request.value("apns-id"), note: "dropped")
             server.stats.withLock { $0.drops += 1 }
-            connection.shutdown(error: nil)
+            // Like a connection lost mid-flight: answers already given arrive, this one never does.
+            dropped = true
+            connection.cut(graceMs: 200)
             return
         }
         var decision = server.validator.decide(request, auth: &auth)
@@ -110,7 +118,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         } else if decision.status < 500, decision.status != 410, server.configuration.throttleAfterRejection {
             throttle()
         }
-        if faults.goawayAfter > 0, requestCount == faults.goawayAfter {
+        if faults.goawayAfter > 0, seen % faults.goawayAfter == 0, goawayLastStream == nil {
             goawayLastStream = stream
             connection.session.submitGoAway(lastStreamID: stream, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
             server.stats.withLock { $0.goawaysSent += 1 }

@@ -18,6 +18,8 @@ public final class MockServer: @unchecked Sendable {
     /// Loop-thread state: live connections and per-token attempt counts for faults.
     var connections: [ObjectIdentifier: MockConnection] = [:]
     var attemptsByToken: [String: Int] = [:]
+    /// Requests received by the whole server; connection faults count these.
+    var requestsSeen = 0
     var nextConnectionID = 1
     /// Counters readable from any thread.
     public let stats = Mutex(MockStats())

@@ -154,6 +154,16 @@ public final class HTTP2Connection: EventHandler {
         loop.setWritable(fd: fd, on)
     }
 
+    /// Writes what is queued, then cuts the connection for writing (FIN) and closes it after
+    /// `graceMs`: the peer gets every answer already given, and nothing after.
+    public func cut(graceMs: Int) {
+        guard state == .open else { return }
+        flushOrClose()
+        guard state == .open else { return }
+        Glibc.shutdown(fd, Int32(SHUT_WR))
+        loop.schedule(afterMilliseconds: graceMs) { [self] in shutdown(error: nil) }
+    }
+
     /// Closes the socket at once and tells the delegate.
     public func shutdown(error: Error?) {
         guard state != .closed else { return }

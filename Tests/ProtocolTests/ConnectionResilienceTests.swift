@@ -1,0 +1,69 @@
+@testable import APNSWorker
+import APNSCore
+import APNSMock
+import Foundation
+import TestSupport
+import XCTest
+
+/// Issue #4's connection behaviour: GOAWAY and drops, the live stream limit, PING health checks.
+final class ConnectionResilienceTests: XCTestCase {
+    func testTenThousandThroughGoAwaysAndDropsEachDeliveredOnce() throws {
+        let h = try ProtocolHarness(connections: 4, streams: 100) { config in
+            config.faults.goawayAfter = 1000
+            config.faults.dropAfter = 3333
+        }
+        let n = 10_000
+        h.send(try (0..<n).map { i in
+            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+        })
+        let out = h.waitForOutcomes(n, timeout: 120)
+        XCTAssertEqual(Set(out.compactMap(\.deliveredID)).count, n, "every notification delivered")
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertGreaterThanOrEqual(stats.goawaysSent, 9)
+        XCTAssertEqual(stats.drops, 3)
+        XCTAssertEqual(stats.streamLimitViolations, 0, "no request over the live stream limit")
+        let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["apns_id"] as? String }
+        XCTAssertEqual(accepted.count, n, "none delivered twice")
+        XCTAssertEqual(Set(accepted).count, n)
+    }
+
+    func testStreamLimitFollowsSettingsDownToOneAndBackUp() throws {
+        let h = try ProtocolHarness(connections: 2, streams: 200) { config in
+            config.maxConcurrentStreams = 50
+            config.throttleAfterRejection = true
+            config.faults.tokens = [.init(tokenPrefix: "baad", status: 400, reason: "BadDeviceToken"),
+                                    .init(tokenPrefix: "", delayMs: 2)]
+        }
+        let jobs = try (0..<2000).map { i in
+            try h.job(#"{"token":"\#(ProtocolHarness.token(i, prefix: i % 20 == 0 ? "baad" : ""))","payload":{"n":\#(i)}}"#)
+        }
+        h.send(jobs)
+        let out = h.waitForOutcomes(2000, timeout: 120)
+        XCTAssertEqual(out.filter { $0.deliveredID != nil }.count, 1900)
+        XCTAssertEqual(out.filter { $0.rejection?.reason == .badDeviceToken }.count, 100)
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertGreaterThan(stats.settingsChanges, 20, "the limit went down to 1 and back up many times")
+        XCTAssertEqual(stats.streamLimitViolations, 0, "never above the limit the worker had acknowledged")
+    }
+
+    func testUnansweredPingReplacesTheConnection() throws {
+        let h = try ProtocolHarness(pingIntervalMs: 200, pingTimeoutMs: 300) { config in config.faults.answerPings = false }
+        h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(1))","payload":{"a":1}}"#)])
+        _ = h.waitForOutcomes(1)
+        XCTAssertTrue(waitUntil(timeout: 5) { h.mock.server.stats.withLock { $0.connections } >= 3 }, "dead connections are replaced")
+        XCTAssertGreaterThan(h.mock.server.stats.withLock { $0.pingsReceived }, 0)
+        // And the replacement still works.
+        h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(2))","payload":{"a":2}}"#)])
+        XCTAssertEqual(h.waitForOutcomes(2).compactMap(\.deliveredID).count, 2)
+    }
+
+    func testAnsweredPingsKeepTheConnection() throws {
+        let h = try ProtocolHarness(pingIntervalMs: 200, pingTimeoutMs: 300)
+        h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(1))","payload":{"a":1}}"#)])
+        _ = h.waitForOutcomes(1)
+        usleep(1_200_000)
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertGreaterThanOrEqual(stats.pingsReceived, 2)
+        XCTAssertEqual(stats.connections, 1, "a healthy idle connection is kept, never churned")
+    }
+}
