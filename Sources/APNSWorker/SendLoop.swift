@@ -218,10 +218,10 @@ final class SendLoop: @unchecked Sendable {
             // The connection is wedged after this error: new JWT, new connection, same job.
             _ = try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)
             c.http?.shutdown(error: nil)
-            resend(r)
+            resend(withoutLastAttempt(r))
         case .reconnectAndRetry:
             c.http?.shutdown(error: nil)
-            resend(r)
+            resend(withoutLastAttempt(r))
         case .pauseCredential:
             // The credential, not the job, is at fault: the app waits (with probes) and the
             // job costs no attempt. TooManyProviderTokenUpdates also retires the connection.
@@ -229,13 +229,18 @@ final class SendLoop: @unchecked Sendable {
             logger.error("APNs refused the app's credentials; pausing the app and probing", [
                 "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
             if rejection.reason == .tooManyProviderTokenUpdates { c.http?.shutdown(error: nil) }
-            var again = r
-            again.attempts.removeLast()
-            pending[r.app].pushFront(again)
+            pending[r.app].pushFront(withoutLastAttempt(r))
         default:
             finished(r, outcome: .rejected(rejection))
         }
     }
+}
+
+/// The request as it was before its last answer: a try that was not the job's fault.
+private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
+    var again = r
+    if !again.attempts.isEmpty { again.attempts.removeLast() }
+    return again
 }
 
 /// A FIFO with O(1) pops from the front and pushes to the front (for resends).

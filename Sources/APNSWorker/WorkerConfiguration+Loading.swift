@@ -189,7 +189,10 @@ struct Fields {
 
     func int(_ key: String) throws -> Int? {
         guard let v = values[key], !(v is NSNull) else { return nil }
-        guard !(v is Bool), let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded() else {
+        // JSON true/false arrive as a boolean NSNumber subclass; 0 and 1 as plain NSNumbers
+        // (which `is Bool` would also match on Linux), so look at the concrete type.
+        let isBoolean = String(describing: type(of: v)).contains("Bool")
+        guard !isBoolean, let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded() else {
             throw ConfigurationError("\(path).\(key) must be a whole number")
         }
         return n.intValue

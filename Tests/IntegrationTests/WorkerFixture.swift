@@ -13,6 +13,8 @@ final class WorkerFixture: @unchecked Sendable {
     let keys: QueueKeys
     let directory: TemporaryDirectory
     let configFile: String
+    /// The mock's address as an app's "endpoint" setting.
+    let endpoint: [String: Any]
     private(set) var workers: [ChildProcess] = []
 
     init(redis: TestRedis? = nil, settings: [String: Any] = [:], configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
@@ -22,18 +24,45 @@ final class WorkerFixture: @unchecked Sendable {
         keys = QueueKeys(queue: queue)
         directory = try TemporaryDirectory("apnsw-worker")
         configFile = directory.file("worker.json")
+        let endpoint: [String: Any] = ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"]
+        self.endpoint = endpoint
         var config: [String: Any] = [
             "redis": ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port],
             "queue": queue,
             "connections": 2, "streams": 100, "log_level": "info", "lease_ms": 3000, "shutdown_grace_ms": 10_000,
             "apps": [[
                 "name": "default", "bundle_id": mock.files.topic,
-                "endpoint": ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"],
+                "endpoint": endpoint,
                 "token": ["team_id": mock.files.teamID, "key_id": mock.files.keyID, "key_file": mock.files.p8File],
             ]],
         ]
         for (k, v) in settings { config[k] = v }
+        if let apps = settings["apps"] as? [[String: Any]] {
+            // Apps given without an endpoint send to the mock.
+            config["apps"] = apps.map { app -> [String: Any] in
+                var a = app
+                if a["endpoint"] == nil { a["endpoint"] = endpoint }
+                return a
+            }
+        }
         try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configFile))
+    }
+
+    /// Rewrites the fixture's worker configuration with `settings` (same Redis, mock and queue).
+    static func reconfigure(_ f: WorkerFixture, _ settings: [String: Any]) throws -> WorkerFixture {
+        let data = try Data(contentsOf: URL(fileURLWithPath: f.configFile))
+        var config = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+        for (k, v) in settings { config[k] = v }
+        if let apps = settings["apps"] as? [[String: Any]] {
+            // Apps given without an endpoint send to the mock, never to Apple.
+            config["apps"] = apps.map { app -> [String: Any] in
+                var a = app
+                if a["endpoint"] == nil { a["endpoint"] = f.endpoint }
+                return a
+            }
+        }
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: f.configFile))
+        return f
     }
 
     @discardableResult
@@ -84,7 +113,8 @@ final class WorkerFixture: @unchecked Sendable {
     func waitForOutcomes(_ count: Int, timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line) throws {
         let ok = try waitUntil(timeout: timeout) { try finalOutcomes() >= count }
         let seen = try stats()
-        XCTAssertTrue(ok, "only \(seen) of \(count) outcomes after \(timeout) s", file: file, line: line)
+        let logs = workers.map { String($0.output.suffix(2000)) }.joined(separator: "\n---\n")
+        XCTAssertTrue(ok, "only \(seen) of \(count) outcomes after \(timeout) s; worker output:\n\(logs)", file: file, line: line)
     }
 
     /// Every record of a stream, oldest first, parsed.

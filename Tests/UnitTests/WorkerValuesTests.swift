@@ -77,6 +77,14 @@ final class WorkerValuesTests: XCTestCase {
     func testConfigurationErrorsAreClear() throws {
         let path = NSTemporaryDirectory() + "cfg-bad-\(getpid()).json"
         defer { try? FileManager.default.removeItem(atPath: path) }
+        try #"{"queue":"q","connections":true,"apps":[]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("connections must be a whole number"), "\(error)")
+        }
+        try #"{"queue":"q","connections":1,"max_recoveries":0}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("no apps"), "0 and 1 are numbers, not booleans: \(error)")
+        }
         try #"{"queue":"q","conections":3}"#.write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
             XCTAssertTrue("\(error)".contains("unknown setting \"conections\""), "\(error)")
