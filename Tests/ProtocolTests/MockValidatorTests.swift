@@ -78,6 +78,17 @@ final class MockValidatorTests: XCTestCase {
         XCTAssertEqual(validator.decide(request(["authorization": "bearer \(otherTeam)", "apns-topic": "com.other.app"]), auth: &fresh).status, 200)
     }
 
+    func testAJWTChangingTwiceWithinTheWindowIsRefused() throws {
+        var auth = MockValidator.ConnectionAuth()
+        XCTAssertEqual(validator.decide(request(), auth: &auth).status, 200)
+        let second = try jwt(issuedAt: now - 10)
+        XCTAssertEqual(validator.decide(request(["authorization": "bearer \(second)"]), auth: &auth).status, 200, "one change is fine")
+        let third = try jwt(issuedAt: now - 20)
+        let d = validator.decide(request(["authorization": "bearer \(third)"]), auth: &auth)
+        XCTAssertEqual(d.status, 429)
+        XCTAssertEqual(d.reason, .tooManyProviderTokenUpdates)
+    }
+
     func testRequestChecksInOrderWithApplesReasons() {
         XCTAssertEqual(decide(request([":method": "GET", ":path": "/nope"])), "405 MethodNotAllowed")
         XCTAssertEqual(decide(request([":path": "/nope"])), "404 BadPath")
