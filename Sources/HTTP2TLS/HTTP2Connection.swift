@@ -19,6 +19,7 @@ public final class HTTP2Connection: EventHandler {
     public private(set) var state: State
     public private(set) var session: HTTP2Session!
     private let tls: TLSStream
+    private var isServer: Bool { session.isServer }
     private unowned let loop: EventLoop
     private unowned let delegate: HTTP2ConnectionDelegate
     private var output: [UInt8] = []
@@ -89,8 +90,10 @@ public final class HTTP2Connection: EventHandler {
         case .wantRead: setWritable(false)
         case .wantWrite: setWritable(true)
         case .done:
-            guard tls.alpn == "h2" else {
-                throw OpenSSLError(operation: "TLS handshake", details: "the server did not agree to HTTP/2 (ALPN h2)")
+            // Clients insist on ALPN h2; servers also take HTTP/2 with prior knowledge (no ALPN), as APNs does.
+            let alpn = tls.alpn
+            guard alpn == "h2" || (isServer && alpn == nil) else {
+                throw OpenSSLError(operation: "TLS handshake", details: "the peer did not agree to HTTP/2 (ALPN h2)")
             }
             state = .open
             setWritable(false)

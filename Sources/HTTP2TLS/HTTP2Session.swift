@@ -33,6 +33,7 @@ public final class HTTP2Session {
     /// nghttp2_session*, owned by this object's thread.
     private var session: OpaquePointer!
     unowned let delegate: HTTP2SessionDelegate
+    public let isServer: Bool
     private var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
     private var pendingError: Error?
 
@@ -45,6 +46,7 @@ public final class HTTP2Session {
     /// `answerPings: false` leaves PINGs unanswered (the mock's fault injection).
     public init(isServer: Bool, delegate: HTTP2SessionDelegate, maxConcurrentStreams: Int? = nil, answerPings: Bool = true) throws(ProtocolError) {
         self.delegate = delegate
+        self.isServer = isServer
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }

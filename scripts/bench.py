@@ -1,0 +1,337 @@
+"""apns-worker benchmark: every figure next to a reference measured in the same run.
+
+(a) end to end: jobs/s from a pre-filled queue to the last result, worker CPU us/notification, peak RSS
+(b) h2load on the same mock, same connections, streams, headers and body: req/s, CPU us/request
+(c) aioapns (Debian's python3-aioapns) on the same mock: notifications/s, CPU us/notification
+(d) latency enqueue -> result at 50% of the measured maximum rate: p50, p99
+(e) latency-bound: mock answers after 50 ms: jobs/s against connections x streams / delay
+(f) memory with 10,000 notifications in flight
+(g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd
+
+Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000).
+Timings are noisy on shared machines: the ratios are the figures that count. Nothing here is a
+pass/fail test.
+"""
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import jwt
+import redis
+
+BIN = os.environ["APNSW_BIN"]
+JOBS = int(os.environ.get("JOBS", "200000"))
+CONNECTIONS = int(os.environ.get("CONNECTIONS", "4"))
+STREAMS = int(os.environ.get("STREAMS", "100"))
+AIOAPNS_N = int(os.environ.get("AIOAPNS_N", "20000"))
+PAYLOAD = {"aps": {"alert": {"title": "Benchmark", "body": "A notification of ordinary size"}, "sound": "default"}}
+TOKEN = "ab" * 32
+TOPIC = "com.example.app"
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print("==> " + msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def proc_cpu_us(pid):
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1e6 / HZ
+
+
+def proc_rss_kb(pid, key="VmHWM"):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def wait_port(port, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("nothing listening on %d" % port)
+
+
+class Bench:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="apnsw-bench.")
+        self.procs = []
+        subprocess.run([BIN + "/apns-mock", "make-credentials", "--dir", self.dir], check=True, stdout=subprocess.DEVNULL)
+        self.base_mock = json.load(open(self.path("mock.json")))
+        self.redis_port = free_port()
+        self.spawn(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                   "redis.log")
+        wait_port(self.redis_port)
+        self.r = redis.Redis(port=self.redis_port)
+        with open(self.path("payload.json"), "w") as f:
+            json.dump(PAYLOAD, f, separators=(",", ":"))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def spawn(self, argv, logname, env=None):
+        p = subprocess.Popen(argv, stdout=open(self.path(logname), "w"), stderr=subprocess.STDOUT, env=env)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def close(self):
+        for p in self.procs:
+            self.stop(p)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def mock(self, name, **changes):
+        cfg = json.loads(json.dumps(self.base_mock))
+        cfg["log"] = None
+        for k, v in changes.items():
+            cfg[k] = v
+        with open(self.path(name + ".json"), "w") as f:
+            json.dump(cfg, f)
+        port = free_port()
+        p = self.spawn([BIN + "/apns-mock", "serve", "--config", self.path(name + ".json"), "--port", str(port)], name + ".log")
+        wait_port(port)
+        return p, port
+
+    def jwt(self):
+        key = open(self.path("AuthKey_KEY1234567.p8")).read()
+        return jwt.encode({"iss": "TEAM123456", "iat": int(time.time())}, key, algorithm="ES256", headers={"kid": "KEY1234567"})
+
+    # -- the worker ---------------------------------------------------------------------------
+
+    def worker_config(self, queue, mock_port, connections=CONNECTIONS, streams=STREAMS, **extra):
+        cfg = {
+            "redis": {"port": self.redis_port}, "queue": queue, "connections": connections, "streams": streams,
+            "results_max": max(100000, JOBS + 1000), "log_level": "warning",
+            "apps": [{"name": "default", "bundle_id": TOPIC,
+                      "endpoint": {"host": "127.0.0.1", "port": mock_port, "ca_file": self.path("ca.pem"), "server_name": "localhost"},
+                      "token": {"team_id": "TEAM123456", "key_id": "KEY1234567", "key_file": self.path("AuthKey_KEY1234567.p8")}}],
+        }
+        cfg.update(extra)
+        name = self.path("worker-%s.json" % queue)
+        with open(name, "w") as f:
+            json.dump(cfg, f)
+        return name
+
+    def fill(self, queue, n, tag="b"):
+        key = "apns:{%s}:jobs" % queue
+        body = json.dumps(PAYLOAD, separators=(",", ":"))
+        pipe = self.r.pipeline(transaction=False)
+        for i in range(n):
+            pipe.lpush(key, '{"id":"%s%d","token":"%064x","payload":%s}' % (tag, i, i, body))
+            if len(pipe) >= 5000:
+                pipe.execute()
+        pipe.execute()
+
+    def finished(self, queue):
+        stats = self.r.hgetall("apns:{%s}:stats" % queue)
+        return sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
+
+    def run_worker(self, queue, config, n, timeout=600):
+        """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB)."""
+        start = time.time()
+        p = self.spawn([BIN + "/apns-worker", "--config", config], "worker-%s.log" % queue)
+        deadline = start + timeout
+        while self.finished(queue) < n:
+            if time.time() > deadline or p.poll() is not None:
+                raise SystemExit("worker did not finish (%d of %d); see %s" % (self.finished(queue), n, self.path("worker-%s.log" % queue)))
+            time.sleep(0.01)
+        elapsed = time.time() - start
+        cpu, rss = proc_cpu_us(p.pid), proc_rss_kb(p.pid)
+        self.stop(p)
+        return elapsed, cpu, rss
+
+    # -- references -----------------------------------------------------------------------------
+
+    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, headers=True):
+        argv = ["h2load", "-n", str(n), "-c", str(connections), "-m", str(streams), "-t", "1", "-d", self.path("payload.json")]
+        if headers:
+            argv += ["-H", "authorization: bearer " + self.jwt(), "-H", "apns-topic: " + TOPIC, "-H", "apns-push-type: alert"]
+        argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(argv, capture_output=True, text=True).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e6
+        m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
+        ok = re.search(r"(\d+) succeeded", out)
+        status2xx = re.search(r"status codes: (\d+) 2xx", out)
+        if not m:
+            raise SystemExit("h2load failed:\n" + out)
+        return {"req_s": float(m.group(3)), "cpu_us": cpu / n, "succeeded": int(ok.group(1)) if ok else 0,
+                "2xx": int(status2xx.group(1)) if status2xx else 0}
+
+    def aioapns(self, port, n):
+        code = r'''
+import asyncio, json, resource, ssl, sys, time, uuid
+import aioapns.connection as conn
+from aioapns import APNs, NotificationRequest
+conn.APNsDevelopmentClientProtocol.APNS_SERVER = "localhost"
+conn.APNsTLSClientProtocol.APNS_PORT = int(sys.argv[1])
+n, concurrency = int(sys.argv[2]), int(sys.argv[3])
+ctx = ssl.create_default_context(cafile=sys.argv[4])
+async def main():
+    client = APNs(key=sys.argv[5], key_id="KEY1234567", team_id="TEAM123456", topic="com.example.app",
+                  use_sandbox=True, ssl_context=ctx, max_connections=int(sys.argv[6]))
+    payload = json.loads(sys.argv[7])
+    sem = asyncio.Semaphore(concurrency)
+    ok = 0
+    async def one(i):
+        nonlocal ok
+        async with sem:
+            r = await client.send_notification(NotificationRequest(device_token="%064x" % i, message=payload))
+            ok += r.is_successful
+    t0 = time.time()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    dt = time.time() - t0
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"ok": ok, "seconds": dt, "cpu_s": u.ru_utime + u.ru_stime}))
+asyncio.run(main())
+'''
+        out = subprocess.run(["/usr/bin/python3", "-c", code, str(port), str(n), str(CONNECTIONS * STREAMS), self.path("ca.pem"),
+                              self.path("AuthKey_KEY1234567.p8"), str(CONNECTIONS), json.dumps(PAYLOAD)],
+                             capture_output=True, text=True)
+        try:
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            raise SystemExit("aioapns run failed:\n" + out.stdout + out.stderr)
+        return {"n_s": res["ok"] / res["seconds"], "cpu_us": res["cpu_s"] * 1e6 / max(res["ok"], 1), "ok": res["ok"]}
+
+    def latency(self, queue, config, rate, seconds=5.0):
+        """Enqueues at `rate` jobs/s for `seconds`; returns p50, p99 (ms) from enqueue to result."""
+        p = self.spawn([BIN + "/apns-worker", "--config", config], "worker-%s.log" % queue)
+        time.sleep(0.5)
+        key = "apns:{%s}:jobs" % queue
+        body = json.dumps(PAYLOAD, separators=(",", ":"))
+        sent, start = 0, time.time()
+        while time.time() - start < seconds:
+            due = int((time.time() - start) * rate)
+            pipe = self.r.pipeline(transaction=False)
+            now_ms = int(time.time() * 1000)
+            while sent < due:
+                pipe.lpush(key, '{"id":"%d-%d","token":"%064x","payload":%s}' % (now_ms, sent, sent, body))
+                sent += 1
+            pipe.execute()
+            time.sleep(0.002)
+        deadline = time.time() + 60
+        while self.finished(queue) < sent and time.time() < deadline:
+            time.sleep(0.01)
+        self.stop(p)
+        waits = []
+        for _, fields in self.r.xrange("apns:{%s}:results" % queue):
+            rec = json.loads(fields[b"record"])
+            waits.append(rec["time_ms"] - int(rec["job_id"].split("-")[0]))
+        waits.sort()
+        return waits[len(waits) // 2], waits[int(len(waits) * 0.99)], sent
+
+
+def ratio(a, b):
+    return "%.2fx" % (a / b) if b else "n/a"
+
+
+def main():
+    b = Bench()
+    rows = []
+    try:
+        mock, port = b.mock("mock")
+        log("(b) h2load on the mock: %d requests, %d connections x %d streams" % (JOBS, CONNECTIONS, STREAMS))
+        b.h2load(port, 2000)  # warm-up
+        h2 = b.h2load(port, JOBS)
+        if h2["2xx"] != JOBS:
+            log("warning: h2load got %d 2xx of %d" % (h2["2xx"], JOBS))
+
+        log("(a) end to end: %d jobs pre-filled in Redis" % JOBS)
+        b.fill("e2e", JOBS)
+        secs, cpu, rss = b.run_worker("e2e", b.worker_config("e2e", port), JOBS)
+        e2e_rate, e2e_cpu = JOBS / secs, cpu / JOBS
+
+        log("(c) aioapns on the mock: %d notifications" % AIOAPNS_N)
+        aio = b.aioapns(port, AIOAPNS_N)
+
+        log("(d) latency at 50%% of %.0f jobs/s" % e2e_rate)
+        p50, p99, sent = b.latency("lat", b.worker_config("lat", port), e2e_rate * 0.5)
+
+        log("(g) h2load on nghttpd, the same machine")
+        htdocs = b.path("htdocs/3/device")
+        os.makedirs(htdocs)
+        open(os.path.join(htdocs, TOKEN), "w").close()
+        ng_port = free_port()
+        ng = b.spawn(["nghttpd", "--htdocs=" + b.path("htdocs"), str(ng_port), b.path("server.key"), b.path("server.pem")], "nghttpd.log")
+        wait_port(ng_port)
+        ngh = b.h2load(ng_port, JOBS, headers=False)
+        b.stop(ng)
+        b.stop(mock)
+
+        log("(e) latency-bound: the mock answers after 50 ms")
+        slow, slow_port = b.mock("slow", faults={"tokens": [{"token_prefix": "", "delay_ms": 50}]})
+        bound = CONNECTIONS * STREAMS / 0.050
+        n = int(bound * 5)
+        b.fill("bound", n)
+        bsecs, _, _ = b.run_worker("bound", b.worker_config("bound", slow_port), n)
+        b.stop(slow)
+
+        log("(f) memory with 10,000 notifications in flight (mock answers after 2 s)")
+        held, held_port = b.mock("held", max_concurrent_streams=1000, faults={"tokens": [{"token_prefix": "", "delay_ms": 2000}]})
+        b.fill("mem", 12000)
+        p = b.spawn([BIN + "/apns-worker", "--config", b.worker_config("mem", held_port, connections=10, streams=1000, batch_size=1000)],
+                    "worker-mem.log")
+        peak_inflight, peak_rss = 0, 0
+        deadline = time.time() + 30
+        while b.finished("mem") < 12000 and time.time() < deadline:
+            inflight = sum(b.r.hlen(k) for k in b.r.keys("apns:{mem}:inflight:*"))
+            peak_inflight = max(peak_inflight, inflight)
+            peak_rss = max(peak_rss, proc_rss_kb(p.pid, "VmRSS"))
+            time.sleep(0.1)
+        b.stop(p)
+        b.stop(held)
+    finally:
+        b.close()
+
+    print()
+    print("apns-worker benchmark (%d jobs, %d connections x %d streams, %d cores)" % (JOBS, CONNECTIONS, STREAMS, os.cpu_count()))
+    print("%-58s %14s %14s %8s" % ("figure", "apns-worker", "reference", "ratio"))
+    def row(name, ours, ref, r, fmt="%.0f"):
+        print("%-58s %14s %14s %8s" % (name, fmt % ours, fmt % ref if ref is not None else "-", r))
+    row("(a) end to end jobs/s vs (b) h2load req/s", e2e_rate, h2["req_s"], ratio(e2e_rate, h2["req_s"]))
+    row("(a) worker CPU us/notification vs (b) h2load CPU us/req", e2e_cpu, h2["cpu_us"], ratio(e2e_cpu, h2["cpu_us"]), "%.2f")
+    row("(a) worker peak RSS MiB", rss / 1024, None, "-", "%.1f")
+    aio_per_cpu, ours_per_cpu = 1e6 / aio["cpu_us"], 1e6 / e2e_cpu
+    row("(c) notifications per CPU-second vs aioapns", ours_per_cpu, aio_per_cpu, ratio(ours_per_cpu, aio_per_cpu))
+    row("(c) notifications/s vs aioapns", e2e_rate, aio["n_s"], ratio(e2e_rate, aio["n_s"]))
+    row("(d) latency p50 ms at 50%% of max (%d jobs)" % sent, p50, None, "-")
+    row("(d) latency p99 ms at 50% of max", p99, None, "-")
+    row("(e) 50 ms mock delay: jobs/s vs connections*streams/delay", n / bsecs, bound, ratio(n / bsecs, bound))
+    row("(f) RSS MiB with %d notifications in flight" % peak_inflight, peak_rss / 1024, 64, ratio(peak_rss / 1024, 64), "%.1f")
+    row("(g) h2load req/s: on the mock vs on nghttpd", h2["req_s"], ngh["req_s"], ratio(h2["req_s"], ngh["req_s"]))
+    row("(g) h2load CPU us/req: on the mock vs on nghttpd", h2["cpu_us"], ngh["cpu_us"], ratio(h2["cpu_us"], ngh["cpu_us"]), "%.2f")
+
+
+if __name__ == "__main__":
+    main()
