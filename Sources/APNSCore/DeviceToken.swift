@@ -9,7 +9,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         let utf8 = text.utf8
         guard DeviceToken.lengthRange.contains(utf8.count), utf8.count % 2 == 0,
               utf8.allSatisfy({ hexValue($0) != nil }) else { return nil }
-        hex = text.lowercased()
+        hex = utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") }) ? text.lowercased() : text
     }
 
     public var description: String { hex }

@@ -10,6 +10,17 @@ public struct JSONWriter {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Writes onto the end of `buffer`, which it takes over until `finish(into:)` gives it back:
+    /// records go straight into a command's argument buffer, with no copy.
+    public init(adopting buffer: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &buffer)
+    }
+
+    public mutating func finish(into buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+    }
+
     public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
     public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
     public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
@@ -47,6 +58,16 @@ public struct JSONWriter {
 
     public static func appendEscaped(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (tokens, ids, topics) need no escaping: copy them in one go.
+        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)

@@ -6,6 +6,9 @@ extension Job {
         "payload", "send_at", "max_attempts",
     ]
 
+    /// `fieldNames` in a fixed order, for the parser's duplicate check.
+    static let fieldOrder: [String] = fieldNames.sorted()
+
     /// Parses and checks one job in a single pass over its bytes.
     public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job {
         var fields = RawFields()
@@ -28,7 +31,8 @@ extension Job {
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
         var payload: Range<Int>?
-        var seen: Set<String> = []
+        /// Bit i set: field i of `Job.fieldOrder` was seen (a Set<String> costs a hash per key).
+        var seen: UInt32 = 0
         var error: JobRejection?
 
         mutating func read(_ buf: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) {
@@ -42,10 +46,13 @@ extension Job {
             repeat {
                 let key = try s.readString()
                 try s.expect(UInt8(ascii: ":"))
-                guard seen.insert(key).inserted else {
-                    if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
-                    try s.skipValue()
-                    continue
+                if let i = Job.fieldOrder.firstIndex(of: key) {
+                    guard seen & (1 << i) == 0 else {
+                        if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
+                        try s.skipValue()
+                        continue
+                    }
+                    seen |= 1 << i
                 }
                 try readField(key, &s)
             } while try s.consume(UInt8(ascii: ","))
@@ -163,11 +170,11 @@ extension Job {
             guard let payload else {
                 throw JobRejection(JobRejection.missingPayload, "the job has no \"payload\" object")
             }
-            var job = Job(raw: raw, id: id, app: app, tokens: deviceTokens, topic: topic, pushType: type,
+            let job = Job(raw: raw, id: id, app: app, tokens: deviceTokens, topic: topic, pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID,
                           apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload, sendAt: sendAt,
                           maxAttempts: maxAttempts.map(Int.init))
-            try RequestRules.check(job: &job)
+            try RequestRules.check(job: job)
             return job
         }
     }

@@ -1,28 +1,47 @@
 /// One notification job as a producer wrote it (schema v1; see docs/job-schema.md).
 ///
 /// The job keeps its original bytes: the payload is a range into them and is sent as is.
-public struct Job: Sendable {
+/// A class, so that handing a job between threads and queues costs one reference count.
+public final class Job: Sendable {
     public static let schemaVersion: Int64 = 1
 
-    public var raw: [UInt8]
-    public var id: String?
-    public var app: String?
+    public let raw: [UInt8]
+    public let id: String?
+    public let app: String?
     /// One token, or a fan-out list (one outcome per token).
-    public var tokens: [DeviceToken]
-    public var topic: String?
-    public var pushType: PushType
-    public var priority: Priority?
-    public var expiration: Int64?
-    public var collapseID: String?
-    public var apnsID: String?
-    public var payloadRange: Range<Int>
+    public let tokens: [DeviceToken]
+    public let topic: String?
+    public let pushType: PushType
+    public let priority: Priority?
+    public let expiration: Int64?
+    public let collapseID: String?
+    public let apnsID: String?
+    public let payloadRange: Range<Int>
     /// Send no earlier than this (UNIX seconds).
-    public var sendAt: Int64?
+    public let sendAt: Int64?
     /// Overrides the retry policy's maximum number of attempts.
-    public var maxAttempts: Int?
+    public let maxAttempts: Int?
 
     /// The largest fan-out one job may carry.
     public static let maxTokens = 1000
+
+    public init(raw: [UInt8], id: String?, app: String?, tokens: [DeviceToken], topic: String?, pushType: PushType,
+                priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?, payloadRange: Range<Int>,
+                sendAt: Int64?, maxAttempts: Int?) {
+        self.raw = raw
+        self.id = id
+        self.app = app
+        self.tokens = tokens
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+        self.payloadRange = payloadRange
+        self.sendAt = sendAt
+        self.maxAttempts = maxAttempts
+    }
 
     public var payload: ArraySlice<UInt8> { raw[payloadRange] }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }

@@ -29,7 +29,13 @@ public enum JobEnvelope {
     }
 
     public static func wrap(job: [UInt8], meta: Meta) -> [UInt8] {
-        var w = JSONWriter(capacity: job.count + 160)
+        var out: [UInt8] = []
+        wrap(job: job, meta: meta, into: &out)
+        return out
+    }
+
+    public static func wrap(job: [UInt8], meta: Meta, into out: inout [UInt8]) {
+        var w = JSONWriter(adopting: &out)
         w.beginObject()
         w.key("_apnsw")
         w.beginObject()
@@ -52,7 +58,7 @@ public enum JobEnvelope {
         w.key("job")
         w.raw(job)
         w.endObject()
-        return w.bytes
+        w.finish(into: &out)
     }
 
     /// Splits an envelope into its meta and the original job bytes.

@@ -35,7 +35,13 @@ public enum OutcomeRecord {
 
     /// `{"v":1,"status":"ok"|"failed",…}` for the results stream.
     public static func result(_ c: Context, delivered apnsID: String?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
-        var w = JSONWriter(capacity: 256)
+        var out: [UInt8] = []
+        result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out)
+        return out
+    }
+
+    public static func result(_ c: Context, delivered apnsID: String?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
+        var w = JSONWriter(adopting: &out)
         w.beginObject()
         w.field("v", 1)
         common(&w, c)
@@ -49,12 +55,18 @@ public enum OutcomeRecord {
         }
         w.field("attempts", attempts)
         w.endObject()
-        return w.bytes
+        w.finish(into: &out)
     }
 
     /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
     public static func invalidToken(_ c: Context, rejection: APNSRejection) -> [UInt8] {
-        var w = JSONWriter(capacity: 256)
+        var out: [UInt8] = []
+        invalidToken(c, rejection: rejection, into: &out)
+        return out
+    }
+
+    public static func invalidToken(_ c: Context, rejection: APNSRejection, into out: inout [UInt8]) {
+        var w = JSONWriter(adopting: &out)
         w.beginObject()
         w.field("v", 1)
         common(&w, c)
@@ -62,12 +74,18 @@ public enum OutcomeRecord {
         w.field("http_status", rejection.status)
         w.fieldIfPresent("apns_timestamp", rejection.timestamp)
         w.endObject()
-        return w.bytes
+        w.finish(into: &out)
     }
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
     public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt]) -> [UInt8] {
-        var w = JSONWriter(capacity: 512 + raw.count)
+        var out: [UInt8] = []
+        deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out)
+        return out
+    }
+
+    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt], into out: inout [UInt8]) {
+        var w = JSONWriter(adopting: &out)
         w.beginObject()
         w.field("v", 1)
         common(&w, c)
@@ -89,7 +107,7 @@ public enum OutcomeRecord {
         }
         if isJSON { w.key("job"); w.raw(raw) } else { w.key("job_text"); w.stringBytes(raw) }
         w.endObject()
-        return w.bytes
+        w.finish(into: &out)
     }
 
     private static func common(_ w: inout JSONWriter, _ c: Context) {

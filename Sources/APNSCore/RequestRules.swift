@@ -5,7 +5,7 @@
 public enum RequestRules {
     public static let maxCollapseIDBytes = 64
 
-    public static func check(job: inout Job) throws(JobRejection) {
+    public static func check(job: Job) throws(JobRejection) {
         try checkHeaders(pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
                          expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
         try checkPayloadSize(job.payload.count, pushType: job.pushType)

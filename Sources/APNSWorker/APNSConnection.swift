@@ -3,13 +3,18 @@ import HTTP2TLS
 
 /// One HTTP/2 connection to APNs for one app, owned by one `SendLoop` thread.
 final class APNSConnection: HTTP2ConnectionDelegate {
-    private struct Stream {
-        var request: SendRequest
+    private final class Stream {
+        let request: SendRequest
         let sentAtMs: UInt64
         var status = 0
         var apnsID: String?
         var body: [UInt8] = []
         var answered = false
+
+        init(request: SendRequest, sentAtMs: UInt64) {
+            self.request = request
+            self.sentAtMs = sentAtMs
+        }
     }
 
     let app: AppRuntime
@@ -99,24 +104,23 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard streams[stream] != nil else { return }
+        guard let s = streams[stream] else { return }
         if name.elementsEqual(":status".utf8) {
-            streams[stream]!.status = Int(String(decoding: value, as: UTF8.self)) ?? 0
+            s.status = Self.parseStatus(value)
         } else if name.elementsEqual("apns-id".utf8) {
-            streams[stream]!.apnsID = String(decoding: value, as: UTF8.self)
+            s.apnsID = String(decoding: value, as: UTF8.self)
         }
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        guard streams[stream] != nil, streams[stream]!.body.count < 4096 else { return }
-        streams[stream]!.body.append(contentsOf: bytes)
+        guard let s = streams[stream], s.body.count < 4096 else { return }
+        s.body.append(contentsOf: bytes)
     }
 
     func http2EndStream(_ stream: Int32) {
         lastReadMs = MonotonicClock.nowMilliseconds()
-        guard var s = streams[stream], s.status != 0 else { return }
+        guard let s = streams[stream], s.status != 0 else { return }
         s.answered = true
-        streams[stream] = s
         let now = WallClock.nowMilliseconds()
         if s.status == 200 {
             budget.succeeded()
@@ -127,6 +131,16 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         let rejection = APNSRejection.parse(status: s.status, body: s.body, apnsID: s.apnsID)
         s.request.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         owner.rejected(s.request, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
+    }
+
+    /// The three-digit `:status` without going through String.
+    private static func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int {
+        var n = 0
+        for b in value {
+            guard b >= 0x30, b <= 0x39 else { return 0 }
+            n = n * 10 + Int(b - 0x30)
+        }
+        return n
     }
 
     func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {

@@ -63,28 +63,24 @@ final class Completer: @unchecked Sendable {
 
     /// Retries until Redis takes the batch: an outcome is never dropped.
     private func write(_ batch: ArraySlice<FinishedJob>) {
-        var args: [[UInt8]] = [Array(String(configuration.resultsMax).utf8), Array(String(configuration.deadLettersMax).utf8),
-                               Array(String(configuration.invalidTokensMax).utf8)]
-        args.reserveCapacity(3 + batch.count * 8)
-        let now = WallClock.nowMilliseconds()
-        var acked: [String] = []
-        for f in batch {
-            let r = records.make(f, worker: workerID, timeMs: now)
-            let last = isLastPiece(f)
-            if last { acked.append(f.handle) }
-            args.append(Array(f.handle.utf8))
-            args.append(last ? [UInt8(ascii: "1")] : [UInt8(ascii: "0")])
-            args.append(Array(r.stat.utf8))
-            args.append(r.result)
-            args.append(r.dead)
-            args.append(r.invalid)
-            args.append(r.schedule)
-            args.append(Array(r.scheduleAt.utf8))
-        }
         let scriptKeys = [keys.inflight(worker: workerID), keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled]
+        var args = RedisArgs(script: QueueScripts.complete, keys: scriptKeys, capacity: 512 + batch.count * 400)
+        args.append(configuration.resultsMax)
+        args.append(configuration.deadLettersMax)
+        args.append(configuration.invalidTokensMax)
+        let now = WallClock.nowMilliseconds()
+        var acked: [Int64] = []
+        acked.reserveCapacity(batch.count)
+        for f in batch {
+            let last = isLastPiece(f)
+            if last, let h = Int64(f.handle) { acked.append(h) }
+            args.append(f.handle)
+            args.append(last ? "1" : "0")
+            records.append(f, worker: workerID, timeMs: now, to: &args)
+        }
         while true {
             do {
-                _ = try redis.with { r throws(RedisError) in try r.run(QueueScripts.complete, keys: scriptKeys, args: args) }
+                _ = try redis.with { r throws(RedisError) in try r.run(QueueScripts.complete, args) }
                 outstanding.remove(acked)
                 return
             } catch {
@@ -108,59 +104,73 @@ final class Completer: @unchecked Sendable {
 }
 
 /// Turns a decided outcome into the records of the Redis contract, and decides retries.
+/// Each outcome becomes six arguments of the complete script: stat, result, dead letter,
+/// invalid token, schedule member and schedule time ("+<ms>" from now, or "=<UNIX ms>");
+/// records that do not apply are empty. Records are written straight into the arguments.
 struct OutcomeRecords {
     let policy: RetryPolicy
     private var rng = SystemRandomNumberGenerator()
 
     init(policy: RetryPolicy) { self.policy = policy }
 
-    struct Records {
-        var stat: String
-        var result: [UInt8] = []
-        var dead: [UInt8] = []
-        var invalid: [UInt8] = []
-        /// An envelope to put in the schedule, and when: "+<ms>" from now, or "=<UNIX ms>".
-        var schedule: [UInt8] = []
-        var scheduleAt = ""
+    /// What to write for one outcome.
+    private enum Plan {
+        case delivered(apnsID: String)
+        case schedule(JobEnvelope.Meta, at: String, stat: String)
+        /// Final and failed: a result, plus a dead letter or an invalid-token record.
+        case failed(APNSRejection, deadDetail: String?)
     }
 
-    mutating func make(_ f: FinishedJob, worker: String, timeMs: Int64) -> Records {
+    mutating func append(_ f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
         let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
                                             topic: f.topic, worker: worker, timeMs: timeMs)
         let attempts = f.attempts.count
+        let plan = decide(f, worker: worker, attempts: attempts)
+        switch plan {
+        case .delivered: args.append("delivered")
+        case .schedule(_, _, let stat): args.append(stat)
+        case .failed(_, let dead): args.append(dead == nil ? "invalid_token" : "dead_lettered")
+        }
+        args.append { out in // result
+            switch plan {
+            case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: attempts, into: &out)
+            case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: attempts, into: &out)
+            case .schedule: break
+            }
+        }
+        args.append { out in // dead letter
+            if case .failed(let r, let detail?) = plan {
+                OutcomeRecord.deadLetter(context, reason: r.reason.rawValue, detail: detail, job: f.raw, attempts: f.attempts, into: &out)
+            }
+        }
+        args.append { out in // invalid token
+            if case .failed(let r, nil) = plan { OutcomeRecord.invalidToken(context, rejection: r, into: &out) }
+        }
+        args.append { out in // schedule member
+            if case .schedule(let meta, _, _) = plan { JobEnvelope.wrap(job: f.raw, meta: meta, into: &out) }
+        }
+        if case .schedule(_, let at, _) = plan { args.append(at) } else { args.append("") }
+    }
+
+    private mutating func decide(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {
         switch f.outcome {
         case .delivered(let apnsID):
-            return Records(stat: "delivered", result: OutcomeRecord.result(context, delivered: apnsID, rejection: nil, attempts: attempts))
+            return .delivered(apnsID: apnsID)
         case .scheduled(let atMs):
-            let meta = JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + f.handle)
-            return Records(stat: "scheduled", schedule: JobEnvelope.wrap(job: f.raw, meta: meta), scheduleAt: "=\(atMs)")
+            return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + f.handle),
+                             at: "=\(atMs)", stat: "scheduled")
         case .deadLetter(let why):
-            let rejection = APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil)
-            return Records(stat: "dead_lettered",
-                           result: OutcomeRecord.result(context, delivered: nil, rejection: rejection, attempts: attempts),
-                           dead: OutcomeRecord.deadLetter(context, reason: why.reason, detail: why.detail, job: f.raw, attempts: f.attempts))
+            return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
         case .rejected(let rejection):
             let info = rejection.reason.info
-            if case .retry(let kind) = info.disposition {
-                switch policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
-                case .retry(let afterMs):
-                    let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-                                                nonce: worker + "/" + f.handle + "/" + (f.token?.hex ?? ""))
-                    return Records(stat: "retried", schedule: JobEnvelope.wrap(job: f.raw, meta: meta), scheduleAt: "+\(afterMs)")
-                case .giveUp:
-                    break
-                }
+            if case .retry(let kind) = info.disposition,
+               case .retry(let afterMs) = policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
+                let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
+                                            nonce: worker + "/" + f.handle + "/" + (f.token?.hex ?? ""))
+                return .schedule(meta, at: "+\(afterMs)", stat: "retried")
             }
-            var r = Records(stat: "dead_lettered", result: OutcomeRecord.result(context, delivered: nil, rejection: rejection, attempts: attempts))
-            if info.disposition == .invalidToken {
-                r.stat = "invalid_token"
-                r.invalid = OutcomeRecord.invalidToken(context, rejection: rejection)
-            } else {
-                r.dead = OutcomeRecord.deadLetter(context, reason: rejection.reason.rawValue,
-                                                  detail: "APNs answered \(rejection.status): \(info.meaning) (after \(attempts) attempts)",
-                                                  job: f.raw, attempts: f.attempts)
-            }
-            return r
+            if info.disposition == .invalidToken { return .failed(rejection, deadDetail: nil) }
+            return .failed(rejection, deadDetail: "APNs answered \(rejection.status): \(info.meaning) (after \(attempts) attempts)")
         }
     }
 }

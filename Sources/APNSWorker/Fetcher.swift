@@ -80,7 +80,7 @@ final class Fetcher: @unchecked Sendable {
         var lost: [RedisReply] = []
         var i = 0
         while i + 1 < all.count {
-            if let handle = all[i].text, !known.contains(handle) { lost.append(all[i]); lost.append(all[i + 1]) }
+            if let handle = all[i].text, !known.contains(Int64(handle) ?? -1) { lost.append(all[i]); lost.append(all[i + 1]) }
             i += 2
         }
         if !lost.isEmpty {
@@ -129,9 +129,9 @@ final class Fetcher: @unchecked Sendable {
             }
         }
         gate.add(units)
-        var handles: [String] = []
+        var handles: [Int64] = []
         handles.reserveCapacity(taken.count / 2)
-        for j in stride(from: 0, to: taken.count, by: 2) { if let h = taken[j].text { handles.append(h) } }
+        for j in stride(from: 0, to: taken.count, by: 2) { if let h = taken[j].integer { handles.append(h) } }
         outstanding.insert(handles)
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
         if !decided.isEmpty {

@@ -236,11 +236,10 @@ final class SendLoop: @unchecked Sendable {
     }
 }
 
-/// The request as it was before its last answer: a try that was not the job's fault.
+/// Forgets the request's last answer: a try that was not the job's fault.
 private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
-    var again = r
-    if !again.attempts.isEmpty { again.attempts.removeLast() }
-    return again
+    if !r.attempts.isEmpty { r.attempts.removeLast() }
+    return r
 }
 
 /// A FIFO with O(1) pops from the front and pushes to the front (for resends).

@@ -1,7 +1,8 @@
 import APNSCore
 
 /// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
-struct SendRequest {
+/// A class: it moves through queues and dictionaries, and a move should cost one retain.
+final class SendRequest: @unchecked Sendable { // handed over whole between threads, never shared
     let handle: String
     let job: Job
     let token: DeviceToken
@@ -14,10 +15,23 @@ struct SendRequest {
     let recoveries: Int
     /// How many sends this handle fanned out to; the job is acked when all are decided.
     let fanout: Int
+
+    init(handle: String, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
+         attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
+        self.handle = handle
+        self.job = job
+        self.token = token
+        self.app = app
+        self.topic = topic
+        self.takenAtNs = takenAtNs
+        self.attempts = attempts
+        self.recoveries = recoveries
+        self.fanout = fanout
+    }
 }
 
 /// A decided send (or a job that cannot be sent), on its way back to Redis.
-struct FinishedJob {
+final class FinishedJob: @unchecked Sendable { // handed over whole between threads, never shared
     let handle: String
     /// The producer's job bytes (inside any envelope).
     let raw: [UInt8]
@@ -30,7 +44,7 @@ struct FinishedJob {
     let recoveries: Int
     let fanout: Int
 
-    init(_ r: SendRequest, appName: String, outcome: Outcome) {
+    convenience init(_ r: SendRequest, appName: String, outcome: Outcome) {
         self.init(handle: r.handle, raw: r.job.raw, job: r.job, token: r.token, appName: appName, topic: r.topic,
                   outcome: outcome, attempts: r.attempts, recoveries: r.recoveries, fanout: r.fanout)
     }

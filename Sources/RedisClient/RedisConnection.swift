@@ -99,7 +99,13 @@ public final class RedisConnection {
     }
 
     public func command(bytes args: [[UInt8]]) throws(RedisError) -> RedisReply {
-        let raw = withArgv(args) { argc, argv, lens in redisCommandArgv(context, argc, argv, lens) }
+        var packed = RedisArgs(capacity: args.reduce(0) { $0 + $1.count })
+        for a in args { packed.append(bytes: a) }
+        return try command(packed)
+    }
+
+    public func command(_ args: RedisArgs) throws(RedisError) -> RedisReply {
+        let raw = args.withArgv { argc, argv, lens in redisCommandArgv(context, argc, argv, lens) }
         guard let raw else { throw .io(lastError) }
         defer { freeReplyObject(raw) }
         return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
@@ -108,7 +114,9 @@ public final class RedisConnection {
     /// Sends every command in one write, then reads every reply: one round trip.
     public func pipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
         for args in commands {
-            let rc = withArgv(args) { argc, argv, lens in redisAppendCommandArgv(context, argc, argv, lens) }
+            var packed = RedisArgs(capacity: args.reduce(0) { $0 + $1.count })
+            for a in args { packed.append(bytes: a) }
+            let rc = packed.withArgv { argc, argv, lens in redisAppendCommandArgv(context, argc, argv, lens) }
             guard rc == REDIS_OK else { throw .io(lastError) }
         }
         var replies: [RedisReply] = []
@@ -125,24 +133,6 @@ public final class RedisConnection {
     private var lastError: String {
         let code = apnsw_redis_context_error(context)
         return code == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
-    }
-
-    private func withArgv<R>(_ args: [[UInt8]], _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R) -> R {
-        var lens = args.map(\.count)
-        var pointers: [UnsafePointer<CChar>?] = []
-        pointers.reserveCapacity(args.count)
-        // Keep each argument's bytes alive for the call: hiredis copies them into its buffer.
-        var storage = [UInt8]()
-        storage.reserveCapacity(lens.reduce(0, +) + args.count)
-        var offsets: [Int] = []
-        for a in args { offsets.append(storage.count); storage.append(contentsOf: a); storage.append(0) }
-        return storage.withUnsafeBufferPointer { buf in
-            let base = UnsafeRawPointer(buf.baseAddress!).assumingMemoryBound(to: CChar.self)
-            for o in offsets { pointers.append(base + o) }
-            return pointers.withUnsafeMutableBufferPointer { p in
-                lens.withUnsafeMutableBufferPointer { l in body(Int32(args.count), p.baseAddress!, UnsafePointer(l.baseAddress!)) }
-            }
-        }
     }
 }
 

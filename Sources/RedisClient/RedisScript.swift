@@ -14,16 +14,8 @@ public struct RedisScript: Sendable {
 extension RedisConnection {
     /// Runs `script` atomically with `keys` and `args`; server errors are thrown.
     public func run(_ script: RedisScript, keys: [String], args: [[UInt8]]) throws(RedisError) -> RedisReply {
-        var argv: [[UInt8]] = [Array("EVALSHA".utf8), Array(script.sha1.utf8), Array(String(keys.count).utf8)]
-        argv.append(contentsOf: keys.map { Array($0.utf8) })
-        argv.append(contentsOf: args)
-        var reply = try command(bytes: argv)
-        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-            argv[0] = Array("EVAL".utf8)
-            argv[1] = Array(script.source.utf8)
-            reply = try command(bytes: argv)
-        }
-        if case .error(let message) = reply { throw .server(message) }
-        return reply
+        var packed = RedisArgs(script: script, keys: keys, capacity: args.reduce(256) { $0 + $1.count })
+        for a in args { packed.append(bytes: a) }
+        return try run(script, packed)
     }
 }
