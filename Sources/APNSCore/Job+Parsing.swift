@@ -131,7 +131,7 @@ extension Job {
                 throw JobRejection(JobRejection.malformedJSON, "give either \"token\" or \"tokens\", not both")
             }
             let texts = tokenList ?? token.map { [$0] } ?? []
-            guard !texts.isEmpty, !texts.contains(where: \.isEmpty) else {
+            guard !texts.isEmpty, !texts.contains(where: { $0.isEmpty }) else {
                 throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
             }
             guard texts.count <= Job.maxTokens else {
