@@ -30,6 +30,7 @@ let package = Package(
 
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
+        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore"]),
 
         // Pure: no sockets, no services.
         .testTarget(name: "UnitTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker"]),

@@ -3,7 +3,7 @@ extension Job {
     /// `"priorty"` cannot silently send with a default.
     public static let fieldNames: Set<String> = [
         "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
-        "payload", "send_at", "max_attempts",
+        "payload", "notification", "template", "truncate", "send_at", "max_attempts",
     ]
 
     /// `fieldNames` in a fixed order, for the parser's duplicate check.
@@ -31,6 +31,9 @@ extension Job {
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
         var payload: Range<Int>?
+        var notification: Range<Int>?
+        var templateName: String?, templateLocale: String?, templateData: Range<Int>?, hasTemplate = false
+        var truncate: Bool?
         /// Bit i set: field i of `Job.fieldOrder` was seen (a Set<String> costs a hash per key).
         var seen: UInt32 = 0
         var error: JobRejection?
@@ -87,12 +90,42 @@ extension Job {
             case "payload":
                 if kind == .object { payload = try s.skipValue().range; return }
                 if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not a \(kind.rawValue)") }
+            case "notification":
+                if want(.object) { notification = try s.skipValue().range; return }
+            case "truncate":
+                if want(.bool) { truncate = try s.peek() == UInt8(ascii: "t"); try s.skipValue(); return }
+            case "template":
+                if want(.object) { try readTemplate(&s); return }
             default:
                 if error == nil {
                     error = JobRejection(JobRejection.unknownField, "unknown field \"\(key)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
                 }
             }
             try s.skipValue()
+        }
+
+        /// `{"name": "...", "locale": "pt-BR", "data": {...}}`
+        private mutating func readTemplate(_ s: inout JSONScanner) throws(JSONSyntaxError) {
+            hasTemplate = true
+            try s.expect(UInt8(ascii: "{"))
+            if try s.consume(UInt8(ascii: "}")) { return }
+            repeat {
+                let key = try s.readString()
+                try s.expect(UInt8(ascii: ":"))
+                let kind = try Self.kind(of: s.peek())
+                switch (key, kind) {
+                case ("name", .string): templateName = try s.readString()
+                case ("locale", .string): templateLocale = try s.readString()
+                case ("data", .object): templateData = try s.skipValue().range
+                case ("name", _), ("locale", _), ("data", _):
+                    if error == nil { error = JobRejection(JobRejection.wrongType, "template.\(key) has the wrong type (\(kind.rawValue))") }
+                    try s.skipValue()
+                default:
+                    if error == nil { error = JobRejection(JobRejection.unknownField, "unknown field \"template.\(key)\" (known: name, locale, data)") }
+                    try s.skipValue()
+                }
+            } while try s.consume(UInt8(ascii: ","))
+            try s.expect(UInt8(ascii: "}"))
         }
 
         /// Reads an array of strings; anything else in it is a type error.
@@ -167,13 +200,27 @@ extension Job {
                 }
                 checkedPriority = p
             }
-            guard let payload else {
-                throw JobRejection(JobRejection.missingPayload, "the job has no \"payload\" object")
+            let forms = (payload != nil ? 1 : 0) + (notification != nil ? 1 : 0) + (hasTemplate ? 1 : 0)
+            guard forms == 1 else {
+                throw JobRejection(JobRejection.missingPayload, forms == 0
+                    ? "the job has no \"payload\", \"notification\" or \"template\""
+                    : "give one of \"payload\", \"notification\" and \"template\", not several")
+            }
+            let content: Job.Content
+            if let notification {
+                content = .notification(notification)
+            } else if hasTemplate {
+                guard let templateName, !templateName.isEmpty else {
+                    throw JobRejection(JobRejection.unknownTemplate, "\"template\" needs a \"name\"")
+                }
+                content = .template(name: templateName, locale: templateLocale, data: templateData)
+            } else {
+                content = .raw
             }
             let job = Job(raw: raw, id: id, app: app, tokens: deviceTokens, topic: topic, pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID,
-                          apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload, sendAt: sendAt,
-                          maxAttempts: maxAttempts.map(Int.init))
+                          apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload ?? 0..<0, content: content,
+                          truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
             try RequestRules.check(job: job)
             return job
         }

@@ -1,6 +1,7 @@
 /// One notification job as a producer wrote it (schema v1; see docs/job-schema.md).
 ///
-/// The job keeps its original bytes: the payload is a range into them and is sent as is.
+/// The job keeps its original bytes. A raw payload is a range into them and is sent as is;
+/// structured and template jobs get their payload from `PayloadRenderer`.
 /// A class, so that handing a job between threads and queues costs one reference count.
 public final class Job: Sendable {
     public static let schemaVersion: Int64 = 1
@@ -16,7 +17,13 @@ public final class Job: Sendable {
     public let expiration: Int64?
     public let collapseID: String?
     public let apnsID: String?
+    /// Where the payload bytes live: `raw` for raw payloads, the rendered bytes otherwise.
+    public let payloadStorage: [UInt8]
     public let payloadRange: Range<Int>
+    /// What the job asked to send.
+    public let content: Content
+    /// Shorten the alert body to fit the size limit (nil: the app's setting).
+    public let truncate: Bool?
     /// Send no earlier than this (UNIX seconds).
     public let sendAt: Int64?
     /// Overrides the retry policy's maximum number of attempts.
@@ -25,9 +32,22 @@ public final class Job: Sendable {
     /// The largest fan-out one job may carry.
     public static let maxTokens = 1000
 
+    /// The three ways a job says what to send.
+    public enum Content: Sendable, Equatable {
+        /// `payload`: an APNs payload object, sent byte for byte.
+        case raw
+        /// `notification`: structured fields (the object's range in `raw`).
+        case notification(Range<Int>)
+        /// `template`: a named template filled with `data` (its object's range in `raw`) for a locale.
+        case template(name: String, locale: String?, data: Range<Int>?)
+    }
+
     public init(raw: [UInt8], id: String?, app: String?, tokens: [DeviceToken], topic: String?, pushType: PushType,
-                priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?, payloadRange: Range<Int>,
-                sendAt: Int64?, maxAttempts: Int?) {
+                priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?, payloadStorage: [UInt8]? = nil,
+                payloadRange: Range<Int>, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
+        self.payloadStorage = payloadStorage ?? raw
+        self.content = content
+        self.truncate = truncate
         self.raw = raw
         self.id = id
         self.app = app
@@ -43,7 +63,14 @@ public final class Job: Sendable {
         self.maxAttempts = maxAttempts
     }
 
-    public var payload: ArraySlice<UInt8> { raw[payloadRange] }
+    public var payload: ArraySlice<UInt8> { payloadStorage[payloadRange] }
+
+    /// The same job with a rendered payload.
+    public func rendered(_ payload: [UInt8]) -> Job {
+        Job(raw: raw, id: id, app: app, tokens: tokens, topic: topic, pushType: pushType, priority: priority,
+            expiration: expiration, collapseID: collapseID, apnsID: apnsID, payloadStorage: payload,
+            payloadRange: 0..<payload.count, content: content, truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
+    }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }
 }
 
@@ -66,4 +93,7 @@ public struct JobRejection: Error, Equatable, Sendable, CustomStringConvertible 
     public static let missingPayload = "MissingPayload"
     public static let unknownApp = "UnknownApp"
     public static let tooManyTokens = "TooManyTokens"
+    public static let unknownTemplate = "UnknownTemplate"
+    public static let missingPlaceholder = "MissingPlaceholder"
+    public static let badPayloadForPushType = "BadPayloadForPushType"
 }

@@ -29,6 +29,8 @@ public struct QueueKeys: Sendable, Equatable {
     public var deadLetters: String { "\(prefix):dead" }
     /// ZSET envelope → due time (UNIX ms): retries and scheduled sends. Any worker promotes due ones.
     public var scheduled: String { "\(prefix):scheduled" }
+    /// HASH template key (`name` or `name.locale`) → template JSON. Workers reload it every second.
+    public var templates: String { "\(prefix):templates" }
     /// HASH of counters (taken, delivered, failed, dead, …).
     public var stats: String { "\(prefix):stats" }
 }

@@ -5,13 +5,16 @@
 public enum RequestRules {
     public static let maxCollapseIDBytes = 64
 
+    /// The header rules; for a raw payload also its size (rendered payloads are checked by the renderer).
     public static func check(job: Job) throws(JobRejection) {
         try checkHeaders(pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
                          expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
-        try checkPayloadSize(job.payload.count, pushType: job.pushType)
-        if job.payload.count <= 2 {
-            throw JobRejection(.payloadEmpty, "the payload object is empty")
-        }
+        if job.content == .raw { try checkPayload(job.payload.count, pushType: job.pushType) }
+    }
+
+    public static func checkPayload(_ size: Int, pushType: PushType) throws(JobRejection) {
+        try checkPayloadSize(size, pushType: pushType)
+        if size <= 2 { throw JobRejection(.payloadEmpty, "the payload object is empty") }
     }
 
     public static func checkHeaders(pushType: PushType, priority: Priority, topic: String?, expiration: Int64?,

@@ -16,11 +16,12 @@ final class Fetcher: @unchecked Sendable {
     private let outstanding: OutstandingHandles
     private let logger: Logger
     private let redis: RedisLink
+    private let templates: TemplateSource
     private let runner = ThreadRunner()
     private var nextLoop = 0
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], sendLoops: [SendLoop],
-         completer: Completer, gate: InflightGate, outstanding: OutstandingHandles, logger: Logger) {
+         completer: Completer, gate: InflightGate, outstanding: OutstandingHandles, logger: Logger) throws {
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
@@ -32,6 +33,7 @@ final class Fetcher: @unchecked Sendable {
         self.logger = logger
         // Above the 1 s blocking wait, so the hiredis context never times out under it.
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
+        templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
     }
 
     func start() { runner.start(name: "apns-fetch") { [self] in run() } }
@@ -106,8 +108,11 @@ final class Fetcher: @unchecked Sendable {
             var raw = bytes
             do {
                 if JobEnvelope.isEnvelope(bytes) { (meta, raw) = try JobEnvelope.open(bytes) }
-                let job = try Job.parse(raw)
-                let (app, topic) = try resolve(job)
+                let parsed = try Job.parse(raw)
+                let (app, topic) = try resolve(parsed)
+                if case .template = parsed.content { templates.refreshIfStale(redis) }
+                let job = try PayloadRenderer.render(parsed, templates: templates.library,
+                                                     truncateByDefault: apps[app].configuration.truncateBody)
                 if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                     units += 1
                     decided.append(FinishedJob(handle: handle, raw: raw, job: job, token: nil, appName: apps[app].name, topic: topic,

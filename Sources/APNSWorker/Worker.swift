@@ -45,7 +45,7 @@ public final class Worker: @unchecked Sendable {
         sendLoops = try (0..<configuration.ioThreads).map { i in
             try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, sink: { completer.submit($0) })
         }
-        fetcher = Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
+        fetcher = try Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
                           completer: completer, gate: gate, outstanding: outstanding, logger: logger)
         housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, logger: logger)
     }

@@ -23,7 +23,7 @@ extension WorkerConfiguration {
         try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
                              "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
-                             "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s"])
+                             "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir"])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
@@ -50,6 +50,7 @@ extension WorkerConfiguration {
         pingTimeoutMs = try f.int("ping_timeout_ms") ?? pingTimeoutMs
         tokenRefreshSeconds = try f.int("token_refresh_s") ?? tokenRefreshSeconds
         tokenMinRefreshSeconds = try f.int("token_min_refresh_s") ?? tokenMinRefreshSeconds
+        templatesDirectory = try f.string("templates_dir")
         if let r = try f.object("retry") {
             try r.rejectUnknown(["backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
                                  "server_error_min_delay_ms", "server_error_max_delay_ms"])
@@ -128,7 +129,7 @@ extension WorkerConfiguration {
 
 extension AppConfiguration {
     init(fields f: Fields) throws {
-        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "certificate"])
+        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "certificate", "truncate_body"])
         guard let name = try f.string("name") else { throw ConfigurationError("\(f.path): \"name\" is required") }
         guard let bundle = try f.string("bundle_id") else { throw ConfigurationError("\(f.path): \"bundle_id\" is required") }
         var endpoint: APNSEndpoint
@@ -163,6 +164,7 @@ extension AppConfiguration {
             throw ConfigurationError("\(f.path) needs \"token\" or \"certificate\" credentials")
         }
         self.init(name: name, bundleID: bundle, endpoint: endpoint, auth: auth)
+        truncateBody = try f.bool("truncate_body") ?? false
     }
 }
 
@@ -196,6 +198,14 @@ struct Fields {
             throw ConfigurationError("\(path).\(key) must be a whole number")
         }
         return n.intValue
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let v = values[key], !(v is NSNull) else { return nil }
+        guard String(describing: type(of: v)).contains("Bool"), let b = v as? Bool else {
+            throw ConfigurationError("\(path).\(key) must be true or false")
+        }
+        return b
     }
 
     func object(_ key: String) throws -> Fields? {

@@ -35,6 +35,8 @@ public struct WorkerConfiguration: Sendable {
     /// JWT re-mint age (Apple: 20-60 min) and the youngest token that ExpiredProviderToken may replace.
     public var tokenRefreshSeconds = 3000
     public var tokenMinRefreshSeconds = 1200
+    /// A directory of `<name>.json` and `<name>.<locale>.json` payload templates.
+    public var templatesDirectory: String?
 
     public init() {}
 
@@ -47,6 +49,8 @@ public struct AppConfiguration: Sendable {
     public var bundleID: String
     public var endpoint: APNSEndpoint
     public var auth: Auth
+    /// Shorten alert bodies that make a payload too large (jobs may say otherwise).
+    public var truncateBody = false
 
     public enum Auth: Sendable {
         case token(teamID: String, keyID: String, keyFile: String)

@@ -82,8 +82,15 @@ final class ProtocolCoverageTests: XCTestCase {
             ("location", #""priority":10"#), ("mdm", #""topic":"com.example.app""#), ("pushtotalk", #""priority":10,"expiration":0"#),
             ("widgets", #""priority":5"#), ("controls", #""priority":10"#),
         ]
+        func payload(_ type: String) -> String {
+            switch type {
+            case "liveactivity": return #"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"s":1}}}"#
+            case "widgets", "controls": return #"{"aps":{"content-changed":true}}"#
+            default: return #"{"aps":{"content-available":1}}"#
+            }
+        }
         try f.enqueue(cases.enumerated().map { i, c in
-            #"{"id":"\#(c.0)","token":"\#(WorkerFixture.token(i))","push_type":"\#(c.0)",\#(c.1),"payload":{"aps":{"content-available":1}}}"#
+            #"{"id":"\#(c.0)","token":"\#(WorkerFixture.token(i))","push_type":"\#(c.0)",\#(c.1),"payload":\#(payload(c.0))}"#
         })
         try f.waitForOutcomes(cases.count)
         XCTAssertEqual(try f.finalStats(), ["delivered": cases.count])

@@ -19,6 +19,10 @@ final class JobSchemaFileTests: XCTestCase {
             #"{"token":"\#(t)","tokens":["\#(t)"],"payload":{"a":1}}"#,
             #"{"token":"xyz","payload":{"a":1}}"#,
             #"{"v":2,"token":"\#(t)","payload":{"a":1}}"#,
+            #"{"token":"\#(t)","notification":{"alert":"x"},"truncate":true}"#,
+            #"{"token":"\#(t)","template":{"name":"w","locale":"pt","data":{"n":1}}}"#,
+            #"{"token":"\#(t)","template":{"locale":"pt"}}"#,
+            #"{"token":"\#(t)","payload":{"a":1},"template":{"name":"w"}}"#,
         ]
         let script = """
         import json, sys, jsonschema
@@ -42,6 +46,6 @@ final class JobSchemaFileTests: XCTestCase {
         let schemaSays = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Bool])
         let parserSays = samples.map { (try? Job.parse(Array($0.utf8))) != nil }
         XCTAssertEqual(schemaSays, parserSays)
-        XCTAssertEqual(parserSays, [true, true, false, false, false, false, false, false, false])
+        XCTAssertEqual(parserSays, [true, true, false, false, false, false, false, false, false, true, true, false, false])
     }
 }

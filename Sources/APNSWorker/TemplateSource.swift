@@ -1,0 +1,61 @@
+import APNSCore
+import Foundation
+import RedisClient
+
+/// The fetch thread's templates: files from `templates_dir`, overridden by the queue's
+/// templates hash in Redis, which is re-read at most once a second so that templates can be
+/// changed while workers run.
+final class TemplateSource {
+    private(set) var library = TemplateLibrary()
+    private var files: [String: [UInt8]] = [:]
+    private var fromRedis: Set<String> = []
+    private var readAt: UInt64 = 0
+    private let key: String
+    private let logger: Logger
+
+    init(directory: String?, redisKey: String, logger: Logger) throws {
+        key = redisKey
+        self.logger = logger
+        guard let directory else { return }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted()
+        for name in names {
+            let path = (directory as NSString).appendingPathComponent(name)
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            let templateKey = String(name.dropLast(".json".count))
+            do {
+                try library.set(templateKey, source: [UInt8](data))
+                files[templateKey] = [UInt8](data)
+            } catch {
+                throw ConfigurationError("template \(path): \(error.detail)")
+            }
+        }
+        logger.info("loaded templates", ["directory": .string(directory), "count": .int(files.count)])
+    }
+
+    /// Re-reads the Redis hash if the last read is more than a second old.
+    func refreshIfStale(_ redis: RedisLink) {
+        let now = MonotonicClock.nowMilliseconds()
+        guard now - readAt >= 1000 else { return }
+        readAt = now
+        guard let items = try? redis.with({ r throws(RedisError) in try r.command(["HGETALL", key]).array }) else { return }
+        var seen: Set<String> = []
+        var i = 0
+        while i + 1 < items.count {
+            if let name = items[i].text, case .string(let source) = items[i + 1] {
+                seen.insert(name)
+                do {
+                    try library.set(name, source: source)
+                } catch {
+                    logger.warning("ignoring a template from Redis", ["template": .string(name), "error": .string(error.detail)])
+                }
+            }
+            i += 2
+        }
+        for gone in fromRedis.subtracting(seen) {
+            if let file = files[gone] { try? library.set(gone, source: file) } else { library.remove(gone) }
+        }
+        fromRedis = seen
+    }
+}
+
+import HTTP2TLS
