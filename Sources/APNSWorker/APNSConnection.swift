@@ -45,6 +45,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     var available: Int { isReady && !isClosed ? budget.available : 0 }
+    var liveStreamLimit: Int { isReady && !isClosed ? budget.limit : 0 }
     var isDraining: Bool { budget.draining }
 
     /// Opens a stream for `request`. The caller flushes once per batch.
@@ -56,7 +57,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
                                  bearer: authorization?.token, into: &headers)
         if let authorization { jwtGeneration = authorization.generation }
         let stream = try http.session.submitRequest(headers, body: job.payload)
-        streams[stream] = Stream(request: request, sentAtMs: MonotonicClock.nowMilliseconds())
+        let now = MonotonicClock.nowNanoseconds()
+        request.sentAtNs = now
+        streams[stream] = Stream(request: request, sentAtMs: now / 1_000_000)
         budget.opened()
     }
 
@@ -121,6 +124,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         lastReadMs = MonotonicClock.nowMilliseconds()
         guard let s = streams[stream], s.status != 0 else { return }
         s.answered = true
+        s.request.answeredAtNs = MonotonicClock.nowNanoseconds()
         let now = WallClock.nowMilliseconds()
         if s.status == 200 {
             budget.succeeded()

@@ -1,5 +1,6 @@
 import APNSCore
 import Foundation
+import HTTP2TLS
 import RedisClient
 
 /// The completion thread: writes decided outcomes to Redis in batches, each job's ack in the
@@ -10,6 +11,7 @@ final class Completer: @unchecked Sendable {
     private let configuration: WorkerConfiguration
     private let gate: InflightGate
     private let outstanding: OutstandingHandles
+    private let metrics: Metrics
     private let logger: Logger
     private let redis: RedisLink
     private let condition = NSCondition()
@@ -18,12 +20,13 @@ final class Completer: @unchecked Sendable {
     private static let chunk = 500
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
-         outstanding: OutstandingHandles, logger: Logger) {
+         outstanding: OutstandingHandles, metrics: Metrics, logger: Logger) {
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
         self.gate = gate
         self.outstanding = outstanding
+        self.metrics = metrics
         self.logger = logger
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
     }
@@ -71,21 +74,55 @@ final class Completer: @unchecked Sendable {
         let now = WallClock.nowMilliseconds()
         var acked: [Int64] = []
         acked.reserveCapacity(batch.count)
+        var stats: [String] = []
+        stats.reserveCapacity(batch.count)
         for f in batch {
             let last = isLastPiece(f)
             if last, let h = Int64(f.handle) { acked.append(h) }
             args.append(f.handle)
             args.append(last ? "1" : "0")
-            records.append(f, worker: workerID, timeMs: now, to: &args)
+            stats.append(records.append(f, worker: workerID, timeMs: now, to: &args))
         }
         while true {
             do {
                 _ = try redis.with { r throws(RedisError) in try r.run(QueueScripts.complete, args) }
                 outstanding.remove(acked)
+                count(batch, stats)
                 return
             } catch {
                 // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
                 if !runner.isRunning, case .io = error { return }
+            }
+        }
+    }
+
+    /// One lock for the whole batch.
+    private func count(_ batch: ArraySlice<FinishedJob>, _ stats: [String]) {
+        let now = MonotonicClock.nowNanoseconds()
+        metrics.record { m in
+            for (f, stat) in zip(batch, stats) {
+                let app = f.appName ?? "-"
+                var status = "0", reason = ""
+                switch f.outcome {
+                case .delivered: status = "200"
+                case .rejected(let r): status = String(r.status); reason = r.reason.rawValue
+                case .deadLetter(let why): reason = why.reason
+                case .scheduled: continue
+                }
+                m.add("apns_notifications_total", .init(("app", app), ("push_type", f.job?.pushType.rawValue ?? "-"),
+                                                        ("status", status), ("reason", reason)))
+                switch stat {
+                case "retried": m.add("apns_retries_total", .init(("app", app)))
+                case "dead_lettered": m.add("apns_dead_letters_total", .init(("app", app), ("reason", reason)))
+                case "invalid_token": m.add("apns_invalid_tokens_total", .init(("app", app), ("reason", reason)))
+                default: break
+                }
+                guard f.takenAtNs > 0 else { continue }
+                if f.sentAtNs >= f.takenAtNs { m.observe("apns_queue_wait_seconds", .init(("app", app)), seconds: Double(f.sentAtNs - f.takenAtNs) / 1e9) }
+                if f.answeredAtNs >= f.sentAtNs, f.sentAtNs > 0 {
+                    m.observe("apns_round_trip_seconds", .init(("app", app)), seconds: Double(f.answeredAtNs - f.sentAtNs) / 1e9)
+                }
+                if now >= f.takenAtNs { m.observe("apns_end_to_end_seconds", .init(("app", app)), seconds: Double(now - f.takenAtNs) / 1e9) }
             }
         }
     }
@@ -121,16 +158,19 @@ struct OutcomeRecords {
         case failed(APNSRejection, deadDetail: String?)
     }
 
-    mutating func append(_ f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
+    /// Appends the outcome's six arguments; returns its stat.
+    mutating func append(_ f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) -> String {
         let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
                                             topic: f.topic, worker: worker, timeMs: timeMs)
         let attempts = f.attempts.count
         let plan = decide(f, worker: worker, attempts: attempts)
+        let stat: String
         switch plan {
-        case .delivered: args.append("delivered")
-        case .schedule(_, _, let stat): args.append(stat)
-        case .failed(_, let dead): args.append(dead == nil ? "invalid_token" : "dead_lettered")
+        case .delivered: stat = "delivered"
+        case .schedule(_, _, let s): stat = s
+        case .failed(_, let dead): stat = dead == nil ? "invalid_token" : "dead_lettered"
         }
+        args.append(stat)
         args.append { out in // result
             switch plan {
             case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: attempts, into: &out)
@@ -150,6 +190,7 @@ struct OutcomeRecords {
             if case .schedule(let meta, _, _) = plan { JobEnvelope.wrap(job: f.raw, meta: meta, into: &out) }
         }
         if case .schedule(_, let at, _) = plan { args.append(at) } else { args.append("") }
+        return stat
     }
 
     private mutating func decide(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {

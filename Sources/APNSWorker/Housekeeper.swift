@@ -12,9 +12,11 @@ final class Housekeeper: @unchecked Sendable {
     private let logger: Logger
     private let redis: RedisLink
     private let runner = ThreadRunner()
+    private let metrics: Metrics
     private let intervalMs: Int
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, logger: Logger) {
+    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger) {
+        self.metrics = metrics
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
@@ -58,6 +60,7 @@ final class Housekeeper: @unchecked Sendable {
         let requeued = reply.first?.integer ?? 0
         let poisoned = reply.count > 1 ? reply[1].integer ?? 0 : 0
         if requeued + poisoned > 0 {
+            metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
             logger.warning("took back the jobs of a worker that stopped renewing its lease", [
                 "dead_worker": .string(worker), "requeued": .int(Int(requeued)), "poison_pills": .int(Int(poisoned))])
         }

@@ -23,6 +23,8 @@ final class SendLoop: @unchecked Sendable {
     private let apps: [AppRuntime]
     private let settings: Settings
     private let logger: Logger
+    private let metrics: Metrics
+    private let health: HealthState
     private let sink: @Sendable ([FinishedJob]) -> Void
     private let inbox = Mutex<[SendRequest]>([])
     private let name: String
@@ -39,8 +41,11 @@ final class SendLoop: @unchecked Sendable {
     private var freeResends: [String: Int] = [:]
     private var breakers: [CircuitBreaker]
 
-    init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
+    init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
+         sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
         self.name = name
+        self.metrics = metrics
+        self.health = health
         self.apps = apps
         self.settings = settings
         self.logger = logger
@@ -154,8 +159,24 @@ final class SendLoop: @unchecked Sendable {
                 c?.checkLiveness(now: now, pingAfterMs: UInt64(settings.pingIntervalMs), timeoutMs: UInt64(settings.pingTimeoutMs))
             }
             for c in draining.values { c.expireRequests(olderThan: timeout, now: now) }
+            publishGauges()
             if !stopping { scheduleTimeoutScan() }
         }
+    }
+
+    /// Connections and stream limits per app, for /metrics and /readyz.
+    private func publishGauges() {
+        var ready: [String: Int] = [:]
+        metrics.record { m in
+            for (a, app) in apps.enumerated() {
+                let live = slots[a].compactMap { $0 }
+                let readyCount = live.filter { $0.isReady && !$0.isClosed }.count
+                ready[app.name] = readyCount
+                m.set("apns_connections", .init(("app", app.name), ("loop", name)), Double(readyCount))
+                m.set("apns_stream_limit", .init(("app", app.name), ("loop", name)), Double(live.reduce(0) { $0 + $1.liveStreamLimit }))
+            }
+        }
+        health.update(loop: name, readyConnections: ready)
     }
 
     // MARK: Called by connections
@@ -169,6 +190,7 @@ final class SendLoop: @unchecked Sendable {
     }
 
     func connectionDraining(_ c: APNSConnection, reason: String) {
+        metrics.record { $0.add("apns_goaways_total", .init(("app", c.app.name))) }
         logger.info("APNs sent GOAWAY; replacing the connection", ["app": .string(c.app.name), "reason": .string(reason)])
         guard let s = slot(of: c) else { return }
         draining[ObjectIdentifier(c)] = c
@@ -182,6 +204,7 @@ final class SendLoop: @unchecked Sendable {
         guard let s = slot(of: c) else { return }
         slots[c.appIndex][s] = nil
         if !stopping {
+            metrics.record { $0.add("apns_reconnects_total", .init(("app", c.app.name))) }
             if let error { logger.warning("APNs connection closed", ["app": .string(c.app.name), "error": .string("\(error)")]) }
             retryConnection(app: c.appIndex, slot: s)
         }
@@ -203,20 +226,23 @@ final class SendLoop: @unchecked Sendable {
 
     func finished(_ r: SendRequest, outcome: Outcome) {
         breakers[r.app].succeeded()
+        if case .delivered = outcome { health.succeeded(app: apps[r.app].name) }
         if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
         finishedBatch.append(FinishedJob(r, appName: apps[r.app].name, outcome: outcome))
     }
 
     func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
         logger.log(rejection.status >= 500 ? .warning : .info, "APNs rejected a notification", [
-            "app": .string(apps[r.app].name), "token": .string(r.token.redacted), "status": .int(rejection.status),
+            "app": .string(apps[r.app].name), "token": .string(r.token.hex), "status": .int(rejection.status),
             "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
             "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
         ])
         switch rejection.reason.info.disposition {
         case .refreshAuthAndRetry:
             // The connection is wedged after this error: new JWT, new connection, same job.
-            _ = try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)
+            if (try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)) == true {
+                metrics.record { $0.add("apns_jwt_mints_total", .init(("app", apps[r.app].name))) }
+            }
             c.http?.shutdown(error: nil)
             resend(withoutLastAttempt(r))
         case .reconnectAndRetry:
@@ -226,6 +252,7 @@ final class SendLoop: @unchecked Sendable {
             // The credential, not the job, is at fault: the app waits (with probes) and the
             // job costs no attempt. TooManyProviderTokenUpdates also retires the connection.
             let pause = breakers[r.app].failed(nowMs: MonotonicClock.nowMilliseconds())
+            metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
             logger.error("APNs refused the app's credentials; pausing the app and probing", [
                 "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
             if rejection.reason == .tooManyProviderTokenUpdates { c.http?.shutdown(error: nil) }

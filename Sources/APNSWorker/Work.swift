@@ -15,6 +15,9 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     let recoveries: Int
     /// How many sends this handle fanned out to; the job is acked when all are decided.
     let fanout: Int
+    /// Monotonic times of the last send and of its answer (for the latency histograms).
+    var sentAtNs: UInt64 = 0
+    var answeredAtNs: UInt64 = 0
 
     init(handle: String, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
          attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
@@ -43,10 +46,17 @@ final class FinishedJob: @unchecked Sendable { // handed over whole between thre
     let attempts: [OutcomeRecord.Attempt]
     let recoveries: Int
     let fanout: Int
+    /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
+    var takenAtNs: UInt64 = 0
+    var sentAtNs: UInt64 = 0
+    var answeredAtNs: UInt64 = 0
 
     convenience init(_ r: SendRequest, appName: String, outcome: Outcome) {
         self.init(handle: r.handle, raw: r.job.raw, job: r.job, token: r.token, appName: appName, topic: r.topic,
                   outcome: outcome, attempts: r.attempts, recoveries: r.recoveries, fanout: r.fanout)
+        takenAtNs = r.takenAtNs
+        sentAtNs = r.sentAtNs
+        answeredAtNs = r.answeredAtNs
     }
 
     init(handle: String, raw: [UInt8], job: Job?, token: DeviceToken?, appName: String?, topic: String?, outcome: Outcome,

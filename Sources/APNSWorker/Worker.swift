@@ -15,12 +15,17 @@ public final class Worker: @unchecked Sendable {
     private let completer: Completer
     private let fetcher: Fetcher
     private let housekeeper: Housekeeper
+    public let metrics: Metrics
+    public let health: HealthState
+    private var healthServer: HealthServer?
 
     public init(configuration: WorkerConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
         workerID = configuration.workerID ?? Worker.defaultID()
         keys = QueueKeys(queue: configuration.queue)
+        metrics = Metrics()
+        health = HealthState()
         // One JWT per (team, key), shared by every connection of the process.
         var providers: [String: JWTProvider] = [:]
         apps = try configuration.apps.map { app in
@@ -35,19 +40,30 @@ public final class Worker: @unchecked Sendable {
         gate = InflightGate(capacity: configuration.inflightCapacity)
         let outstanding = OutstandingHandles()
         let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate,
-                                  outstanding: outstanding, logger: logger)
+                                  outstanding: outstanding, metrics: metrics, logger: logger)
         self.completer = completer
         let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
                                          credentialPauseMs: configuration.credentialPauseMs,
                                          pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs)
-        let runtimes = apps
+        let (runtimes, metrics, health) = (apps, metrics, health)
         sendLoops = try (0..<configuration.ioThreads).map { i in
-            try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, sink: { completer.submit($0) })
+            try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
+                         sink: { completer.submit($0) })
         }
         fetcher = try Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
                           completer: completer, gate: gate, outstanding: outstanding, logger: logger)
-        housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, logger: logger)
+        housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
+    }
+
+    /// Serves /metrics, /healthz and /readyz if the configuration names a port. Returns the port.
+    @discardableResult
+    public func startHealthServer() throws -> Int? {
+        guard let port = configuration.metricsPort else { return nil }
+        let server = try HealthServer(port: port, host: configuration.metricsHost, worker: self, logger: logger)
+        healthServer = server
+        server.start()
+        return server.port
     }
 
     static func defaultID() -> String {
@@ -113,7 +129,10 @@ public final class Worker: @unchecked Sendable {
             for app in apps {
                 guard let jwt = app.jwt else { continue }
                 do {
-                    if try jwt.refreshIfDue() { logger.info("minted a new provider token", ["app": .string(app.name), "key_id": .string(jwt.keyID)]) }
+                    if try jwt.refreshIfDue() {
+                        metrics.record { $0.add("apns_jwt_mints_total", .init(("app", app.name))) }
+                        logger.info("minted a new provider token", ["app": .string(app.name), "key_id": .string(jwt.keyID)])
+                    }
                 } catch {
                     logger.error("cannot mint a provider token", ["app": .string(app.name), "error": .string("\(error)")])
                 }
@@ -123,6 +142,10 @@ public final class Worker: @unchecked Sendable {
 
     /// Stops taking jobs, lets in-flight ones finish within the grace period, writes their
     /// outcomes, and hands any still unfinished back to the queue.
+    /// In-flight gauge and app list for the health server.
+    var inFlight: Int { gate.current }
+    var appRuntimes: [AppRuntime] { apps }
+
     public func shutdown() {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
         fetcher.stop()
@@ -130,6 +153,7 @@ public final class Worker: @unchecked Sendable {
         for loop in sendLoops { loop.stop() }
         completer.stop()
         housekeeper.stop()
+        healthServer?.stop()
         var handedBack: Int64 = 0
         do {
             let redis = try RedisConnection(configuration.redis, timeoutMs: 5000)

@@ -23,7 +23,8 @@ extension WorkerConfiguration {
         try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
                              "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
-                             "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir"])
+                             "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir",
+                             "metrics_port", "metrics_host"])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
@@ -51,6 +52,8 @@ extension WorkerConfiguration {
         tokenRefreshSeconds = try f.int("token_refresh_s") ?? tokenRefreshSeconds
         tokenMinRefreshSeconds = try f.int("token_min_refresh_s") ?? tokenMinRefreshSeconds
         templatesDirectory = try f.string("templates_dir")
+        metricsPort = try f.int("metrics_port")
+        metricsHost = try f.string("metrics_host") ?? metricsHost
         if let r = try f.object("retry") {
             try r.rejectUnknown(["backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
                                  "server_error_min_delay_ms", "server_error_max_delay_ms"])
@@ -83,6 +86,7 @@ extension WorkerConfiguration {
         ioThreads = try int("APNSW_IO_THREADS") ?? ioThreads
         batchSize = try int("APNSW_BATCH_SIZE") ?? batchSize
         leaseMs = try int("APNSW_LEASE_MS") ?? leaseMs
+        metricsPort = try int("APNSW_METRICS_PORT") ?? metricsPort
         if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }
         // Overrides for the single app of a simple deployment.
         let appKeys = ["APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID", "APNSW_KEY_FILE"]

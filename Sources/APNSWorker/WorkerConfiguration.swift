@@ -37,6 +37,9 @@ public struct WorkerConfiguration: Sendable {
     public var tokenMinRefreshSeconds = 1200
     /// A directory of `<name>.json` and `<name>.<locale>.json` payload templates.
     public var templatesDirectory: String?
+    /// Serve /metrics, /healthz and /readyz on this port (nil: off).
+    public var metricsPort: Int?
+    public var metricsHost = "0.0.0.0"
 
     public init() {}
 

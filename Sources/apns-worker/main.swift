@@ -43,6 +43,12 @@ do {
 }
 
 let signals = SignalStream.watch([SIGTERM, SIGINT])
+do {
+    try worker.startHealthServer()
+} catch {
+    logger.error("cannot serve metrics", ["error": .string("\(error)")])
+    exit(2)
+}
 worker.start()
 let maintenance = Task { await worker.maintain() }
 for await sig in signals {

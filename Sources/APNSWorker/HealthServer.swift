@@ -1,0 +1,118 @@
+import APNSCore
+import Foundation
+import Glibc
+import HTTP2TLS
+import RedisClient
+
+/// A small HTTP/1.1 server on its own thread: `/metrics` (Prometheus text), `/healthz`
+/// (the process is alive) and `/readyz` (Redis reachable, every app able to send, JWTs valid).
+final class HealthServer: @unchecked Sendable {
+    private let fd: Int32
+    let port: Int
+    private unowned let worker: Worker
+    private let logger: Logger
+    private let runner = ThreadRunner()
+    private var redis: RedisConnection?
+
+    init(port: Int, host: String, worker: Worker, logger: Logger) throws {
+        (fd, self.port) = try Socket.listen(host: host, port: port)
+        self.worker = worker
+        self.logger = logger
+    }
+
+    func start() {
+        runner.start(name: "apns-health") { [self] in
+            logger.info("serving /metrics, /healthz and /readyz", ["port": .int(port)])
+            while runner.isRunning {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&p, 1, 500) > 0, let client = Socket.accept(fd) else { continue }
+                serve(client)
+                close(client)
+            }
+            close(fd)
+        }
+    }
+
+    func stop() { runner.stop() }
+
+    private func serve(_ client: Int32) {
+        let flags = fcntl(client, F_GETFL)
+        _ = fcntl(client, F_SETFL, flags & ~O_NONBLOCK)
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var request = [UInt8]()
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while request.count < 8192, !request.ends(with: [13, 10, 13, 10]) {
+            let n = read(client, &buf, buf.count)
+            if n <= 0 { break }
+            request.append(contentsOf: buf[0..<n])
+        }
+        let line = String(decoding: request.prefix(while: { $0 != 13 && $0 != 10 }), as: UTF8.self).split(separator: " ")
+        let (status, type, body): (Int, String, String)
+        switch (line.first, line.count > 1 ? String(line[1].split(separator: "?").first ?? "") : "") {
+        case ("GET"?, "/metrics"): (status, type, body) = (200, "text/plain; version=0.0.4", metrics())
+        case ("GET"?, "/healthz"): (status, type, body) = (200, "text/plain", "ok\n")
+        case ("GET"?, "/readyz"):
+            let (ready, report) = readiness()
+            (status, type, body) = (ready ? 200 : 503, "application/json", report)
+        case ("GET"?, _): (status, type, body) = (404, "text/plain", "not found\n")
+        default: (status, type, body) = (405, "text/plain", "method not allowed\n")
+        }
+        let reason = [200: "OK", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"][status] ?? "OK"
+        let head = "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        let out = Array((head + body).utf8)
+        _ = out.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+    }
+
+    private func metrics() -> String {
+        let depth = (try? withRedis { r throws(RedisError) in try r.command(["LLEN", worker.keys.jobs]).integer }) ?? nil
+        worker.metrics.record { m in
+            m.set("apns_in_flight", .init(), Double(worker.inFlight))
+            if let depth { m.set("apns_queue_depth", .init(("queue", worker.keys.queue)), Double(depth)) }
+        }
+        return worker.metrics.render()
+    }
+
+    /// Not ready when Redis does not answer, an app has no usable connection, or a JWT is stale.
+    private func readiness() -> (Bool, String) {
+        var checks: [(String, Bool, String)] = []
+        let pong = (try? withRedis { r throws(RedisError) in try r.command(["PING"]) }) ?? nil
+        checks.append(("redis", pong == .status("PONG"), worker.configuration.redis.description))
+        let now = Int64(Date().timeIntervalSince1970)
+        for app in worker.appRuntimes {
+            checks.append(("app:\(app.name)", worker.health.isUsable(app: app.name), "a ready connection or a success in the last minute"))
+            if let jwt = app.jwt {
+                let age = now - jwt.issuedAt
+                checks.append(("jwt:\(app.name)", age < 3300, "provider token \(age) s old"))
+            }
+        }
+        let ready = checks.allSatisfy { $0.1 }
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("ready", ready)
+        w.key("checks")
+        w.beginObject()
+        for (name, ok, detail) in checks {
+            w.key(name)
+            w.beginObject(); w.field("ok", ok); w.field("detail", detail); w.endObject()
+        }
+        w.endObject()
+        w.endObject()
+        return (ready, String(decoding: w.bytes, as: UTF8.self) + "\n")
+    }
+
+    /// One short-timeout connection, replaced after any error.
+    private func withRedis<R>(_ body: (RedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
+        do {
+            if redis == nil { redis = try RedisConnection(worker.configuration.redis, timeoutMs: 500) }
+            return try body(redis!)
+        } catch {
+            redis = nil
+            throw error
+        }
+    }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+/// Prometheus-style counters, gauges and histograms, shared by the worker's threads.
+/// Hot paths record a whole batch under one lock (`record`), never one lock per notification.
+public final class Metrics: Sendable {
+    public struct Labels: Hashable, Sendable {
+        let pairs: [String]  // name, value, name, value, …
+        /// Labels are kept sorted by name, so each series has one spelling.
+        public init(_ pairs: (String, String)...) { self.pairs = pairs.sorted { $0.0 < $1.0 }.flatMap { [$0.0, $0.1] } }
+        var text: String {
+            guard !pairs.isEmpty else { return "" }
+            var parts: [String] = []
+            for i in stride(from: 0, to: pairs.count, by: 2) {
+                let value = pairs[i + 1].replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                    .replacingOccurrences(of: "\n", with: "\\n")
+                parts.append("\(pairs[i])=\"\(value)\"")
+            }
+            return "{" + parts.joined(separator: ",") + "}"
+        }
+    }
+
+    struct Histogram: Sendable {
+        static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+        var buckets = [UInt64](repeating: 0, count: Histogram.bounds.count)
+        var count: UInt64 = 0
+        var sum: Double = 0
+        mutating func observe(_ seconds: Double) {
+            count += 1
+            sum += seconds
+            if let i = Histogram.bounds.firstIndex(where: { seconds <= $0 }) { buckets[i] += 1 }
+        }
+    }
+
+    public struct Store: Sendable {
+        var counters: [String: [Labels: Double]] = [:]
+        var gauges: [String: [Labels: Double]] = [:]
+        var histograms: [String: [Labels: Histogram]] = [:]
+
+        public mutating func add(_ name: String, _ labels: Labels = Labels(), _ value: Double = 1) {
+            counters[name, default: [:]][labels, default: 0] += value
+        }
+        public mutating func set(_ name: String, _ labels: Labels = Labels(), _ value: Double) {
+            gauges[name, default: [:]][labels] = value
+        }
+        public mutating func observe(_ name: String, _ labels: Labels = Labels(), seconds: Double) {
+            histograms[name, default: [:]][labels, default: Histogram()].observe(seconds)
+        }
+    }
+
+    private let store = Mutex(Store())
+    private let help: [String: (String, String)]
+
+    public init() {
+        help = [
+            "apns_notifications_total": ("counter", "Decided notifications by app, push type, HTTP status (0: not sent) and reason"),
+            "apns_retries_total": ("counter", "Notifications scheduled for another try"),
+            "apns_dead_letters_total": ("counter", "Jobs dead-lettered, by reason"),
+            "apns_invalid_tokens_total": ("counter", "Device tokens reported invalid"),
+            "apns_recoveries_total": ("counter", "Jobs taken back from workers whose lease ran out"),
+            "apns_jwt_mints_total": ("counter", "Provider tokens minted"),
+            "apns_goaways_total": ("counter", "GOAWAY frames received"),
+            "apns_reconnects_total": ("counter", "APNs connections lost and replaced"),
+            "apns_credential_pauses_total": ("counter", "Times an app was paused because APNs refused its credentials"),
+            "apns_in_flight": ("gauge", "Jobs taken from Redis and not yet recorded"),
+            "apns_stream_limit": ("gauge", "Sum of the live stream limits of the app's connections"),
+            "apns_connections": ("gauge", "Ready APNs connections"),
+            "apns_queue_depth": ("gauge", "Jobs waiting in the queue's list"),
+            "apns_queue_wait_seconds": ("histogram", "Time from taking a job from Redis to sending it"),
+            "apns_round_trip_seconds": ("histogram", "Time from sending a request to APNs' answer"),
+            "apns_end_to_end_seconds": ("histogram", "Time from taking a job from Redis to its outcome being decided"),
+        ]
+    }
+
+    /// Runs `body` with the store locked: record a batch of events at once.
+    public func record(_ body: (inout Store) -> Void) {
+        store.withLock { body(&$0) }
+    }
+
+    public func counter(_ name: String, _ labels: Labels = Labels()) -> Double {
+        store.withLock { $0.counters[name]?[labels] ?? 0 }
+    }
+
+    /// The Prometheus text format (version 0.0.4).
+    public func render() -> String {
+        let s = store.withLock { $0 }
+        var out = ""
+        func header(_ name: String) {
+            let (type, text) = help[name] ?? ("untyped", name)
+            out += "# HELP \(name) \(text)\n# TYPE \(name) \(type)\n"
+        }
+        for name in s.counters.keys.sorted() {
+            header(name)
+            for (labels, v) in s.counters[name]!.sorted(by: { $0.key.text < $1.key.text }) { out += "\(name)\(labels.text) \(format(v))\n" }
+        }
+        for name in s.gauges.keys.sorted() {
+            header(name)
+            for (labels, v) in s.gauges[name]!.sorted(by: { $0.key.text < $1.key.text }) { out += "\(name)\(labels.text) \(format(v))\n" }
+        }
+        for name in s.histograms.keys.sorted() {
+            header(name)
+            for (labels, h) in s.histograms[name]!.sorted(by: { $0.key.text < $1.key.text }) {
+                var cumulative: UInt64 = 0
+                for (i, bound) in Histogram.bounds.enumerated() {
+                    cumulative += h.buckets[i]
+                    out += "\(name)_bucket\(with(labels, "le", format(bound))) \(cumulative)\n"
+                }
+                out += "\(name)_bucket\(with(labels, "le", "+Inf")) \(h.count)\n"
+                out += "\(name)_sum\(labels.text) \(format(h.sum))\n\(name)_count\(labels.text) \(h.count)\n"
+            }
+        }
+        return out
+    }
+
+    private func with(_ labels: Labels, _ name: String, _ value: String) -> String {
+        Labels(pairs: labels.pairs + [name, value]).text
+    }
+
+    private func format(_ v: Double) -> String {
+        v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+    }
+}
+
+extension Metrics.Labels {
+    init(pairs: [String]) { self.pairs = pairs }
+}

@@ -1,0 +1,65 @@
+import APNSCore
+import Foundation
+import TestSupport
+import XCTest
+
+/// Metrics, health and readiness of a running worker (issue #6).
+final class OperationsTests: XCTestCase {
+    /// The value of one series in Prometheus text, or 0.
+    private func value(_ metrics: String, _ series: String) -> Double {
+        for line in metrics.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return 0
+    }
+
+    func testMetricsAgreeWithTheMocksCounts() throws {
+        let port = freePort()
+        let f = try WorkerFixture(settings: ["metrics_port": port]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "dead", status: 410), .init(tokenPrefix: "429", status: 429, attempts: 1)]
+        }
+        try f.startWorker()
+        var jobs = (0..<300).map { WorkerFixture.job($0) }
+        jobs += (0..<20).map { WorkerFixture.job($0, prefix: "dead") }
+        jobs += (0..<5).map { WorkerFixture.job($0, prefix: "429") }
+        jobs.append("not json")
+        try f.enqueue(jobs)
+        try f.waitForOutcomes(jobs.count, timeout: 30)
+        let metrics = try XCTUnwrap(httpGet(port: port, path: "/metrics"))
+        XCTAssertEqual(metrics.status, 200)
+        let mock = f.mock.server.stats.withLock { $0 }
+        let ok = value(metrics.body, #"apns_notifications_total{app="default",push_type="alert",reason="",status="200"}"#)
+        let gone = value(metrics.body, #"apns_notifications_total{app="default",push_type="alert",reason="Unregistered",status="410"}"#)
+        let throttled = value(metrics.body, #"apns_notifications_total{app="default",push_type="alert",reason="TooManyRequests",status="429"}"#)
+        XCTAssertEqual(ok, Double(mock.byStatus[200] ?? 0))
+        XCTAssertEqual(ok, 305)
+        XCTAssertEqual(gone, Double(mock.byStatus[410] ?? 0))
+        XCTAssertEqual(throttled, Double(mock.byStatus[429] ?? 0))
+        XCTAssertEqual(value(metrics.body, #"apns_retries_total{app="default"}"#), 5)
+        XCTAssertEqual(value(metrics.body, #"apns_invalid_tokens_total{app="default",reason="Unregistered"}"#), 20)
+        XCTAssertEqual(value(metrics.body, #"apns_dead_letters_total{app="-",reason="MalformedJob"}"#), 1)
+        XCTAssertEqual(value(metrics.body, #"apns_round_trip_seconds_count{app="default"}"#), 330)
+        XCTAssertGreaterThan(value(metrics.body, #"apns_connections{app="default",loop="apns-io-0"}"#), 0)
+        XCTAssertTrue(metrics.body.contains("# TYPE apns_end_to_end_seconds histogram"))
+        XCTAssertTrue(metrics.body.contains("apns_queue_depth"))
+        XCTAssertEqual(httpGet(port: port, path: "/healthz")?.status, 200)
+    }
+
+    func testReadinessFollowsRedis() throws {
+        let redis = try TestRedis(dedicated: true)
+        let port = freePort()
+        let f = try WorkerFixture(redis: redis, settings: ["metrics_port": port])
+        let worker = try f.startWorker()
+        try f.enqueue([WorkerFixture.job(1)])
+        try f.waitForOutcomes(1)
+        XCTAssertTrue(waitUntil(timeout: 5) { httpGet(port: port, path: "/readyz")?.status == 200 })
+        redis.stop()
+        XCTAssertTrue(waitUntil(timeout: 5) { httpGet(port: port, path: "/readyz")?.status == 503 }, "not ready without Redis")
+        let report = httpGet(port: port, path: "/readyz")?.body ?? ""
+        XCTAssertTrue(report.contains(#""redis":{"ok":false"#), report)
+        XCTAssertEqual(httpGet(port: port, path: "/healthz")?.status, 200, "still alive")
+        try redis.restart()
+        XCTAssertTrue(waitUntil(timeout: 10) { httpGet(port: port, path: "/readyz")?.status == 200 }, "ready again")
+        XCTAssertTrue(worker.isRunning)
+    }
+}
