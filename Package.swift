@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "apns-worker", targets: ["apns-worker"]),
         .executable(name: "apns-mock", targets: ["apns-mock"]),
+        .executable(name: "apnsctl", targets: ["apnsctl"]),
     ],
     targets: [
         // C libraries, each behind a shim header (macros wrapped as static inline functions).
@@ -22,6 +23,8 @@ let package = Package(
         .target(name: "HTTP2TLS", dependencies: ["APNSCore", "CNghttp2", "COpenSSL", "CLinux"]),
         // The worker: fetch, send, complete, lifecycle.
         .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS"]),
+        // The operators' commands behind apnsctl.
+        .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "HTTP2TLS"]),
         // Test support and demo/bench server: the strict mock APNs.
         .target(name: "APNSMock", dependencies: ["APNSCore", "HTTP2TLS"]),
 
@@ -31,6 +34,7 @@ let package = Package(
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
         .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore"]),
+        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin"]),
 
         // Pure: no sockets, no services.
         .testTarget(name: "UnitTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker"]),

@@ -82,6 +82,7 @@ final class Completer: @unchecked Sendable {
             args.append(f.handle)
             args.append(last ? "1" : "0")
             stats.append(records.append(f, worker: workerID, timeMs: now, to: &args))
+            args.append(f.appName ?? "-")
         }
         while true {
             do {

@@ -39,13 +39,14 @@ enum QueueScripts {
     /// which will record it, so nothing is written for it here.
     /// KEYS: inflight, results, dead letters, invalid tokens, stats, schedule.
     /// ARGV: results cap, dead cap, invalid cap, then groups of (handle, ack 1/0, stat, result,
-    /// dead, invalid, schedule member, schedule time "+ms" or "=unix ms"); empty ones are skipped.
+    /// dead, invalid, schedule member, schedule time "+ms" or "=unix ms", app); empty ones are
+    /// skipped. Counters go to `stat` and to `stat:app`.
     static let complete = RedisScript("""
     local acked = 0
     local counts = {}
     local now = redis.call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    for i = 4, #ARGV, 8 do
+    for i = 4, #ARGV, 9 do
       local owned
       if ARGV[i + 1] == '1' then
         owned = redis.call('HDEL', KEYS[1], ARGV[i]) == 1
@@ -55,6 +56,8 @@ enum QueueScripts {
       if owned then
         acked = acked + 1
         counts[ARGV[i + 2]] = (counts[ARGV[i + 2]] or 0) + 1
+        local per_app = ARGV[i + 2] .. ':' .. ARGV[i + 8]
+        counts[per_app] = (counts[per_app] or 0) + 1
         if ARGV[i + 3] ~= '' then redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'record', ARGV[i + 3]) end
         if ARGV[i + 4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'record', ARGV[i + 4]) end
         if ARGV[i + 5] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[i + 5]) end

@@ -1,0 +1,110 @@
+import APNSCore
+import APNSWorker
+import Foundation
+import RedisClient
+
+/// What every `apnsctl` command works with: one Redis connection, the queue's keys, the output mode.
+public final class AdminContext {
+    public let redis: RedisConnection
+    public let keys: QueueKeys
+    public let json: Bool
+    public let configuration: WorkerConfiguration?
+    private let output: (String) -> Void
+
+    public init(redis: RedisConnection, keys: QueueKeys, json: Bool, configuration: WorkerConfiguration? = nil,
+                output: @escaping (String) -> Void = { print($0) }) {
+        self.redis = redis
+        self.keys = keys
+        self.json = json
+        self.configuration = configuration
+        self.output = output
+    }
+
+    public func say(_ line: String) { output(line) }
+
+    /// Prints rows as an aligned table, or as a JSON array of objects with `--json`.
+    public func table(_ columns: [String], _ rows: [[String]], jsonRows: [Any]? = nil) {
+        if json {
+            let objects = jsonRows ?? rows.map { Dictionary(uniqueKeysWithValues: zip(columns, $0)) }
+            say(AdminContext.encode(objects))
+            return
+        }
+        var widths = columns.map(\.count)
+        for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = min(60, max(widths[i], cell.count)) } }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, c in
+                let cell = c.count > 60 ? String(c.prefix(57)) + "..." : c
+                return i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+        say(line(columns.map { $0.uppercased() }))
+        for row in rows { say(line(row)) }
+    }
+
+    public static func encode(_ value: Any) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Runs a command; a server error becomes an AdminError.
+    func call(_ args: [String]) throws -> RedisReply {
+        let reply = try redis.command(args)
+        if case .error(let m) = reply { throw AdminError.redis(m) }
+        return reply
+    }
+}
+
+/// Failures with the exit code they mean.
+public enum AdminError: Error, CustomStringConvertible {
+    case usage(String)
+    case notFound(String)
+    case invalid(String)
+    case redis(String)
+
+    public var description: String {
+        switch self {
+        case .usage(let m), .notFound(let m), .invalid(let m): return m
+        case .redis(let m): return "redis: \(m)"
+        }
+    }
+
+    /// 2: bad usage; 1: nothing matched or the input is invalid; 3: Redis failed.
+    public var exitCode: Int32 {
+        switch self {
+        case .usage: return 2
+        case .notFound, .invalid: return 1
+        case .redis: return 3
+        }
+    }
+}
+
+/// A stream entry: its id (`<ms>-<seq>`) and its parsed record, with the record's raw bytes.
+public struct StreamRecord {
+    public let id: String
+    public let raw: [UInt8]
+    public let fields: [String: Any]
+
+    public var timeMs: Int64 { Int64(id.split(separator: "-").first ?? "") ?? 0 }
+
+    static func parse(_ reply: RedisReply) -> [StreamRecord] {
+        reply.array.compactMap { entry in
+            let parts = entry.array
+            guard parts.count == 2, let id = parts[0].text else { return nil }
+            let kv = parts[1].array
+            guard kv.count >= 2, case .string(let raw) = kv[1],
+                  let object = try? JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any] else { return nil }
+            return StreamRecord(id: id, raw: raw, fields: object)
+        }
+    }
+
+    func string(_ key: String) -> String { (fields[key] as? String) ?? (fields[key].map { "\($0)" } ?? "") }
+}
+
+/// "90s", "15m", "2h", "7d" → milliseconds.
+func parseDuration(_ text: String) throws -> Int64 {
+    let units: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000]
+    guard let unit = text.last, let factor = units[unit], let n = Int64(text.dropLast()) else {
+        throw AdminError.usage("durations look like 90s, 15m, 2h or 7d, not \(text)")
+    }
+    return n * factor
+}

@@ -1,0 +1,137 @@
+import APNSCore
+import Foundation
+import RedisClient
+
+/// `apnsctl dead list|show|requeue|purge`.
+public struct DeadLetterFilter {
+    public var reason: String?
+    public var app: String?
+    public var olderThanMs: Int64?
+    public var newerThanMs: Int64?
+    public var ids: [String] = []
+    public var all = false
+
+    public init() {}
+
+    var isEmpty: Bool { reason == nil && app == nil && olderThanMs == nil && newerThanMs == nil && ids.isEmpty && !all }
+
+    func matches(_ r: StreamRecord, nowMs: Int64) -> Bool {
+        if !ids.isEmpty, !ids.contains(r.id) { return false }
+        if let reason, r.string("reason") != reason { return false }
+        if let app, r.string("app") != app { return false }
+        if let olderThanMs, nowMs - r.timeMs < olderThanMs { return false }
+        if let newerThanMs, nowMs - r.timeMs > newerThanMs { return false }
+        return true
+    }
+}
+
+public enum DeadLetterCommands {
+    /// Requeues atomically: the letter leaves the stream in the same step the job enters the queue.
+    static let requeue = RedisScript("""
+    if redis.call('XDEL', KEYS[1], ARGV[1]) == 1 then
+      redis.call('LPUSH', KEYS[2], ARGV[2])
+      return 1
+    end
+    return 0
+    """)
+
+    static func select(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int = 1_000_000) throws -> [StreamRecord] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        if filter.ids.count == 1, !filter.all {
+            return StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.deadLetters, filter.ids[0], filter.ids[0]]))
+        }
+        let all = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.deadLetters, "-", "+", "COUNT", String(limit)]))
+        return all.filter { filter.matches($0, nowMs: now) }
+    }
+
+    public static func list(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int) throws -> Int {
+        let records = Array(try select(ctx, filter).suffix(limit))
+        ctx.table(["id", "age", "reason", "app", "job_id", "token", "detail"], records.map { r in
+            [r.id, age(r.timeMs), r.string("reason"), r.string("app"), r.string("job_id"), r.string("token"), r.string("detail")]
+        }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+        return records.count
+    }
+
+    public static func show(_ ctx: AdminContext, id: String) throws {
+        var f = DeadLetterFilter()
+        f.ids = [id]
+        guard let r = try select(ctx, f).first else { throw AdminError.notFound("no dead letter \(id)") }
+        if ctx.json {
+            ctx.say(AdminContext.encode(["id": r.id, "record": r.fields]))
+            return
+        }
+        ctx.say("id:      \(r.id) (\(age(r.timeMs)) ago)")
+        for key in ["reason", "detail", "app", "job_id", "token", "topic", "worker", "handle"] where r.fields[key] != nil {
+            ctx.say("\((key + ":").padding(toLength: 9, withPad: " ", startingAt: 0))\(r.string(key))")
+        }
+        for a in (r.fields["attempts"] as? [[String: Any]]) ?? [] {
+            ctx.say("attempt: status \(a["status"] ?? "?") \(a["reason"] ?? "") at \(a["time_ms"] ?? "?")")
+        }
+        ctx.say("job:     \(String(decoding: try originalJob(r), as: UTF8.self))")
+    }
+
+    /// Requeues each selected letter; `edit` may change a job first (nil: drop it from the run).
+    public static func requeue(_ ctx: AdminContext, _ filter: DeadLetterFilter, edit: (([UInt8]) throws -> [UInt8]?)? = nil) throws -> Int {
+        guard !filter.isEmpty else { throw AdminError.usage("say which dead letters: an id, filters, or --all") }
+        let records = try select(ctx, filter)
+        guard !records.isEmpty else { throw AdminError.notFound("no dead letter matches") }
+        var done = 0
+        for r in records {
+            var job = try originalJob(r)
+            if let edit {
+                guard let edited = try edit(job) else { continue }
+                job = edited
+            }
+            var args = RedisArgs(script: requeue, keys: [ctx.keys.deadLetters, ctx.keys.jobs])
+            args.append(r.id)
+            args.append(bytes: job)
+            if try ctx.redis.run(requeue, args).integer == 1 { done += 1 }
+        }
+        ctx.say(ctx.json ? AdminContext.encode(["requeued": done]) : "requeued \(done) job(s) onto \(ctx.keys.jobs)")
+        return done
+    }
+
+    public static func purge(_ ctx: AdminContext, _ filter: DeadLetterFilter) throws -> Int {
+        guard !filter.isEmpty else { throw AdminError.usage("say which dead letters: an id, filters, or --all") }
+        var removed = 0
+        if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil {
+            removed = Int(try ctx.call(["XLEN", ctx.keys.deadLetters]).integer ?? 0)
+            _ = try ctx.call(["DEL", ctx.keys.deadLetters])
+        } else {
+            let ids = try select(ctx, filter).map(\.id)
+            for chunk in stride(from: 0, to: ids.count, by: 500) {
+                removed += Int(try ctx.call(["XDEL", ctx.keys.deadLetters] + ids[chunk..<min(chunk + 500, ids.count)]).integer ?? 0)
+            }
+        }
+        ctx.say(ctx.json ? AdminContext.encode(["purged": removed]) : "purged \(removed) dead letter(s)")
+        return removed
+    }
+
+    /// The producer's job as it was: the record's `job` value byte for byte, or `job_text`.
+    static func originalJob(_ r: StreamRecord) throws -> [UInt8] {
+        if let text = r.fields["job_text"] as? String { return Array(text.utf8) }
+        var found: Range<Int>?
+        r.raw.withUnsafeBufferPointer { buf in
+            var s = JSONScanner(buf)
+            do {
+                try s.expect(UInt8(ascii: "{"))
+                repeat {
+                    let key = try s.readString()
+                    try s.expect(UInt8(ascii: ":"))
+                    let (_, range) = try s.skipValue()
+                    if key == "job" { found = range }
+                } while try s.consume(UInt8(ascii: ","))
+            } catch {}
+        }
+        guard let found else { throw AdminError.invalid("dead letter \(r.id) keeps no job") }
+        return Array(r.raw[found])
+    }
+
+    static func age(_ ms: Int64) -> String {
+        let s = max(0, (Int64(Date().timeIntervalSince1970 * 1000) - ms) / 1000)
+        if s < 120 { return "\(s)s" }
+        if s < 7200 { return "\(s / 60)m" }
+        if s < 172_800 { return "\(s / 3600)h" }
+        return "\(s / 86400)d"
+    }
+}

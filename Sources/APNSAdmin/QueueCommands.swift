@@ -1,0 +1,158 @@
+import APNSCore
+import APNSWorker
+import Foundation
+import HTTP2TLS
+import RedisClient
+
+/// `apnsctl stats`, `enqueue`, `tokens invalid`, `check-config`.
+public enum QueueCommands {
+    public struct Stats {
+        public var depth: Int64 = 0
+        public var inFlight: Int64 = 0
+        public var scheduled: Int64 = 0
+        public var retries: Int64 = 0
+        public var deadLetters: Int64 = 0
+        public var resultsPerSecond: Double = 0
+        public var counters: [String: Int64] = [:]
+        public var workers: [(id: String, leaseLeftMs: Int64, inFlight: Int64)] = []
+    }
+
+    public static func stats(_ ctx: AdminContext) throws -> Stats {
+        var s = Stats()
+        let k = ctx.keys
+        s.depth = try ctx.call(["LLEN", k.jobs]).integer ?? 0
+        s.scheduled = try ctx.call(["ZCARD", k.scheduled]).integer ?? 0
+        // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
+        s.retries = Int64(try ctx.call(["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
+            $0.text?.contains(#""attempts":["#) == true
+        }.count)
+        s.deadLetters = try ctx.call(["XLEN", k.deadLetters]).integer ?? 0
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let lastTen = try ctx.call(["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
+        s.resultsPerSecond = Double(lastTen) / 10
+        let counters = try ctx.call(["HGETALL", k.stats]).array.compactMap(\.text)
+        for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i]] = Int64(counters[i + 1]) ?? 0 }
+        let workers = try ctx.call(["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
+        for i in stride(from: 0, to: workers.count - 1, by: 2) {
+            let held = try ctx.call(["HLEN", k.inflight(worker: workers[i])]).integer ?? 0
+            s.inFlight += held
+            s.workers.append((workers[i], (Int64(Double(workers[i + 1]) ?? 0)) - now, held))
+        }
+        return s
+    }
+
+    public static func printStats(_ ctx: AdminContext, _ s: Stats) {
+        let apps = Set(s.counters.keys.compactMap { $0.split(separator: ":", maxSplits: 1).count == 2 ? String($0.split(separator: ":")[1]) : nil }).sorted()
+        if ctx.json {
+            var perApp: [String: [String: Int64]] = [:]
+            for app in apps {
+                for (key, v) in s.counters where key.hasSuffix(":" + app) { perApp[app, default: [:]][String(key.dropLast(app.count + 1))] = v }
+            }
+            ctx.say(AdminContext.encode([
+                "queue": ctx.keys.queue, "depth": s.depth, "in_flight": s.inFlight, "scheduled": s.scheduled, "retries": s.retries,
+                "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond,
+                "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
+                "workers": s.workers.map { ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0] },
+            ] as [String: Any]))
+            return
+        }
+        ctx.say("queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(String(format: "%.1f", s.resultsPerSecond)) results/s")
+        let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills"]
+        ctx.table(["app"] + names, [["all"] + names.map { String(s.counters[$0] ?? 0) }] + apps.map { app in [app] + names.map { String(s.counters["\($0):\(app)"] ?? 0) } })
+        ctx.table(["worker", "alive", "last heartbeat", "in flight"], s.workers.map { w in
+            [w.id, w.leaseLeftMs > 0 ? "yes" : "NO", w.leaseLeftMs > 0 ? "lease left \(w.leaseLeftMs / 1000)s" : "lease ran out \(-w.leaseLeftMs / 1000)s ago", String(w.inFlight)]
+        })
+    }
+
+    /// Checks each job with the worker's own parser, then LPUSHes in pipelined chunks.
+    public static func enqueue(_ ctx: AdminContext, jobs: [[UInt8]], progress: ((Int, Int) -> Void)? = nil) throws -> Int {
+        for (i, job) in jobs.enumerated() {
+            do { _ = try Job.parse(job) } catch {
+                throw AdminError.invalid("job \(i + 1) is invalid, nothing was enqueued: \(error)")
+            }
+        }
+        var sent = 0
+        while sent < jobs.count {
+            let chunk = jobs[sent..<min(sent + 1000, jobs.count)]
+            var args = RedisArgs(capacity: chunk.reduce(64) { $0 + $1.count })
+            args.append("LPUSH")
+            args.append(ctx.keys.jobs)
+            for j in chunk { args.append(bytes: j) }
+            if case .error(let m) = try ctx.redis.command(args) { throw AdminError.redis(m) }
+            sent += chunk.count
+            progress?(sent, jobs.count)
+        }
+        return sent
+    }
+
+    public static func invalidTokens(_ ctx: AdminContext, app: String?, since: String, limit: Int) throws -> Int {
+        let records = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.invalidTokens, since, "+", "COUNT", String(limit)]))
+            .filter { app == nil || $0.string("app") == app }
+        ctx.table(["id", "token", "app", "topic", "reason", "apns_timestamp"], records.map {
+            [$0.id, $0.string("token"), $0.string("app"), $0.string("topic"), $0.string("reason"), $0.string("apns_timestamp")]
+        }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+        return records.count
+    }
+
+    /// Validates the configuration and credentials. Returns (errors, warnings).
+    public static func checkConfig(_ config: WorkerConfiguration, say: (String) -> Void) -> (Int, Int) {
+        var errors = 0, warnings = 0
+        func fail(_ m: String) { errors += 1; say("error: \(m)") }
+        func warn(_ m: String) { warnings += 1; say("warning: \(m)") }
+        func ok(_ m: String) { say("ok: \(m)") }
+        let now = Int64(Date().timeIntervalSince1970)
+        for app in config.apps {
+            if app.bundleID.isEmpty || app.bundleID.contains(" ") { fail("app \(app.name): bundle_id \"\(app.bundleID)\" is not a bundle id") }
+            switch app.auth {
+            case .token(let team, let kid, let file):
+                if team.count != 10 { warn("app \(app.name): team_id \(team) is not 10 characters") }
+                if kid.count != 10 { warn("app \(app.name): key_id \(kid) is not 10 characters") }
+                do {
+                    _ = try JWTProvider(teamID: team, keyID: kid, p8File: file)
+                    ok("app \(app.name): the .p8 key parses and signs a provider token")
+                } catch {
+                    fail("app \(app.name): \(error)")
+                }
+            case .certificate(let file, _), .pkcs12(let file, _):
+                let info: CertificateInfo
+                do {
+                    if case .pkcs12(_, let password) = app.auth {
+                        info = try CertificateInfo.read(pkcs12File: file, password: password)
+                    } else {
+                        info = try CertificateInfo.read(pemFile: file)
+                    }
+                    _ = try AppRuntime(app, jwt: nil)
+                } catch {
+                    fail("app \(app.name): \(error)")
+                    continue
+                }
+                let days = (info.notAfter - now) / 86_400
+                if info.notAfter <= now { fail("app \(app.name): the certificate expired \(-days) days ago") }
+                else if days < 30 { warn("app \(app.name): the certificate expires in \(days) days") }
+                else { ok("app \(app.name): the certificate is valid for \(days) more days") }
+                if let uid = info.subjectUID, uid != app.bundleID { warn("app \(app.name): the certificate is for \(uid), not \(app.bundleID)") }
+            }
+        }
+        if let dir = config.templatesDirectory {
+            var lib = TemplateLibrary()
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".json") }) ?? []
+            if names.isEmpty { warn("templates_dir \(dir) holds no .json templates") }
+            for name in names {
+                do {
+                    let data = try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)))
+                    try lib.set(String(name.dropLast(5)), source: [UInt8](data))
+                } catch {
+                    fail("template \(name): \(error)")
+                }
+            }
+        }
+        do {
+            let r = try RedisConnection(config.redis, timeoutMs: 2000)
+            _ = try r.command(["PING"])
+            ok("redis \(config.redis) answers")
+        } catch {
+            fail("\(error)")
+        }
+        return (errors, warnings)
+    }
+}
