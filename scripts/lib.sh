@@ -16,10 +16,6 @@ ensure_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# The packages every build and run needs.
-BASE_PACKAGES=(libhiredis-dev libnghttp2-dev libssl-dev redis-server python3 python3-redis python3-jwt python3-cryptography ca-certificates)
-# Only the tests need these.
-TEST_PACKAGES=(python3-jsonschema ruby-redis node-redis)
 
 # Puts Swift on PATH (installed at /opt/swift on our machines).
 ensure_swift() {

@@ -22,7 +22,7 @@ public enum MockCredentials {
 
     public static func make(in directory: String, teamID: String = "TEAM123456", keyID: String = "KEY1234567",
                             topic: String = "com.example.app", certificateTopic: String = "com.example.certapp",
-                            logFile: String? = nil) throws -> Files {
+                            logFile: String? = nil, extraHostNames: [String] = []) throws -> Files {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         func write(_ name: String, _ text: String, secret: Bool = false) throws {
@@ -33,7 +33,7 @@ public enum MockCredentials {
         try write("ca.pem", try pki.caCertificatePEM())
         let serverKey = try ES256PrivateKey()
         try write("server.key", try serverKey.pkcs8PEM(), secret: true)
-        try write("server.pem", try pki.issue(key: serverKey, commonName: "localhost", dnsNames: ["localhost"], ips: ["127.0.0.1"]))
+        try write("server.pem", try pki.issue(key: serverKey, commonName: "localhost", dnsNames: ["localhost"] + extraHostNames, ips: ["127.0.0.1"]))
         let providerKey = try ES256PrivateKey()
         try write("AuthKey_\(keyID).p8", try providerKey.pkcs8PEM(), secret: true)
         try write("AuthKey_\(keyID).pub.pem", try providerKey.publicKeyPEM())

@@ -5,9 +5,10 @@ import Foundation
 
 let usage = """
 usage:
-  apns-mock serve --config FILE [--port N] [--port-file FILE] [--log FILE]
+  apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE]
       Serve until SIGTERM/SIGINT, then print a JSON summary to stdout.
-  apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE]
+  apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
+      (--hosts: more names for the server certificate, e.g. a container's service name)
       Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
 """
 
@@ -34,7 +35,8 @@ case "make-credentials":
     do {
         let files = try MockCredentials.make(in: dir, teamID: options["team-id"] ?? "TEAM123456",
                                              keyID: options["key-id"] ?? "KEY1234567",
-                                             topic: options["topic"] ?? "com.example.app", logFile: options["log"])
+                                             topic: options["topic"] ?? "com.example.app", logFile: options["log"],
+                                             extraHostNames: options["hosts"].map { $0.split(separator: ",").map(String.init) } ?? [])
         print(files.mockConfigFile)
     } catch {
         fail("cannot make credentials: \(error)")
@@ -44,6 +46,7 @@ case "serve":
     var config: MockConfiguration
     do { config = try MockConfiguration.load(path: configPath) } catch { fail("cannot read \(configPath): \(error)") }
     if let port = options["port"] { config.port = Int(port) ?? 0 }
+    if let listen = options["listen"] { config.listen = listen }
     if let log = options["log"] { config.log = log }
     signal(SIGPIPE, SIG_IGN)
     let server: MockServer
