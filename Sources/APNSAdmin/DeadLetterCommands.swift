@@ -113,15 +113,10 @@ public enum DeadLetterCommands {
         var found: Range<Int>?
         r.raw.withUnsafeBufferPointer { buf in
             var s = JSONScanner(buf)
-            do {
-                try s.expect(UInt8(ascii: "{"))
-                repeat {
-                    let key = try s.readString()
-                    try s.expect(UInt8(ascii: ":"))
-                    let (_, range) = try s.skipValue()
-                    if key == "job" { found = range }
-                } while try s.consume(UInt8(ascii: ","))
-            } catch {}
+            try? s.forEachMember { (key, s) throws(JSONSyntaxError) in
+                let (_, range) = try s.skipValue()
+                if key == "job" { found = range }
+            }
         }
         guard let found else { throw AdminError.invalid("dead letter \(r.id) keeps no job") }
         return Array(r.raw[found])

@@ -42,6 +42,19 @@ public struct JSONScanner: ~Copyable {
         return false
     }
 
+    /// Walks the members of the object at the scanner; `body` gets each key and must consume
+    /// the value (read it or `skipValue()`).
+    public mutating func forEachMember(_ body: (String, inout JSONScanner) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
+        try expect(UInt8(ascii: "{"))
+        if try consume(UInt8(ascii: "}")) { return }
+        repeat {
+            let key = try readString()
+            try expect(UInt8(ascii: ":"))
+            try body(key, &self)
+        } while try consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "}"))
+    }
+
     /// Requires that only whitespace remains.
     public mutating func expectEnd() throws(JSONSyntaxError) {
         skipWhitespace()

@@ -44,11 +44,7 @@ public struct JWTClaims: Sendable, Equatable {
         bytes.withUnsafeBufferPointer { buf in
             var s = JSONScanner(buf)
             do {
-                try s.expect(UInt8(ascii: "{"))
-                if try s.consume(UInt8(ascii: "}")) { return }
-                repeat {
-                    let key = try s.readString()
-                    try s.expect(UInt8(ascii: ":"))
+                try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                     let c = try s.peek()
                     if c == UInt8(ascii: "\"") {
                         out[key] = .string(try s.readString())
@@ -58,8 +54,7 @@ public struct JWTClaims: Sendable, Equatable {
                         try s.skipValue()
                         out[key] = .other
                     }
-                } while try s.consume(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+                }
                 try s.expectEnd()
             } catch {
                 out = [:]

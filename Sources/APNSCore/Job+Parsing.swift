@@ -44,22 +44,17 @@ extension Job {
                 error = JobRejection(JobRejection.malformedJSON, "the job must be a JSON object")
                 return
             }
-            try s.expect(UInt8(ascii: "{"))
-            if try s.consume(UInt8(ascii: "}")) { try s.expectEnd(); return }
-            repeat {
-                let key = try s.readString()
-                try s.expect(UInt8(ascii: ":"))
+            try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                 if let i = Job.fieldOrder.firstIndex(of: key) {
                     guard seen & (1 << i) == 0 else {
                         if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
                         try s.skipValue()
-                        continue
+                        return
                     }
                     seen |= 1 << i
                 }
                 try readField(key, &s)
-            } while try s.consume(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            }
             try s.expectEnd()
         }
 
@@ -107,11 +102,7 @@ extension Job {
         /// `{"name": "...", "locale": "pt-BR", "data": {...}}`
         private mutating func readTemplate(_ s: inout JSONScanner) throws(JSONSyntaxError) {
             hasTemplate = true
-            try s.expect(UInt8(ascii: "{"))
-            if try s.consume(UInt8(ascii: "}")) { return }
-            repeat {
-                let key = try s.readString()
-                try s.expect(UInt8(ascii: ":"))
+            try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                 let kind = try Self.kind(of: s.peek())
                 switch (key, kind) {
                 case ("name", .string): templateName = try s.readString()
@@ -124,8 +115,7 @@ extension Job {
                     if error == nil { error = JobRejection(JobRejection.unknownField, "unknown field \"template.\(key)\" (known: name, locale, data)") }
                     try s.skipValue()
                 }
-            } while try s.consume(UInt8(ascii: ","))
-            try s.expect(UInt8(ascii: "}"))
+            }
         }
 
         /// Reads an array of strings; anything else in it is a type error.

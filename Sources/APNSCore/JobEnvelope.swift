@@ -68,17 +68,13 @@ public enum JobEnvelope {
         do {
             try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
                 var s = JSONScanner(buf)
-                try s.expect(UInt8(ascii: "{"))
-                repeat {
-                    let key = try s.readString()
-                    try s.expect(UInt8(ascii: ":"))
+                try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                     switch key {
                     case "_apnsw": try readMeta(&s, into: &meta)
                     case "job": jobRange = try s.skipValue().range
                     default: try s.skipValue()
                     }
-                } while try s.consume(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+                }
             }
         } catch {
             throw JobRejection(JobRejection.malformedJSON, "a worker envelope is damaged: \(error)")
@@ -88,11 +84,7 @@ public enum JobEnvelope {
     }
 
     private static func readMeta(_ s: inout JSONScanner, into meta: inout Meta) throws(JSONSyntaxError) {
-        try s.expect(UInt8(ascii: "{"))
-        if try s.consume(UInt8(ascii: "}")) { return }
-        repeat {
-            let key = try s.readString()
-            try s.expect(UInt8(ascii: ":"))
+        try s.forEachMember { (key, s) throws(JSONSyntaxError) in
             switch key {
             case "token": meta.token = try s.readString()
             case "nonce": meta.nonce = try s.readString()
@@ -102,8 +94,7 @@ public enum JobEnvelope {
                 if try s.peek() == UInt8(ascii: "[") { meta.attempts = try readAttempts(&s) } else { try s.skipValue() }
             default: try s.skipValue()
             }
-        } while try s.consume(UInt8(ascii: ","))
-        try s.expect(UInt8(ascii: "}"))
+        }
     }
 
     private static func readAttempts(_ s: inout JSONScanner) throws(JSONSyntaxError) -> [OutcomeRecord.Attempt] {
@@ -112,19 +103,13 @@ public enum JobEnvelope {
         if try s.consume(UInt8(ascii: "]")) { return out }
         repeat {
             var a = OutcomeRecord.Attempt(timeMs: 0, status: 0, reason: nil)
-            try s.expect(UInt8(ascii: "{"))
-            if try !s.consume(UInt8(ascii: "}")) {
-                repeat {
-                    let key = try s.readString()
-                    try s.expect(UInt8(ascii: ":"))
-                    switch key {
-                    case "time_ms": a.timeMs = try s.readInt()
-                    case "status": a.status = Int(try s.readInt())
-                    case "reason": a.reason = try s.readString()
-                    default: try s.skipValue()
-                    }
-                } while try s.consume(UInt8(ascii: ","))
-                try s.expect(UInt8(ascii: "}"))
+            try s.forEachMember { (key, s) throws(JSONSyntaxError) in
+                switch key {
+                case "time_ms": a.timeMs = try s.readInt()
+                case "status": a.status = Int(try s.readInt())
+                case "reason": a.reason = try s.readString()
+                default: try s.skipValue()
+                }
             }
             out.append(a)
         } while try s.consume(UInt8(ascii: ","))

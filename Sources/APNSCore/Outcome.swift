@@ -34,17 +34,13 @@ public struct APNSRejection: Error, Sendable, Equatable, CustomStringConvertible
         body.withUnsafeBufferPointer { buf in
             var s = JSONScanner(buf)
             do {
-                try s.expect(UInt8(ascii: "{"))
-                if try s.consume(UInt8(ascii: "}")) { return }
-                repeat {
-                    let key = try s.readString()
-                    try s.expect(UInt8(ascii: ":"))
+                try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                     switch (key, try s.peek()) {
                     case ("reason", UInt8(ascii: "\"")): reason = try s.readString()
                     case ("timestamp", let c) where c == UInt8(ascii: "-") || isDigit(c): timestamp = try s.readInt()
                     default: try s.skipValue()
                     }
-                } while try s.consume(UInt8(ascii: ","))
+                }
             } catch {
                 if reason == nil, !body.isEmpty { reason = String(decoding: body.prefix(200), as: UTF8.self) }
             }

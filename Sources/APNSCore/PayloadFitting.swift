@@ -6,10 +6,10 @@ enum PayloadFitting {
             var s = JSONScanner(buf)
             var keys: [String]?
             do {
-                try StructuredPayload.eachFieldPlain(&s) { (key, s) throws(JSONSyntaxError) in
+                try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                     if key == "aps", try s.peek() == UInt8(ascii: "{") {
                         var found: [String] = []
-                        try StructuredPayload.eachFieldPlain(&s) { (k, s) throws(JSONSyntaxError) in
+                        try s.forEachMember { (k, s) throws(JSONSyntaxError) in
                             found.append(k)
                             try s.skipValue()
                         }
@@ -77,7 +77,7 @@ enum PayloadFitting {
             var s = JSONScanner(buf)
             var found: Range<Int>?
             func into(_ name: String, _ s: inout JSONScanner, _ body: (inout JSONScanner) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
-                try StructuredPayload.eachFieldPlain(&s) { (key, s) throws(JSONSyntaxError) in
+                try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                     if key == name { try body(&s) } else { try s.skipValue() }
                 }
             }
@@ -103,19 +103,5 @@ enum PayloadFitting {
             }
             return found
         }
-    }
-}
-
-extension StructuredPayload {
-    /// Calls `body` for each key of the object at the scanner, which must consume the value.
-    static func eachFieldPlain(_ s: inout JSONScanner, _ body: (String, inout JSONScanner) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
-        try s.expect(UInt8(ascii: "{"))
-        if try s.consume(UInt8(ascii: "}")) { return }
-        repeat {
-            let key = try s.readString()
-            try s.expect(UInt8(ascii: ":"))
-            try body(key, &s)
-        } while try s.consume(UInt8(ascii: ","))
-        try s.expect(UInt8(ascii: "}"))
     }
 }

@@ -117,18 +117,16 @@ public struct TemplateData {
         guard let range else { return }
         var s = JSONScanner(UnsafeBufferPointer(rebasing: bytes[range]))
         let base = range.lowerBound
+        var found: [String: (kind: JSONKind, range: Range<Int>)] = [:]
         do {
-            try s.expect(UInt8(ascii: "{"))
-            if try s.consume(UInt8(ascii: "}")) { return }
-            repeat {
-                let key = try s.readString()
-                try s.expect(UInt8(ascii: ":"))
+            try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                 let (kind, r) = try s.skipValue()
-                values[key] = (kind, (r.lowerBound + base)..<(r.upperBound + base))
-            } while try s.consume(UInt8(ascii: ","))
+                found[key] = (kind, (r.lowerBound + base)..<(r.upperBound + base))
+            }
         } catch {
             throw JobRejection(JobRejection.malformedJSON, "template.data: \(error)")
         }
+        values = found
     }
 }
 
