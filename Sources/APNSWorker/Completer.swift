@@ -97,33 +97,44 @@ final class Completer: @unchecked Sendable {
         }
     }
 
-    /// One lock for the whole batch.
+    private struct SeriesKey: Hashable {
+        let app: String, pushType: String, status: Int, reason: String, stat: String
+    }
+
+    /// Counts the batch locally, then records it under one lock: labels are built per series,
+    /// not per notification.
     private func count(_ batch: ArraySlice<FinishedJob>, _ stats: [String]) {
         let now = MonotonicClock.nowNanoseconds()
+        var series: [SeriesKey: Int] = [:]
+        var waits: [String: [Double]] = [:], trips: [String: [Double]] = [:], totals: [String: [Double]] = [:]
+        for (f, stat) in zip(batch, stats) {
+            let app = f.appName ?? "-"
+            var status = 0, reason = ""
+            switch f.outcome {
+            case .delivered: status = 200
+            case .rejected(let r): status = r.status; reason = r.reason.rawValue
+            case .deadLetter(let why): reason = why.reason
+            case .scheduled: continue
+            }
+            series[SeriesKey(app: app, pushType: f.job?.pushType.rawValue ?? "-", status: status, reason: reason, stat: stat), default: 0] += 1
+            guard f.takenAtNs > 0 else { continue }
+            if f.sentAtNs >= f.takenAtNs { waits[app, default: []].append(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
+            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { trips[app, default: []].append(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
+            if now >= f.takenAtNs { totals[app, default: []].append(Double(now - f.takenAtNs) / 1e9) }
+        }
         metrics.record { m in
-            for (f, stat) in zip(batch, stats) {
-                let app = f.appName ?? "-"
-                var status = "0", reason = ""
-                switch f.outcome {
-                case .delivered: status = "200"
-                case .rejected(let r): status = String(r.status); reason = r.reason.rawValue
-                case .deadLetter(let why): reason = why.reason
-                case .scheduled: continue
-                }
-                m.add("apns_notifications_total", .init(("app", app), ("push_type", f.job?.pushType.rawValue ?? "-"),
-                                                        ("status", status), ("reason", reason)))
-                switch stat {
-                case "retried": m.add("apns_retries_total", .init(("app", app)))
-                case "dead_lettered": m.add("apns_dead_letters_total", .init(("app", app), ("reason", reason)))
-                case "invalid_token": m.add("apns_invalid_tokens_total", .init(("app", app), ("reason", reason)))
+            for (k, n) in series {
+                let v = Double(n)
+                m.add("apns_notifications_total", .init(("app", k.app), ("push_type", k.pushType), ("status", String(k.status)), ("reason", k.reason)), v)
+                switch k.stat {
+                case "retried": m.add("apns_retries_total", .init(("app", k.app)), v)
+                case "dead_lettered": m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case "invalid_token": m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
                 default: break
                 }
-                guard f.takenAtNs > 0 else { continue }
-                if f.sentAtNs >= f.takenAtNs { m.observe("apns_queue_wait_seconds", .init(("app", app)), seconds: Double(f.sentAtNs - f.takenAtNs) / 1e9) }
-                if f.answeredAtNs >= f.sentAtNs, f.sentAtNs > 0 {
-                    m.observe("apns_round_trip_seconds", .init(("app", app)), seconds: Double(f.answeredAtNs - f.sentAtNs) / 1e9)
-                }
-                if now >= f.takenAtNs { m.observe("apns_end_to_end_seconds", .init(("app", app)), seconds: Double(now - f.takenAtNs) / 1e9) }
+            }
+            for (name, samples) in [("apns_queue_wait_seconds", waits), ("apns_round_trip_seconds", trips), ("apns_end_to_end_seconds", totals)] {
+                for (app, values) in samples { m.observe(name, .init(("app", app)), seconds: values) }
             }
         }
     }

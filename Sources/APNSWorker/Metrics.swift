@@ -46,6 +46,11 @@ public final class Metrics: Sendable {
         public mutating func observe(_ name: String, _ labels: Labels = Labels(), seconds: Double) {
             histograms[name, default: [:]][labels, default: Histogram()].observe(seconds)
         }
+        public mutating func observe(_ name: String, _ labels: Labels = Labels(), seconds: [Double]) {
+            var h = histograms[name, default: [:]][labels, default: Histogram()]
+            for s in seconds { h.observe(s) }
+            histograms[name, default: [:]][labels] = h
+        }
     }
 
     private let store = Mutex(Store())
