@@ -1,4 +1,4 @@
-/// One notification job as a producer wrote it (schema v1; see docs/job-schema.md).
+/// One notification job as a producer wrote it (schema v1: README "Jobs", schema/job-v1.schema.json).
 ///
 /// The job keeps its original bytes. A raw payload is a range into them and is sent as is;
 /// structured and template jobs get their payload from `PayloadRenderer`.

@@ -1,4 +1,5 @@
 import APNSCore
+import Foundation
 import HTTP2TLS
 
 /// Apple's checks, in Apple's order: authentication first, then the request itself
@@ -155,5 +156,3 @@ struct MockError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
-
-import Foundation

@@ -1,4 +1,5 @@
 import APNSCore
+import Glibc
 import HTTP2TLS
 
 /// One HTTP/2 connection to APNs for one app, owned by one `SendLoop` thread.
@@ -180,5 +181,3 @@ public enum WallClock {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 }
-
-import Glibc

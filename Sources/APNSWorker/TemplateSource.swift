@@ -1,5 +1,6 @@
 import APNSCore
 import Foundation
+import HTTP2TLS
 import RedisClient
 
 /// The fetch thread's templates: files from `templates_dir`, overridden by the queue's
@@ -57,5 +58,3 @@ final class TemplateSource {
         fromRedis = seen
     }
 }
-
-import HTTP2TLS
