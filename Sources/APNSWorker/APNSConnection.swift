@@ -18,8 +18,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         }
     }
 
+    /// The pool's credential and endpoint (the first app of the pool).
     let app: AppRuntime
-    let appIndex: Int
+    let poolIndex: Int
     unowned let owner: SendLoop
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
@@ -32,9 +33,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private var lastReadMs = MonotonicClock.nowMilliseconds()
     private var pingSentMs: UInt64?
 
-    init(app: AppRuntime, appIndex: Int, owner: SendLoop, streams: Int) {
+    init(app: AppRuntime, poolIndex: Int, owner: SendLoop, streams: Int) {
         self.app = app
-        self.appIndex = appIndex
+        self.poolIndex = poolIndex
         self.owner = owner
         budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
     }

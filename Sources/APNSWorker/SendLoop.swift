@@ -30,7 +30,12 @@ final class SendLoop: @unchecked Sendable {
     private let name: String
     private var thread: Thread?
 
-    // Loop-thread state.
+    /// Connection pools: apps with the same endpoint and credential share one (`AppRuntime.poolKey`).
+    private let pools: [AppRuntime]
+    private let poolNames: [String]
+    private let poolOf: [Int]
+
+    // Loop-thread state, per pool.
     private var pending: [PendingQueue]
     private var slots: [[APNSConnection?]]
     private var backoffs: [[Backoff]]
@@ -51,17 +56,32 @@ final class SendLoop: @unchecked Sendable {
         self.logger = logger
         self.sink = sink
         loop = try EventLoop()
-        pending = apps.map { _ in PendingQueue() }
-        breakers = apps.map { _ in CircuitBreaker(pauseMs: settings.credentialPauseMs, probeTimeoutMs: settings.requestTimeoutMs + 5000) }
-        slots = apps.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
-        backoffs = apps.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
+        var keys: [String] = [], representatives: [AppRuntime] = [], names: [[String]] = [], poolOf: [Int] = []
+        for app in apps {
+            if let i = keys.firstIndex(of: app.poolKey) {
+                names[i].append(app.name)
+                poolOf.append(i)
+            } else {
+                keys.append(app.poolKey)
+                representatives.append(app)
+                names.append([app.name])
+                poolOf.append(keys.count - 1)
+            }
+        }
+        pools = representatives
+        poolNames = names.map { $0.joined(separator: "+") }
+        self.poolOf = poolOf
+        pending = pools.map { _ in PendingQueue() }
+        breakers = pools.map { _ in CircuitBreaker(pauseMs: settings.credentialPauseMs, probeTimeoutMs: settings.requestTimeoutMs + 5000) }
+        slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
+        backoffs = pools.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
         loop.onWake = { [unowned self] in self.takeInbox() }
         loop.afterEvents = { [unowned self] in self.dispatch() }
     }
 
     func start() {
         let t = Thread { [self] in
-            for a in apps.indices { for s in slots[a].indices { openConnection(app: a, slot: s) } }
+            for p in pools.indices { for s in slots[p].indices { openConnection(pool: p, slot: s) } }
             scheduleTimeoutScan()
             loop.run()
         }
@@ -90,7 +110,7 @@ final class SendLoop: @unchecked Sendable {
 
     private func takeInbox() {
         let batch = inbox.withLock { q -> [SendRequest] in defer { q.removeAll(keepingCapacity: true) }; return q }
-        for r in batch { pending[r.app].append(r) }
+        for r in batch { pending[poolOf[r.app]].append(r) }
     }
 
     /// Fills every connection's free streams, flushes each touched connection once, and hands
@@ -98,10 +118,10 @@ final class SendLoop: @unchecked Sendable {
     private func dispatch() {
         guard !stopping else { return }
         let now = MonotonicClock.nowMilliseconds()
-        for a in apps.indices where !pending[a].isEmpty {
+        for a in pools.indices where !pending[a].isEmpty {
             var allowance = breakers[a].allowance(nowMs: now)
             guard allowance > 0 else { continue }
-            let auth = apps[a].jwt?.current
+            let auth = pools[a].jwt?.current
             for case let c? in slots[a] where c.available > 0 && allowance > 0 {
                 var n = min(c.available, allowance)
                 allowance -= n
@@ -126,28 +146,28 @@ final class SendLoop: @unchecked Sendable {
         }
     }
 
-    private func openConnection(app a: Int, slot s: Int) {
+    private func openConnection(pool p: Int, slot s: Int) {
         guard !stopping else { return }
-        let c = APNSConnection(app: apps[a], appIndex: a, owner: self, streams: settings.streamsPerConnection)
-        slots[a][s] = c
+        let c = APNSConnection(app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection)
+        slots[p][s] = c
         do {
             try c.connect(loop: loop)
         } catch {
-            logger.warning("cannot connect to APNs", ["app": .string(apps[a].name), "error": .string("\(error)")])
-            slots[a][s] = nil
-            retryConnection(app: a, slot: s)
+            logger.warning("cannot connect to APNs", ["apps": .string(poolNames[p]), "error": .string("\(error)")])
+            slots[p][s] = nil
+            retryConnection(pool: p, slot: s)
         }
     }
 
-    private func retryConnection(app a: Int, slot s: Int) {
-        let delay = backoffs[a][s].nextDelayMs()
+    private func retryConnection(pool p: Int, slot s: Int) {
+        let delay = backoffs[p][s].nextDelayMs()
         loop.schedule(afterMilliseconds: delay) { [self] in
-            if slots[a][s] == nil { openConnection(app: a, slot: s) }
+            if slots[p][s] == nil { openConnection(pool: p, slot: s) }
         }
     }
 
     private func slot(of c: APNSConnection) -> Int? {
-        slots[c.appIndex].firstIndex { $0 === c }
+        slots[c.poolIndex].firstIndex { $0 === c }
     }
 
     private func scheduleTimeoutScan() {
@@ -168,12 +188,12 @@ final class SendLoop: @unchecked Sendable {
     private func publishGauges() {
         var ready: [String: Int] = [:]
         metrics.record { m in
-            for (a, app) in apps.enumerated() {
-                let live = slots[a].compactMap { $0 }
+            for p in pools.indices {
+                let live = slots[p].compactMap { $0 }
                 let readyCount = live.filter { $0.isReady && !$0.isClosed }.count
-                ready[app.name] = readyCount
-                m.set("apns_connections", .init(("app", app.name), ("loop", name)), Double(readyCount))
-                m.set("apns_stream_limit", .init(("app", app.name), ("loop", name)), Double(live.reduce(0) { $0 + $1.liveStreamLimit }))
+                for (a, app) in apps.enumerated() where poolOf[a] == p { ready[app.name] = readyCount }
+                m.set("apns_connections", .init(("pool", poolNames[p]), ("loop", name)), Double(readyCount))
+                m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), Double(live.reduce(0) { $0 + $1.liveStreamLimit }))
             }
         }
         health.update(loop: name, readyConnections: ready)
@@ -182,31 +202,31 @@ final class SendLoop: @unchecked Sendable {
     // MARK: Called by connections
 
     func pingTimedOut(_ c: APNSConnection) {
-        logger.warning("APNs connection did not answer a PING; replacing it", ["app": .string(c.app.name)])
+        logger.warning("APNs connection did not answer a PING; replacing it", ["apps": .string(poolNames[c.poolIndex])])
     }
 
     func connectionBecameReady(_ c: APNSConnection) {
-        if let s = slot(of: c) { backoffs[c.appIndex][s].reset() }
+        if let s = slot(of: c) { backoffs[c.poolIndex][s].reset() }
     }
 
     func connectionDraining(_ c: APNSConnection, reason: String) {
-        metrics.record { $0.add("apns_goaways_total", .init(("app", c.app.name))) }
-        logger.info("APNs sent GOAWAY; replacing the connection", ["app": .string(c.app.name), "reason": .string(reason)])
+        metrics.record { $0.add("apns_goaways_total", .init(("pool", poolNames[c.poolIndex]))) }
+        logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(poolNames[c.poolIndex]), "reason": .string(reason)])
         guard let s = slot(of: c) else { return }
         draining[ObjectIdentifier(c)] = c
-        slots[c.appIndex][s] = nil
-        openConnection(app: c.appIndex, slot: s)
+        slots[c.poolIndex][s] = nil
+        openConnection(pool: c.poolIndex, slot: s)
     }
 
     func connectionClosed(_ c: APNSConnection, error: Error?, unanswered: [SendRequest]) {
         for r in unanswered.reversed() { resend(r) }
         if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
         guard let s = slot(of: c) else { return }
-        slots[c.appIndex][s] = nil
+        slots[c.poolIndex][s] = nil
         if !stopping {
-            metrics.record { $0.add("apns_reconnects_total", .init(("app", c.app.name))) }
-            if let error { logger.warning("APNs connection closed", ["app": .string(c.app.name), "error": .string("\(error)")]) }
-            retryConnection(app: c.appIndex, slot: s)
+            metrics.record { $0.add("apns_reconnects_total", .init(("pool", poolNames[c.poolIndex]))) }
+            if let error { logger.warning("APNs connection closed", ["apps": .string(poolNames[c.poolIndex]), "error": .string("\(error)")]) }
+            retryConnection(pool: c.poolIndex, slot: s)
         }
     }
 
@@ -221,11 +241,11 @@ final class SendLoop: @unchecked Sendable {
             return
         }
         freeResends[key] = n
-        pending[r.app].pushFront(r)
+        pending[poolOf[r.app]].pushFront(r)
     }
 
     func finished(_ r: SendRequest, outcome: Outcome) {
-        breakers[r.app].succeeded()
+        breakers[poolOf[r.app]].succeeded()
         if case .delivered = outcome { health.succeeded(app: apps[r.app].name) }
         if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
         finishedBatch.append(FinishedJob(r, appName: apps[r.app].name, outcome: outcome))
@@ -251,12 +271,12 @@ final class SendLoop: @unchecked Sendable {
         case .pauseCredential:
             // The credential, not the job, is at fault: the app waits (with probes) and the
             // job costs no attempt. TooManyProviderTokenUpdates also retires the connection.
-            let pause = breakers[r.app].failed(nowMs: MonotonicClock.nowMilliseconds())
+            let pause = breakers[poolOf[r.app]].failed(nowMs: MonotonicClock.nowMilliseconds())
             metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
             logger.error("APNs refused the app's credentials; pausing the app and probing", [
                 "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
             if rejection.reason == .tooManyProviderTokenUpdates { c.http?.shutdown(error: nil) }
-            pending[r.app].pushFront(withoutLastAttempt(r))
+            pending[poolOf[r.app]].pushFront(withoutLastAttempt(r))
         default:
             finished(r, outcome: .rejected(rejection))
         }

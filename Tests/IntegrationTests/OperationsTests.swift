@@ -39,7 +39,7 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(value(metrics.body, #"apns_invalid_tokens_total{app="default",reason="Unregistered"}"#), 20)
         XCTAssertEqual(value(metrics.body, #"apns_dead_letters_total{app="-",reason="MalformedJob"}"#), 1)
         XCTAssertEqual(value(metrics.body, #"apns_round_trip_seconds_count{app="default"}"#), 330)
-        XCTAssertGreaterThan(value(metrics.body, #"apns_connections{app="default",loop="apns-io-0"}"#), 0)
+        XCTAssertGreaterThan(value(metrics.body, #"apns_connections{loop="apns-io-0",pool="default"}"#), 0)
         XCTAssertTrue(metrics.body.contains("# TYPE apns_end_to_end_seconds histogram"))
         XCTAssertTrue(metrics.body.contains("apns_queue_depth"))
         XCTAssertEqual(httpGet(port: port, path: "/healthz")?.status, 200)

@@ -32,6 +32,22 @@ final class ProtocolCoverageTests: XCTestCase {
         XCTAssertTrue(keysPerConnection.values.allSatisfy { $0.count == 1 }, "one team per connection: \(keysPerConnection)")
     }
 
+    func testAppsWithTheSameCredentialShareOnePool() throws {
+        let f = try WorkerFixture()
+        let token: [String: Any] = ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File]
+        let g = try WorkerFixture.reconfigure(f, ["connections": 2, "apps": [
+            ["name": "main", "bundle_id": "com.example.app", "token": token],
+            ["name": "beta", "bundle_id": "com.example.app.beta", "token": token],
+        ]])
+        try g.startWorker()
+        try g.enqueue((0..<100).map { WorkerFixture.job($0, extra: #","app":"\#($0 % 2 == 0 ? "main" : "beta")""#) })
+        try g.waitForOutcomes(100)
+        XCTAssertEqual(try g.finalStats(), ["delivered": 100])
+        let log = try g.mock.logEntries()
+        XCTAssertEqual(Set(log.compactMap { ($0["headers"] as? [String: String])?["apns-topic"] }), ["com.example.app", "com.example.app.beta"])
+        XCTAssertEqual(g.mock.server.stats.withLock { $0.connections }, 2, "one pool of 2 connections serves both apps")
+    }
+
     func testCertificateAppsSendWithPEMAndPKCS12() throws {
         let f = try WorkerFixture()
         let files = f.mock.files
