@@ -26,6 +26,16 @@ public struct HeaderList {
         entries.append((n0..<v0, v0..<storage.count, sensitive))
     }
 
+    /// A value in two parts, written one after the other.
+    public mutating func add(_ name: String, _ prefix: String, _ value: String, sensitive: Bool = false) {
+        let n0 = storage.count
+        storage.append(contentsOf: name.utf8)
+        let v0 = storage.count
+        storage.append(contentsOf: prefix.utf8)
+        storage.append(contentsOf: value.utf8)
+        entries.append((n0..<v0, v0..<storage.count, sensitive))
+    }
+
     public mutating func add<C: Collection>(_ name: String, bytes value: C, sensitive: Bool = false) where C.Element == UInt8 {
         let n0 = storage.count
         storage.append(contentsOf: name.utf8)
