@@ -101,7 +101,7 @@ public struct StreamRecord {
 }
 
 /// "90s", "15m", "2h", "7d" → milliseconds.
-func parseDuration(_ text: String) throws -> Int64 {
+public func parseDuration(_ text: String) throws -> Int64 {
     let units: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000]
     guard let unit = text.last, let factor = units[unit], let n = Int64(text.dropLast()) else {
         throw AdminError.usage("durations look like 90s, 15m, 2h or 7d, not \(text)")

@@ -121,57 +121,9 @@ func filter(ids: ArraySlice<String>) throws -> DeadLetterFilter {
     f.all = flag("all")
     f.reason = option("reason")
     f.app = option("app")
-    f.olderThanMs = try option("older-than").map(parseDurationOrFail)
-    f.newerThanMs = try option("newer-than").map(parseDurationOrFail)
+    f.olderThanMs = try option("older-than").map(parseDuration)
+    f.newerThanMs = try option("newer-than").map(parseDuration)
     return f
-}
-func parseDurationOrFail(_ text: String) throws -> Int64 {
-    let units: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000]
-    guard let u = text.last, let factor = units[u], let n = Int64(text.dropLast()) else { throw AdminError.usage("durations look like 90s, 15m, 2h or 7d") }
-    return n * factor
-}
-
-/// One job from flags, written with the job schema's field names.
-func jobFromFlags() throws -> [UInt8] {
-    guard let tokens = options["token"], !tokens.isEmpty else { throw AdminError.usage("enqueue needs --token (or --file)") }
-    var w = JSONWriter()
-    w.beginObject()
-    w.field("v", 1)
-    w.field("id", option("id") ?? UUIDText.random())
-    if tokens.count == 1 { w.field("token", tokens[0]) } else { w.key("tokens"); w.beginArray(); for t in tokens { w.string(t) }; w.endArray() }
-    for (flagName, field) in [("app", "app"), ("push-type", "push_type"), ("topic", "topic"), ("collapse-id", "collapse_id")] {
-        w.fieldIfPresent(field, option(flagName))
-    }
-    for (flagName, field) in [("priority", "priority"), ("expiration", "expiration"), ("send-at", "send_at")] {
-        if let v = option(flagName) {
-            guard let n = Int64(v) else { throw AdminError.usage("--\(flagName) takes a whole number") }
-            w.field(field, n)
-        }
-    }
-    if let payload = option("payload") {
-        w.key("payload"); w.raw(Array(payload.utf8))
-    } else if let template = option("template") {
-        w.key("template"); w.beginObject(); w.field("name", template); w.fieldIfPresent("locale", option("locale"))
-        if let data = option("data") { w.key("data"); w.raw(Array(data.utf8)) }
-        w.endObject()
-    } else {
-        w.key("notification"); w.beginObject()
-        w.key("alert"); w.beginObject(); w.fieldIfPresent("title", option("title")); w.fieldIfPresent("body", option("body")); w.endObject()
-        if let badge = option("badge") { guard let n = Int(badge) else { throw AdminError.usage("--badge takes a number") }; w.field("badge", n) }
-        w.fieldIfPresent("sound", option("sound"))
-        w.endObject()
-    }
-    w.endObject()
-    return w.bytes
-}
-
-func readLines(_ path: String) throws -> [[UInt8]] {
-    let data: Data
-    if path == "-" { data = FileHandle.standardInput.readDataToEndOfFile() } else {
-        guard let d = FileManager.default.contents(atPath: path) else { throw AdminError.usage("cannot read \(path)") }
-        data = d
-    }
-    return data.split(separator: 0x0A).map { Array($0) }.filter { !$0.allSatisfy { $0 == 0x20 || $0 == 0x0D } }
 }
 
 func progressBar(_ done: Int, _ total: Int) {
@@ -181,30 +133,11 @@ func progressBar(_ done: Int, _ total: Int) {
     FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)\(done == total ? "\n" : "")".utf8))
 }
 
-func edit(_ job: [UInt8]) throws -> [UInt8]? {
-    if let replacement = option("replace") {
-        return try readLines(replacement).first
-    }
-    let path = NSTemporaryDirectory() + "apnsctl-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json"
-    try Data(job).write(to: URL(fileURLWithPath: path))
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    let editor = ProcessInfo.processInfo.environment["EDITOR"] ?? "vi"
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/bin/sh")
-    p.arguments = ["-c", "\(editor) \"$1\"", "sh", path]
-    try p.run()
-    p.waitUntilExit()
-    let edited = try readLines(path)
-    guard let first = edited.first else { return nil }
-    do { _ = try Job.parse(first) } catch { throw AdminError.invalid("the edited job is invalid: \(error)") }
-    return first
-}
-
 do {
     switch (words.first, words.dropFirst().first) {
     case ("enqueue"?, _):
         let jobs: [[UInt8]]
-        if let file = option("file") { jobs = try readLines(file) } else { jobs = [try jobFromFlags()] }
+        if let file = option("file") { jobs = try JobInput.readLines(file) } else { jobs = [try JobInput.fromFlags(options)] }
         let showProgress = flag("progress") || (jobs.count >= 1000 && isatty(2) == 1)
         let n = try QueueCommands.enqueue(ctx, jobs: jobs, progress: showProgress ? { progressBar($0, $1) } : nil)
         ctx.say(ctx.json ? AdminContext.encode(["enqueued": n, "queue": queue]) : "enqueued \(n) job(s) onto \(ctx.keys.jobs)")
@@ -218,7 +151,8 @@ do {
         try DeadLetterCommands.show(ctx, id: id)
     case ("dead"?, "requeue"?):
         let editing = flag("edit") || option("replace") != nil
-        let editor: (([UInt8]) throws -> [UInt8]?)? = editing ? { job in try edit(job) } : nil
+        let replacement = option("replace")
+        let editor: (([UInt8]) throws -> [UInt8]?)? = editing ? { job in try JobInput.edit(job, replacement: replacement) } : nil
         _ = try DeadLetterCommands.requeue(ctx, try filter(ids: words.dropFirst(2)), edit: editor)
     case ("dead"?, "purge"?):
         _ = try DeadLetterCommands.purge(ctx, try filter(ids: words.dropFirst(2)))
