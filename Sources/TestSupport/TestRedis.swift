@@ -11,14 +11,18 @@ public final class TestRedis: @unchecked Sendable {
 
     /// `dedicated` always starts a private server (for tests that stop or restart it);
     /// `persistent` turns on the append-only file so a restart keeps the data.
-    public init(dedicated: Bool = false, persistent: Bool = false) throws {
+    private let password: String?
+
+    /// `password` turns on `requirepass` (dedicated servers only).
+    public init(dedicated: Bool = false, persistent: Bool = false, password: String? = nil) throws {
         directory = try TemporaryDirectory("apnsw-redis")
         self.persistent = persistent
-        if !dedicated, let shared = ProcessInfo.processInfo.environment["APNSW_TEST_REDIS"] {
+        self.password = password
+        if !dedicated, password == nil, let shared = ProcessInfo.processInfo.environment["APNSW_TEST_REDIS"] {
             let parts = shared.split(separator: ":")
             endpoint = RedisEndpoint(host: String(parts[0]), port: Int(parts.last!) ?? 6379)
         } else {
-            endpoint = RedisEndpoint(host: "127.0.0.1", port: freePort())
+            endpoint = RedisEndpoint(host: "127.0.0.1", port: freePort(), password: password)
             try startServer()
         }
         guard waitUntil(timeout: 10, { (try? RedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
@@ -30,7 +34,8 @@ public final class TestRedis: @unchecked Sendable {
         let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let binary else { throw TestSupportError("redis-server is not installed; scripts/test installs it") }
         server = try ChildProcess(binary, ["--port", String(endpoint.port), "--bind", "127.0.0.1", "--dir", directory.path,
-                                           "--save", "", "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always"],
+                                           "--save", "", "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always"]
+                                           + (password.map { ["--requirepass", $0] } ?? []),
                                   outputFile: directory.file("redis.log"))
     }
 

@@ -62,4 +62,23 @@ final class OperationsTests: XCTestCase {
         XCTAssertTrue(waitUntil(timeout: 10) { httpGet(port: port, path: "/readyz")?.status == 200 }, "ready again")
         XCTAssertTrue(worker.isRunning)
     }
+
+    func testARedisPasswordWorksAndNeverReachesLogsOrErrors() throws {
+        let secret = "s3cret-\(UInt32.random(in: 0...UInt32.max))"
+        let redis = try TestRedis(dedicated: true, password: secret)
+        let f = try WorkerFixture(redis: redis, settings: ["log_level": "debug"])
+        let worker = try f.startWorker()
+        try f.enqueue([WorkerFixture.job(1)])
+        try f.waitForOutcomes(1)
+        worker.signal(SIGTERM)
+        XCTAssertEqual(worker.wait(timeout: 20), 0)
+        XCTAssertFalse(worker.output.contains(secret))
+        // A wrong password: a clear error, still without the password.
+        let wrong = try WorkerFixture.reconfigure(f, ["redis": ["host": redis.endpoint.host, "port": redis.endpoint.port, "password": "nope-\(secret)"]])
+        let failing = try wrong.startWorker()
+        XCTAssertTrue(waitUntil(timeout: 10) { failing.output.contains("authentication") }, failing.output)
+        failing.signal(SIGTERM)
+        _ = failing.wait(timeout: 20)
+        XCTAssertFalse(failing.output.contains(secret))
+    }
 }

@@ -26,8 +26,10 @@ final class WorkerFixture: @unchecked Sendable {
         configFile = directory.file("worker.json")
         let endpoint: [String: Any] = ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"]
         self.endpoint = endpoint
+        var redisSettings: [String: Any] = ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port]
+        if let password = self.redis.endpoint.password { redisSettings["password"] = password }
         var config: [String: Any] = [
-            "redis": ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port],
+            "redis": redisSettings,
             "queue": queue,
             "connections": 2, "streams": 100, "log_level": "info", "lease_ms": 3000, "shutdown_grace_ms": 10_000,
             "apps": [[
