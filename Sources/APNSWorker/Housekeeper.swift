@@ -1,5 +1,6 @@
 import APNSCore
 import Foundation
+import HTTP2TLS
 import RedisClient
 
 /// The housekeeping thread: renews this worker's lease, promotes due retries and scheduled
@@ -36,9 +37,29 @@ final class Housekeeper: @unchecked Sendable {
     func stop() { runner.stop() }
 
     private func run() {
+        var lastTrim: UInt64 = 0
+        let ages = [configuration.resultsMaxAgeSeconds, configuration.deadLettersMaxAgeSeconds, configuration.invalidTokensMaxAgeSeconds]
+        let trimEveryMs = UInt64(min(10_000, (ages.compactMap { $0 }.min() ?? 20) * 500))
         while runner.isRunning {
             tick()
+            let now = MonotonicClock.nowMilliseconds()
+            if now - lastTrim >= trimEveryMs {
+                trimByAge()
+                lastTrim = now
+            }
             usleep(UInt32(intervalMs) * 1000)
+        }
+    }
+
+    /// Drops stream entries older than the age caps (entry ids start with their time in ms).
+    private func trimByAge() {
+        let caps = [(keys.results, configuration.resultsMaxAgeSeconds), (keys.deadLetters, configuration.deadLettersMaxAgeSeconds),
+                    (keys.invalidTokens, configuration.invalidTokensMaxAgeSeconds)]
+        let nowMs = WallClock.nowMilliseconds()
+        for case let (key, seconds?) in caps {
+            _ = try? redis.with { r throws(RedisError) in
+                try r.command(["XTRIM", key, "MINID", String(nowMs - Int64(seconds) * 1000)])
+            }
         }
     }
 

@@ -22,6 +22,7 @@ extension WorkerConfiguration {
     private mutating func apply(file f: Fields) throws {
         try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
+                             "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
                              "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
                              "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir",
                              "metrics_port", "metrics_host"])
@@ -42,6 +43,9 @@ extension WorkerConfiguration {
         resultsMax = try f.int("results_max") ?? resultsMax
         deadLettersMax = try f.int("dead_letters_max") ?? deadLettersMax
         invalidTokensMax = try f.int("invalid_tokens_max") ?? invalidTokensMax
+        resultsMaxAgeSeconds = try f.int("results_max_age_s")
+        deadLettersMaxAgeSeconds = try f.int("dead_letters_max_age_s")
+        invalidTokensMaxAgeSeconds = try f.int("invalid_tokens_max_age_s")
         leaseMs = try f.int("lease_ms") ?? leaseMs
         shutdownGraceMs = try f.int("shutdown_grace_ms") ?? shutdownGraceMs
         if let level = try f.string("log_level") { logLevel = try LogLevel.parse(level) }

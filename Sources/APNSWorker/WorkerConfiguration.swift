@@ -20,6 +20,10 @@ public struct WorkerConfiguration: Sendable {
     public var resultsMax = 100_000
     public var deadLettersMax = 100_000
     public var invalidTokensMax = 100_000
+    /// Age caps (seconds) on the same streams; nil: count caps only.
+    public var resultsMaxAgeSeconds: Int?
+    public var deadLettersMaxAgeSeconds: Int?
+    public var invalidTokensMaxAgeSeconds: Int?
     /// A worker that has not renewed its lease for this long is presumed dead.
     public var leaseMs = 15_000
     /// How long SIGTERM waits for in-flight jobs before handing them back.

@@ -81,4 +81,16 @@ final class OperationsTests: XCTestCase {
         _ = failing.wait(timeout: 20)
         XCTAssertFalse(failing.output.contains(secret))
     }
+
+    func testStreamsAreCappedByAge() throws {
+        let f = try WorkerFixture(settings: ["dead_letters_max_age_s": 2, "results_max_age_s": 2])
+        try f.startWorker()
+        try f.enqueue(["not json", WorkerFixture.job(1)])
+        try f.waitForOutcomes(2)
+        XCTAssertEqual(try f.connect().command(["XLEN", f.keys.deadLetters]).integer, 1)
+        XCTAssertTrue(try waitUntil(timeout: 10) {
+            try f.connect().command(["XLEN", f.keys.deadLetters]).integer == 0 && f.connect().command(["XLEN", f.keys.results]).integer == 0
+        }, "entries older than the cap are dropped")
+        XCTAssertEqual(try f.finalStats(), ["delivered": 1, "dead_lettered": 1], "the counters stay")
+    }
 }
