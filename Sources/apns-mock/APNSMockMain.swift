@@ -1,0 +1,85 @@
+import APNSMock
+import Foundation
+
+// apns-mock: a strict mock of Apple's push service for tests, demos and benchmarks.
+// This file parses arguments and wires things up; state lives in `main()`, not in globals.
+
+let usage = """
+usage:
+  apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE]
+      Serve until SIGTERM/SIGINT, then print a JSON summary to stdout.
+  apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
+      (--hosts: more names for the server certificate, e.g. a container's service name)
+      Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
+"""
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("apns-mock: \(message)\n".utf8))
+    exit(2)
+}
+
+@main
+struct APNSMockMain {
+    static func main() {
+        var args = Array(CommandLine.arguments.dropFirst())
+        guard let command = args.first else { print(usage); exit(2) }
+        args.removeFirst()
+        var options: [String: String] = [:]
+        while !args.isEmpty {
+            let flag = args.removeFirst()
+            guard flag.hasPrefix("--") else { fail("unexpected argument \(flag)\n\(usage)") }
+            if flag == "--help" { print(usage); exit(0) }
+            guard !args.isEmpty else { fail("\(flag) needs a value") }
+            options[String(flag.dropFirst(2))] = args.removeFirst()
+        }
+
+        switch command {
+        case "make-credentials":
+            guard let dir = options["dir"] else { fail("make-credentials needs --dir") }
+            do {
+                let files = try MockCredentials.make(in: dir, teamID: options["team-id"] ?? "TEAM123456",
+                                                     keyID: options["key-id"] ?? "KEY1234567",
+                                                     topic: options["topic"] ?? "com.example.app", logFile: options["log"],
+                                                     extraHostNames: options["hosts"].map { $0.split(separator: ",").map(String.init) } ?? [])
+                print(files.mockConfigFile)
+            } catch {
+                fail("cannot make credentials: \(error)")
+            }
+        case "serve":
+            guard let configPath = options["config"] else { fail("serve needs --config") }
+            var config: MockConfiguration
+            do { config = try MockConfiguration.load(path: configPath) } catch { fail("cannot read \(configPath): \(error)") }
+            if let port = options["port"] { config.port = Int(port) ?? 0 }
+            if let listen = options["listen"] { config.listen = listen }
+            if let log = options["log"] { config.log = log }
+            signal(SIGPIPE, SIG_IGN)
+            let server: MockServer
+            do { server = try MockServer(configuration: config) } catch { fail("cannot start: \(error)") }
+            if let portFile = options["port-file"] {
+                try? String(server.port).write(toFile: portFile, atomically: true, encoding: .utf8)
+            }
+            FileHandle.standardError.write(Data("apns-mock: listening on \(config.listen):\(server.port)\n".utf8))
+            var sources: [DispatchSourceSignal] = []
+            for sig in [SIGTERM, SIGINT] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { server.stop() }
+                source.resume()
+                sources.append(source)
+            }
+            server.start()
+            server.waitUntilStopped()
+            let s = server.stats.withLock { $0 }
+            let summary: [String: Any] = [
+                "connections": s.connections, "requests": s.requests,
+                "by_status": Dictionary(uniqueKeysWithValues: s.byStatus.map { (String($0.key), $0.value) }),
+                "by_reason": s.byReason, "max_concurrent_streams": s.maxConcurrentStreams,
+                "stream_limit_violations": s.streamLimitViolations, "goaways": s.goawaysSent, "drops": s.drops,
+            ]
+            let data = try! JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        default:
+            fail("unknown command \(command)\n\(usage)")
+        }
+    }
+}

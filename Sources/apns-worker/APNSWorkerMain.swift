@@ -1,0 +1,65 @@
+import APNSWorker
+import Foundation
+
+// apns-worker: takes notification jobs from Redis and delivers them to APNs.
+// This file parses arguments and wires things up; state lives in `main()`, not in globals.
+
+@main
+struct APNSWorkerMain {
+    static let usage = """
+    usage: apns-worker [--config FILE]
+      Runs a worker until SIGTERM or SIGINT. Settings come from FILE (JSON) and APNSW_* environment
+      variables; see README.md "Configuration". Exit codes: 0 stopped cleanly, 2 bad configuration.
+    """
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("apns-worker: \(message)\n".utf8))
+        exit(2)
+    }
+
+    static func main() async {
+        var configPath: String? = ProcessInfo.processInfo.environment["APNSW_CONFIG"]
+        var args = Array(CommandLine.arguments.dropFirst())
+        while let arg = args.first {
+            args.removeFirst()
+            switch arg {
+            case "--help", "-h": print(usage); exit(0)
+            case "--config":
+                guard let value = args.first else { fail("--config needs a file") }
+                configPath = value
+                args.removeFirst()
+            default:
+                fail("unknown argument \(arg)\n\(usage)")
+            }
+        }
+
+        signal(SIGPIPE, SIG_IGN)
+        let configuration: WorkerConfiguration
+        do { configuration = try WorkerConfiguration.load(path: configPath) } catch { fail("configuration error: \(error)") }
+        let logger = Logger(level: configuration.logLevel)
+        let worker: Worker
+        do {
+            worker = try Worker(configuration: configuration, logger: logger)
+            try worker.startHealthServer()
+        } catch {
+            logger.error("cannot start", ["error": .string("\(error)")])
+            exit(2)
+        }
+
+        let signals = SignalStream.watch([SIGTERM, SIGINT])
+        worker.start()
+        let maintenance = Task { await worker.maintain() }
+        for await sig in signals {
+            logger.info("signal received", ["signal": .int(Int(sig))])
+            break
+        }
+        maintenance.cancel()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                worker.shutdown()
+                done.resume()
+            }
+        }
+        exit(0)
+    }
+}

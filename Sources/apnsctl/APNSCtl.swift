@@ -1,0 +1,177 @@
+import APNSAdmin
+import APNSCore
+import APNSWorker
+import Foundation
+import RedisClient
+
+// apnsctl: operate an apns-worker queue (enqueue, stats, dead letters, invalid tokens, config).
+// The commands live in APNSAdmin; this file parses arguments and wires them up. Everything runs
+// inside `main()` so that no state is a global.
+
+let help: [String: String] = [
+    "": """
+    usage: apnsctl [--config FILE] [--redis HOST:PORT] [--db N] [--queue NAME] [--json] COMMAND ...
+
+    commands:
+      enqueue         add one job from flags, or JSON lines from --file FILE (or - for stdin)
+      stats           queue depth, in flight, scheduled and retries, dead letters, results/s, workers, per app
+      dead list       list dead letters (--reason, --app, --older-than, --newer-than, --limit)
+      dead show ID    one dead letter with its attempts and original job
+      dead requeue    put dead letters back on the queue: ID, filters or --all; --edit or --replace FILE
+      dead purge      delete dead letters: ID, filters or --all
+      tokens invalid  read the invalid-token feed (--app, --since ID, --limit)
+      check-config    validate the configuration and credentials (needs --config)
+
+    Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
+    The Redis password is read from the configuration or APNSW_REDIS_PASSWORD, never from a flag.
+    Exit codes: 0 done, 1 nothing matched or invalid input or failed checks, 2 usage, 3 Redis error.
+    Every command takes --help.
+    """,
+    "enqueue": """
+    usage: apnsctl enqueue --token HEX [--token HEX ...] [--app NAME] [--id ID] [--push-type T] [--priority N]
+                           [--topic T] [--collapse-id C] [--expiration S] [--send-at S]
+                           (--payload JSON | --title T --body B [--badge N] [--sound S] | --template NAME [--locale L] [--data JSON])
+           apnsctl enqueue --file FILE|-  [--progress]     JSON lines, one job each
+    Every job is checked with the worker's parser first; one bad line enqueues nothing.
+    """,
+    "stats": "usage: apnsctl stats [--json]",
+    "dead": "usage: apnsctl dead list|show|requeue|purge ... (see apnsctl --help)",
+    "dead list": "usage: apnsctl dead list [--reason R] [--app A] [--older-than 2h] [--newer-than 15m] [--limit 100] [--json]",
+    "dead show": "usage: apnsctl dead show ID [--json]",
+    "dead requeue": "usage: apnsctl dead requeue (ID | --all | --reason R | --app A | --older-than D | --newer-than D) [--edit | --replace FILE|-]\n  --edit opens each job in $EDITOR before requeueing; an emptied file skips it.",
+    "dead purge": "usage: apnsctl dead purge (ID | --all | --reason R | --app A | --older-than D | --newer-than D)",
+    "tokens": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
+    "tokens invalid": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
+    "check-config": "usage: apnsctl --config FILE check-config",
+]
+
+let booleanFlags: Set<String> = ["json", "all", "edit", "help", "progress"]
+@main
+struct APNSCtl {
+    static func main() {
+        func parseArguments() -> (words: [String], options: [String: [String]]) {
+            var words: [String] = []
+            var options: [String: [String]] = [:]
+            var args = Array(CommandLine.arguments.dropFirst())
+            while !args.isEmpty {
+                let arg = args.removeFirst()
+                if arg.hasPrefix("--") {
+                    let name = String(arg.dropFirst(2))
+                    if booleanFlags.contains(name) { options[name, default: []].append("true"); continue }
+                    guard !args.isEmpty else { FileHandle.standardError.write(Data("apnsctl: --\(name) needs a value\n".utf8)); exit(2) }
+                    options[name, default: []].append(args.removeFirst())
+                } else {
+                    words.append(arg)
+                }
+            }
+            return (words, options)
+        }
+        let (words, options) = parseArguments()
+        func option(_ name: String) -> String? { options[name]?.last }
+        func flag(_ name: String) -> Bool { options[name] != nil }
+        func fail(_ message: String, code: Int32) -> Never {
+            FileHandle.standardError.write(Data("apnsctl: \(message)\n".utf8))
+            exit(code)
+        }
+
+        let commandKey = words.prefix(2).joined(separator: " ")
+        if flag("help") || words.isEmpty {
+            print(help[commandKey] ?? help[words.first ?? ""] ?? help[""]!)
+            exit(words.isEmpty && !flag("help") ? 2 : 0)
+        }
+
+        // Where Redis is: the configuration, then the environment, then flags.
+        var config: WorkerConfiguration?
+        var endpoint = RedisEndpoint()
+        var queue = "default"
+        var environment = ProcessInfo.processInfo.environment
+        if let path = option("config") ?? environment["APNSW_CONFIG"] {
+            do {
+                config = try WorkerConfiguration.load(path: path)
+                endpoint = config!.redis
+                queue = config!.queue
+            } catch {
+                if words.first == "check-config" { print("error: \(error)"); exit(1) }
+                fail("configuration: \(error)", code: 2)
+            }
+        } else {
+            endpoint.host = environment["APNSW_REDIS_HOST"] ?? endpoint.host
+            endpoint.port = environment["APNSW_REDIS_PORT"].flatMap(Int.init) ?? endpoint.port
+            endpoint.password = environment["APNSW_REDIS_PASSWORD"]
+            endpoint.database = environment["APNSW_REDIS_DB"].flatMap(Int.init) ?? 0
+            queue = environment["APNSW_QUEUE"] ?? queue
+        }
+        if let r = option("redis") {
+            let parts = r.split(separator: ":")
+            endpoint.host = String(parts[0])
+            if parts.count > 1 { endpoint.port = Int(parts[1]) ?? endpoint.port }
+        }
+        if let db = option("db") { endpoint.database = Int(db) ?? 0 }
+        if let q = option("queue") { queue = q }
+
+        if words.first == "check-config" {
+            guard let config else { fail("check-config needs --config FILE", code: 2) }
+            let (errors, warnings) = QueueCommands.checkConfig(config) { print($0) }
+            print("\(errors) error(s), \(warnings) warning(s)")
+            exit(errors > 0 ? 1 : 0)
+        }
+
+        let redis: RedisConnection
+        do { redis = try RedisConnection(endpoint, timeoutMs: 10_000) } catch { fail("\(error)", code: 3) }
+        let ctx = AdminContext(redis: redis, keys: QueueKeys(queue: queue), json: flag("json"), configuration: config)
+
+        func filter(ids: ArraySlice<String>) throws -> DeadLetterFilter {
+            var f = DeadLetterFilter()
+            f.ids = Array(ids)
+            f.all = flag("all")
+            f.reason = option("reason")
+            f.app = option("app")
+            f.olderThanMs = try option("older-than").map(parseDuration)
+            f.newerThanMs = try option("newer-than").map(parseDuration)
+            return f
+        }
+
+        func progressBar(_ done: Int, _ total: Int) {
+            let width = 30
+            let filled = total == 0 ? width : done * width / total
+            let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+            FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)\(done == total ? "\n" : "")".utf8))
+        }
+
+        do {
+            switch (words.first, words.dropFirst().first) {
+            case ("enqueue"?, _):
+                let jobs: [[UInt8]]
+                if let file = option("file") { jobs = try JobInput.readLines(file) } else { jobs = [try JobInput.fromFlags(options)] }
+                let showProgress = flag("progress") || (jobs.count >= 1000 && isatty(2) == 1)
+                let n = try QueueCommands.enqueue(ctx, jobs: jobs, progress: showProgress ? { progressBar($0, $1) } : nil)
+                ctx.say(ctx.json ? AdminContext.encode(["enqueued": n, "queue": queue]) : "enqueued \(n) job(s) onto \(ctx.keys.jobs)")
+            case ("stats"?, _):
+                QueueCommands.printStats(ctx, try QueueCommands.stats(ctx))
+            case ("dead"?, "list"?):
+                let n = try DeadLetterCommands.list(ctx, try filter(ids: []), limit: Int(option("limit") ?? "100") ?? 100)
+                if n == 0 && !ctx.json { FileHandle.standardError.write(Data("no dead letters match\n".utf8)) }
+            case ("dead"?, "show"?):
+                guard let id = words.dropFirst(2).first else { throw AdminError.usage(help["dead show"]!) }
+                try DeadLetterCommands.show(ctx, id: id)
+            case ("dead"?, "requeue"?):
+                let editing = flag("edit") || option("replace") != nil
+                let replacement = option("replace")
+                let editor: (([UInt8]) throws -> [UInt8]?)? = editing ? { job in try JobInput.edit(job, replacement: replacement) } : nil
+                _ = try DeadLetterCommands.requeue(ctx, try filter(ids: words.dropFirst(2)), edit: editor)
+            case ("dead"?, "purge"?):
+                _ = try DeadLetterCommands.purge(ctx, try filter(ids: words.dropFirst(2)))
+            case ("tokens"?, "invalid"?):
+                _ = try QueueCommands.invalidTokens(ctx, app: option("app"), since: option("since") ?? "-", limit: Int(option("limit") ?? "1000") ?? 1000)
+            default:
+                throw AdminError.usage("unknown command \"\(words.joined(separator: " "))\"\n\(help[""]!)")
+            }
+        } catch let error as AdminError {
+            fail(error.description, code: error.exitCode)
+        } catch let error as RedisError {
+            fail("\(error)", code: 3)
+        } catch {
+            fail("\(error)", code: 1)
+        }
+    }
+}
