@@ -33,6 +33,7 @@ enum StructuredPayload {
     static func render(_ raw: [UInt8], _ range: Range<Int>, pushType: PushType) throws(JobRejection) -> [UInt8] {
         var w = JSONWriter(capacity: 512)
         var data: Range<Int>?
+        var apsStart = 0
         do {
             try raw.withUnsafeBufferPointer { (all) throws(RenderError) in
                 let buf = UnsafeBufferPointer(rebasing: all[range])
@@ -40,6 +41,7 @@ enum StructuredPayload {
                 w.beginObject()
                 w.key("aps")
                 w.beginObject()
+                apsStart = w.bytes.count
                 if pushType == .widgets || pushType == .controls { w.key("content-changed"); w.bool(true) }
                 try eachField(&s) { (key, s) throws(RenderError) in
                     if let (apsKey, kind) = apsFields[key] {
@@ -67,6 +69,11 @@ enum StructuredPayload {
             }
         } catch {
             throw JobRejection(error.reason, error.detail)
+        }
+        if pushType == .mdm, w.bytes.count == apsStart + 1 {
+            // MDM pushes carry no aps dictionary, only {"mdm": "<PushMagic>"} (from `data`).
+            w = JSONWriter(capacity: 128)
+            w.beginObject()
         }
         if let data { try customData(raw, data, &w) }
         w.endObject()

@@ -75,6 +75,27 @@ final class RenderTests: XCTestCase {
         XCTAssertEqual(voip["call"] as? String, "x")
     }
 
+    func testEveryPushTypeRendersItsShape() throws {
+        let cases: [(String, String, [String: Any])] = [
+            ("alert", #""notification":{"alert":"A"}"#, ["aps": ["alert": "A"]]),
+            ("background", #""priority":5,"notification":{"content_available":true}"#, ["aps": ["content-available": 1]]),
+            ("voip", #""notification":{"data":{"call":1}}"#, ["aps": [String: Any](), "call": 1]),
+            ("complication", #""notification":{"data":{"c":1}}"#, ["aps": [String: Any](), "c": 1]),
+            ("fileprovider", #""notification":{"data":{"f":1}}"#, ["aps": [String: Any](), "f": 1]),
+            ("location", #""notification":{"data":{"l":1}}"#, ["aps": [String: Any](), "l": 1]),
+            ("mdm", #""topic":"com.example.mdm","notification":{"data":{"mdm":"magic"}}"#, ["mdm": "magic"]),
+            ("pushtotalk", #""notification":{"data":{"ch":"x"}}"#, ["aps": [String: Any](), "ch": "x"]),
+            ("liveactivity", #""notification":{"event":"end","timestamp":5,"dismissal_date":9}"#,
+             ["aps": ["event": "end", "timestamp": 5, "dismissal-date": 9]]),
+            ("widgets", #""notification":{}"#, ["aps": ["content-changed": true]]),
+            ("controls", #""notification":{}"#, ["aps": ["content-changed": true]]),
+        ]
+        XCTAssertEqual(cases.count, PushType.all.count)
+        for (type, fields, expected) in cases {
+            XCTAssertEqual(try render(fields, push: type) as NSDictionary, expected as NSDictionary, type)
+        }
+    }
+
     func testTemplatesFallBackByLocale() throws {
         var lib = TemplateLibrary()
         try lib.set("welcome", source: Array(#"{"aps":{"alert":{"title":"Welcome","body":"Hi {{name}}"}}}"#.utf8))
