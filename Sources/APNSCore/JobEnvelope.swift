@@ -40,18 +40,7 @@ public enum JobEnvelope {
         w.key("_apnsw")
         w.beginObject()
         w.fieldIfPresent("token", meta.token)
-        if !meta.attempts.isEmpty {
-            w.key("attempts")
-            w.beginArray()
-            for a in meta.attempts {
-                w.beginObject()
-                w.field("time_ms", a.timeMs)
-                w.field("status", a.status)
-                w.fieldIfPresent("reason", a.reason)
-                w.endObject()
-            }
-            w.endArray()
-        }
+        if !meta.attempts.isEmpty { OutcomeRecord.writeAttempts(meta.attempts, to: &w) }
         if meta.recoveries > 0 { w.field("recoveries", meta.recoveries) }
         w.fieldIfPresent("nonce", meta.nonce)
         w.endObject()

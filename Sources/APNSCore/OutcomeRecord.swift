@@ -91,6 +91,18 @@ public enum OutcomeRecord {
         common(&w, c)
         w.field("reason", reason)
         w.field("detail", detail)
+        writeAttempts(attempts, to: &w)
+        let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
+            var s = JSONScanner(buf)
+            return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
+        }
+        if isJSON { w.key("job"); w.raw(raw) } else { w.key("job_text"); w.stringBytes(raw) }
+        w.endObject()
+        w.finish(into: &out)
+    }
+
+    /// `"attempts":[{"time_ms":…,"status":…,"reason":…},…]`, as in dead letters and envelopes.
+    static func writeAttempts(_ attempts: [Attempt], to w: inout JSONWriter) {
         w.key("attempts")
         w.beginArray()
         for a in attempts {
@@ -101,13 +113,6 @@ public enum OutcomeRecord {
             w.endObject()
         }
         w.endArray()
-        let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
-            var s = JSONScanner(buf)
-            return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
-        }
-        if isJSON { w.key("job"); w.raw(raw) } else { w.key("job_text"); w.stringBytes(raw) }
-        w.endObject()
-        w.finish(into: &out)
     }
 
     private static func common(_ w: inout JSONWriter, _ c: Context) {
