@@ -16,16 +16,7 @@ public struct CertificateInfo: Sendable {
     }
 
     public static func read(pkcs12File: String, password: String) throws(OpenSSLError) -> CertificateInfo {
-        guard let bio = BIO_new_file(pkcs12File, "rb") else { throw OpenSSLError.drain("opening \(pkcs12File)") }
-        defer { BIO_free(bio) }
-        guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw OpenSSLError.drain("reading \(pkcs12File)") }
-        defer { PKCS12_free(p12) }
-        var key: OpaquePointer?
-        var cert: OpaquePointer?
-        try OpenSSLError.check(PKCS12_parse(p12, password, &key, &cert, nil), "opening \(pkcs12File) (wrong password?)")
-        defer { EVP_PKEY_free(key); X509_free(cert) }
-        guard let cert else { throw OpenSSLError(operation: "reading \(pkcs12File)", details: "no certificate inside") }
-        return try info(cert)
+        try withPKCS12(file: pkcs12File, password: password) { (_, cert) throws(OpenSSLError) in try info(cert) }
     }
 
     static func info(_ cert: OpaquePointer) throws(OpenSSLError) -> CertificateInfo {
@@ -41,4 +32,19 @@ public struct CertificateInfo: Sendable {
         }
         return CertificateInfo(subjectUID: uid, notAfter: Int64(timegm(&t)))
     }
+}
+
+/// Opens a PKCS#12 file and lends its key and certificate to `body` (freed afterwards).
+func withPKCS12<R>(file: String, password: String,
+                   _ body: (_ key: OpaquePointer, _ cert: OpaquePointer) throws(OpenSSLError) -> R) throws(OpenSSLError) -> R {
+    guard let bio = BIO_new_file(file, "rb") else { throw OpenSSLError.drain("opening PKCS#12 file \(file)") }
+    defer { BIO_free(bio) }
+    guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw OpenSSLError.drain("reading PKCS#12 file \(file)") }
+    defer { PKCS12_free(p12) }
+    var key: OpaquePointer?
+    var cert: OpaquePointer?
+    try OpenSSLError.check(PKCS12_parse(p12, password, &key, &cert, nil), "opening PKCS#12 file \(file) (wrong password?)")
+    defer { EVP_PKEY_free(key); X509_free(cert) }
+    guard let key, let cert else { throw OpenSSLError(operation: "reading PKCS#12 file \(file)", details: "no key or certificate inside") }
+    return try body(key, cert)
 }

@@ -59,16 +59,10 @@ public final class TLSContext: @unchecked Sendable {
             try OpenSSLError.check(SSL_CTX_use_certificate_chain_file(ctx, certificateFile), "loading client certificate")
             try OpenSSLError.check(SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM), "loading client key")
         case .pkcs12(let file, let password):
-            guard let bio = BIO_new_file(file, "rb") else { throw OpenSSLError.drain("opening PKCS#12 file") }
-            defer { BIO_free(bio) }
-            guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw OpenSSLError.drain("reading PKCS#12 file") }
-            defer { PKCS12_free(p12) }
-            var key: OpaquePointer?
-            var cert: OpaquePointer?
-            try OpenSSLError.check(PKCS12_parse(p12, password, &key, &cert, nil), "opening PKCS#12 (wrong password?)")
-            defer { EVP_PKEY_free(key); X509_free(cert) }
-            try OpenSSLError.check(SSL_CTX_use_certificate(ctx, cert), "using PKCS#12 certificate")
-            try OpenSSLError.check(SSL_CTX_use_PrivateKey(ctx, key), "using PKCS#12 key")
+            try withPKCS12(file: file, password: password) { (key, cert) throws(OpenSSLError) in
+                try OpenSSLError.check(SSL_CTX_use_certificate(ctx, cert), "using PKCS#12 certificate")
+                try OpenSSLError.check(SSL_CTX_use_PrivateKey(ctx, key), "using PKCS#12 key")
+            }
         }
         try OpenSSLError.check(SSL_CTX_check_private_key(ctx), "matching the client key to its certificate")
     }
