@@ -13,7 +13,4 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { hex }
-
-    /// A shortened form for logs, since a token identifies a person's device.
-    public var redacted: String { hex.count > 12 ? String(hex.prefix(8)) + "…" + String(hex.suffix(4)) : hex }
 }

@@ -82,10 +82,6 @@ public final class Metrics: Sendable {
         store.withLock { body(&$0) }
     }
 
-    public func counter(_ name: String, _ labels: Labels = Labels()) -> Double {
-        store.withLock { $0.counters[name]?[labels] ?? 0 }
-    }
-
     /// The Prometheus text format (version 0.0.4).
     public func render() -> String {
         let s = store.withLock { $0 }

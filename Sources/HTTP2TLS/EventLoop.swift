@@ -73,7 +73,7 @@ public final class EventLoop: @unchecked Sendable {
         EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (writable ? EPOLLOUT.rawValue : 0)
     }
 
-    /// Runs `action` on the loop thread after `milliseconds`. Returns an id for `cancelTimer`.
+    /// Runs `action` on the loop thread after `milliseconds`.
     @discardableResult
     public func schedule(afterMilliseconds milliseconds: Int, _ action: @escaping () -> Void) -> UInt64 {
         let id = nextTimerID
@@ -84,9 +84,6 @@ public final class EventLoop: @unchecked Sendable {
         return id
     }
 
-    public func cancelTimer(_ id: UInt64) {
-        timers.removeAll { $0.id == id }
-    }
 
     public func stop() { isStopped = true }
 

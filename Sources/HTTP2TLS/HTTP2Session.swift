@@ -35,7 +35,6 @@ public final class HTTP2Session {
     unowned let delegate: HTTP2SessionDelegate
     public let isServer: Bool
     private var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
-    private var pendingError: Error?
 
     public struct ProtocolError: Error, CustomStringConvertible {
         public let code: Int32
@@ -213,8 +212,4 @@ public final class HTTP2Session {
 
     public var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
     public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
-    /// Streams the peer may still open or that are open now (servers).
-    public var remoteMaxConcurrentStreams: Int {
-        Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-    }
 }

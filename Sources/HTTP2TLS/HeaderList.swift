@@ -36,14 +36,6 @@ public struct HeaderList {
         entries.append((n0..<v0, v0..<storage.count, sensitive))
     }
 
-    public mutating func add<C: Collection>(_ name: String, bytes value: C, sensitive: Bool = false) where C.Element == UInt8 {
-        let n0 = storage.count
-        storage.append(contentsOf: name.utf8)
-        let v0 = storage.count
-        storage.append(contentsOf: value)
-        entries.append((n0..<v0, v0..<storage.count, sensitive))
-    }
-
     public var count: Int { entries.count }
 
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {

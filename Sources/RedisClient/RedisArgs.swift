@@ -40,11 +40,6 @@ public struct RedisArgs {
         ends.append(storage.count)
     }
 
-    /// The bytes of argument `i`.
-    public func argument(_ i: Int) -> ArraySlice<UInt8> {
-        storage[(i == 0 ? 0 : ends[i - 1])..<ends[i]]
-    }
-
     func withArgv<R>(_ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R) -> R {
         storage.withUnsafeBufferPointer { buf in
             let base = UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
