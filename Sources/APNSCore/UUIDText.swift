@@ -15,7 +15,9 @@ public enum UUIDText {
 
     /// A random version-4 UUID in lowercase.
     public static func random<G: RandomNumberGenerator>(using rng: inout G) -> String {
-        var b = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        // Two draws, not sixteen: each draw from the system generator is a syscall.
+        let (hi, lo) = (rng.next(), rng.next())
+        var b = (0..<16).map { i in UInt8(truncatingIfNeeded: (i < 8 ? hi : lo) >> (UInt64(i % 8) * 8)) }
         b[6] = b[6] & 0x0F | 0x40
         b[8] = b[8] & 0x3F | 0x80
         let hex = Array("0123456789abcdef".utf8)
@@ -31,5 +33,24 @@ public enum UUIDText {
     public static func random() -> String {
         var g = SystemRandomNumberGenerator()
         return random(using: &g)
+    }
+}
+
+/// SplitMix64: a fast generator for identifiers that need to be unique, not secret (the mock's
+/// `apns-id`s). Seeded once from the system generator.
+public struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    public init() {
+        var system = SystemRandomNumberGenerator()
+        state = system.next()
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

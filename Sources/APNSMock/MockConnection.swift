@@ -19,6 +19,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     private var goawayLastStream: Int32?
     /// After a drop fault nothing more is processed on this connection.
     private var dropped = false
+    private var idGenerator = SplitMix64()
 
     init(server: MockServer, id: Int, streamLimit: Int) {
         self.server = server
@@ -102,7 +103,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
                 if status == 410 { decision.timestamp = Int64(Date().timeIntervalSince1970 * 1000) }
             }
         }
-        let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? $0.lowercased() : nil } ?? UUIDText.random()
+        let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? $0.lowercased() : nil } ?? UUIDText.random(using: &idGenerator)
         record(request, decision, answeredID: apnsID, note: nil)
         if decision.delayMs > 0 {
             server.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in
