@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "RedisClient", dependencies: ["CHiredis"]),
         .target(name: "HTTP2TLS", dependencies: ["APNSCore", "CNghttp2", "COpenSSL", "CLinux"]),
         // The worker: fetch, send, complete, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS"]),
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS", "CLinux"]),
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "HTTP2TLS"]),
         // Test support and demo/bench server: the strict mock APNs.

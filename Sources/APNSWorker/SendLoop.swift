@@ -81,6 +81,7 @@ final class SendLoop: @unchecked Sendable {
 
     func start() {
         let t = Thread { [self] in
+            nameCurrentThread(name)
             for p in pools.indices { for s in slots[p].indices { openConnection(pool: p, slot: s) } }
             scheduleTimeoutScan()
             loop.run()

@@ -1,4 +1,5 @@
 import Foundation
+import CLinux
 
 /// Runs one long-lived body on its own thread, and stops it: the stop request is a flag the
 /// body polls, and `stop` waits until the body has returned.
@@ -11,6 +12,7 @@ final class ThreadRunner: @unchecked Sendable {
 
     func start(name: String, _ body: @escaping @Sendable () -> Void) {
         let t = Thread { [self] in
+            nameCurrentThread(name)
             body()
             condition.lock(); done = true; condition.broadcast(); condition.unlock()
         }
@@ -28,4 +30,9 @@ final class ThreadRunner: @unchecked Sendable {
         while !done { condition.wait() }
         condition.unlock()
     }
+}
+
+/// Names the OS thread (at most 15 bytes), so `top -H`, `perf` and /proc tell the threads apart.
+func nameCurrentThread(_ name: String) {
+    apnsw_name_thread(name)
 }

@@ -40,23 +40,30 @@ public struct RedisArgs {
         ends.append(storage.count)
     }
 
-    func withArgv<R>(_ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R) -> R {
+    /// The command in the Redis protocol (RESP), written in one pass into `out`: hiredis's own
+    /// formatting grows a string per argument, which cost more than the records themselves.
+    func encode(into out: inout [UInt8]) {
+        out.removeAll(keepingCapacity: true)
+        out.reserveCapacity(storage.count + ends.count * 16 + 16)
+        Self.appendHeader(UInt8(ascii: "*"), ends.count, to: &out)
         storage.withUnsafeBufferPointer { buf in
-            let base = UnsafeRawPointer(buf.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
-            var pointers = [UnsafePointer<CChar>?]()
-            var lengths = [Int]()
-            pointers.reserveCapacity(ends.count)
-            lengths.reserveCapacity(ends.count)
             var start = 0
             for end in ends {
-                pointers.append(base + start)
-                lengths.append(end - start)
+                Self.appendHeader(UInt8(ascii: "$"), end - start, to: &out)
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[start..<end]))
+                out.append(13); out.append(10)
                 start = end
             }
-            return pointers.withUnsafeMutableBufferPointer { p in
-                lengths.withUnsafeBufferPointer { l in body(Int32(ends.count), p.baseAddress!, l.baseAddress!) }
-            }
         }
+    }
+
+    /// `*<n>\r\n` or `$<n>\r\n`, digits written without a String.
+    private static func appendHeader(_ kind: UInt8, _ n: Int, to out: inout [UInt8]) {
+        out.append(kind)
+        var divisor = 1
+        while divisor <= n / 10 { divisor *= 10 }
+        while divisor > 0 { out.append(UInt8(ascii: "0") + UInt8(n / divisor % 10)); divisor /= 10 }
+        out.append(13); out.append(10)
     }
 }
 

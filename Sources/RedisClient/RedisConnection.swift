@@ -65,6 +65,8 @@ public final class RedisConnection {
     /// redisContext*, owned by the thread using this connection.
     private let context: UnsafeMutablePointer<redisContext>
     public let endpoint: RedisEndpoint
+    /// The last command in RESP, kept to reuse its capacity.
+    private var encoded: [UInt8] = []
 
     /// Connects, authenticates and selects the database. `timeoutMs` bounds every call, so it
     /// must stay above any blocking command's timeout or the context dies (DESIGN.md §2).
@@ -105,10 +107,20 @@ public final class RedisConnection {
     }
 
     public func command(_ args: RedisArgs) throws(RedisError) -> RedisReply {
-        let raw = args.withArgv { argc, argv, lens in redisCommandArgv(context, argc, argv, lens) }
-        guard let raw else { throw .io(lastError) }
+        try append(args)
+        var raw: UnsafeMutableRawPointer?
+        guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
         defer { freeReplyObject(raw) }
         return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    /// Queues one command in hiredis's output buffer (sent by the next reply read).
+    private func append(_ args: RedisArgs) throws(RedisError) {
+        args.encode(into: &encoded)
+        let rc = encoded.withUnsafeBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
+        }
+        guard rc == REDIS_OK else { throw .io(lastError) }
     }
 
     /// Sends every command in one write, then reads every reply: one round trip.
@@ -116,8 +128,7 @@ public final class RedisConnection {
         for args in commands {
             var packed = RedisArgs(capacity: args.reduce(0) { $0 + $1.count })
             for a in args { packed.append(bytes: a) }
-            let rc = packed.withArgv { argc, argv, lens in redisAppendCommandArgv(context, argc, argv, lens) }
-            guard rc == REDIS_OK else { throw .io(lastError) }
+            try append(packed)
         }
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
