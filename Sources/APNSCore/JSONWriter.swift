@@ -34,7 +34,7 @@ public struct JSONWriter {
     }
 
     public mutating func string(_ value: String) { separate(); JSONWriter.appendEscaped(value, to: &bytes); needsComma = true }
-    public mutating func int<I: BinaryInteger>(_ value: I) { separate(); bytes.append(contentsOf: String(value).utf8); needsComma = true }
+    public mutating func int<I: BinaryInteger>(_ value: I) { separate(); JSONWriter.appendDecimal(value, to: &bytes); needsComma = true }
     public mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
     public mutating func null() { separate(); bytes.append(contentsOf: "null".utf8); needsComma = true }
     /// Embeds bytes that are already valid JSON (validated by `JSONScanner`).
@@ -57,18 +57,21 @@ public struct JSONWriter {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     public static func appendEscaped(_ s: String, to out: inout [UInt8]) {
+        // withUTF8 also reaches small (inline) strings, which most keys and ids are; it copies
+        // only a string that is not already contiguous UTF-8.
+        var s = s
+        s.withUTF8 { appendEscaped(bytes: $0, to: &out) }
+    }
+
+    public static func appendEscaped(bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings (tokens, ids, topics) need no escaping: copy them in one go.
-        let copied: Bool? = s.utf8.withContiguousStorageIfAvailable { bytes in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+        if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
             out.append(contentsOf: bytes)
-            return true
-        }
-        if copied == true {
             out.append(UInt8(ascii: "\""))
             return
         }
-        for b in s.utf8 {
+        for b in bytes {
             switch b {
             case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
             case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
@@ -81,5 +84,15 @@ public struct JSONWriter {
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Decimal digits of `value`, without building a String.
+    public static func appendDecimal<I: BinaryInteger>(_ value: I, to out: inout [UInt8]) {
+        guard let v = Int64(exactly: value) else { out.append(contentsOf: String(value).utf8); return }
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        let magnitude = v.magnitude
+        var divisor: UInt64 = 1
+        while divisor <= magnitude / 10 { divisor *= 10 }
+        while divisor > 0 { out.append(UInt8(ascii: "0") + UInt8(magnitude / divisor % 10)); divisor /= 10 }
     }
 }

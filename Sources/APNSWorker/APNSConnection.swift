@@ -4,27 +4,14 @@ import HTTP2TLS
 
 /// One HTTP/2 connection to APNs for one app, owned by one `SendLoop` thread.
 final class APNSConnection: HTTP2ConnectionDelegate {
-    private final class Stream {
-        let request: SendRequest
-        let sentAtMs: UInt64
-        var status = 0
-        var apnsID: String?
-        var body: [UInt8] = []
-        var answered = false
-
-        init(request: SendRequest, sentAtMs: UInt64) {
-            self.request = request
-            self.sentAtMs = sentAtMs
-        }
-    }
-
     /// The pool's credential and endpoint (the first app of the pool).
     let app: AppRuntime
     let poolIndex: Int
     unowned let owner: SendLoop
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
-    private var streams: [Int32: Stream] = [:]
+    /// Open streams; each request carries its answer as it arrives.
+    private var streams: [Int32: SendRequest] = [:]
     private var headers = HeaderList()
     private var jwtGeneration = 0
     private(set) var isReady = false
@@ -59,9 +46,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
                                  bearer: authorization?.token, into: &headers)
         if let authorization { jwtGeneration = authorization.generation }
         let stream = try http.session.submitRequest(headers, body: job.payload)
-        let now = MonotonicClock.nowNanoseconds()
-        request.sentAtNs = now
-        streams[stream] = Stream(request: request, sentAtMs: now / 1_000_000)
+        request.beginSend(atNs: http.loop.iterationNs)
+        streams[stream] = request
         budget.opened()
     }
 
@@ -70,7 +56,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// Cancels streams older than `timeoutMs`; their jobs are sent again elsewhere.
     func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
         var cancelled = false
-        for (id, s) in streams where !s.answered && now - s.sentAtMs > timeoutMs {
+        for (id, s) in streams where !s.answered && now - s.sentAtNs / 1_000_000 > timeoutMs {
             http?.session.resetStream(id, errorCode: 8) // CANCEL
             cancelled = true
         }
@@ -103,7 +89,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
         isClosed = true
         isReady = false
-        let unanswered = streams.values.filter { !$0.answered }.map(\.request)
+        let unanswered = streams.values.filter { !$0.answered }
         streams.removeAll()
         owner.connectionClosed(self, error: error, unanswered: unanswered)
     }
@@ -118,25 +104,26 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        guard let s = streams[stream], s.body.count < 4096 else { return }
-        s.body.append(contentsOf: bytes)
+        guard let s = streams[stream], s.responseBody.count < 4096 else { return }
+        s.responseBody.append(contentsOf: bytes)
     }
 
     func http2EndStream(_ stream: Int32) {
-        lastReadMs = MonotonicClock.nowMilliseconds()
+        guard let loop = http?.loop else { return }
+        lastReadMs = loop.iterationNs / 1_000_000
         guard let s = streams[stream], s.status != 0 else { return }
         s.answered = true
-        s.request.answeredAtNs = MonotonicClock.nowNanoseconds()
-        let now = WallClock.nowMilliseconds()
+        s.answeredAtNs = loop.iterationNs
+        let now = loop.iterationWallMs
         if s.status == 200 {
             budget.succeeded()
-            s.request.attempts.append(.init(timeMs: now, status: 200, reason: nil))
-            owner.finished(s.request, outcome: .delivered(apnsID: s.apnsID ?? s.request.job.apnsID ?? ""))
+            s.attempts.append(.init(timeMs: now, status: 200, reason: nil))
+            owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? s.job.apnsID ?? ""))
             return
         }
-        let rejection = APNSRejection.parse(status: s.status, body: s.body, apnsID: s.apnsID)
-        s.request.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
-        owner.rejected(s.request, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
+        let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID)
+        s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
+        owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
     }
 
     /// The three-digit `:status` without going through String.
@@ -154,7 +141,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         budget.closed()
         if !s.answered {
             // Refused, cut by GOAWAY, cancelled on timeout or reset: never processed, send again.
-            owner.resend(s.request)
+            owner.resend(s)
         }
     }
 
@@ -169,16 +156,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2PingAck() {
         pingSentMs = nil
-        lastReadMs = MonotonicClock.nowMilliseconds()
+        lastReadMs = (http?.loop.iterationNs ?? MonotonicClock.nowNanoseconds()) / 1_000_000
     }
 }
 
 extension HeaderList: HeaderSink {}
-
-public enum WallClock {
-    public static func nowMilliseconds() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
-}

@@ -102,11 +102,14 @@ final class Completer: @unchecked Sendable {
     }
 
     /// Counts the batch locally, then records it under one lock: labels are built per series,
-    /// not per notification.
+    /// not per notification. Neighbours mostly share a series and an app, so runs are counted
+    /// before anything is hashed.
     private func count(_ batch: ArraySlice<FinishedJob>, _ stats: [String]) {
         let now = MonotonicClock.nowNanoseconds()
         var series: [SeriesKey: Int] = [:]
-        var waits: [String: [Double]] = [:], trips: [String: [Double]] = [:], totals: [String: [Double]] = [:]
+        var run: (key: SeriesKey, count: Int)?
+        var latencies: [AppLatencies] = []
+        var current = -1
         for (f, stat) in zip(batch, stats) {
             let app = f.appName ?? "-"
             var status = 0, reason = ""
@@ -116,12 +119,22 @@ final class Completer: @unchecked Sendable {
             case .deadLetter(let why): reason = why.reason
             case .scheduled: continue
             }
-            series[SeriesKey(app: app, pushType: f.job?.pushType.rawValue ?? "-", status: status, reason: reason, stat: stat), default: 0] += 1
+            let key = SeriesKey(app: app, pushType: f.job?.pushType.rawValue ?? "-", status: status, reason: reason, stat: stat)
+            if let r = run, r.key == key {
+                run!.count += 1
+            } else {
+                if let r = run { series[r.key, default: 0] += r.count }
+                run = (key, 1)
+            }
             guard f.takenAtNs > 0 else { continue }
-            if f.sentAtNs >= f.takenAtNs { waits[app, default: []].append(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
-            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { trips[app, default: []].append(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
-            if now >= f.takenAtNs { totals[app, default: []].append(Double(now - f.takenAtNs) / 1e9) }
+            if current < 0 || latencies[current].app != app {
+                current = latencies.firstIndex { $0.app == app } ?? { latencies.append(AppLatencies(app: app)); return latencies.count - 1 }()
+            }
+            if f.sentAtNs >= f.takenAtNs { latencies[current].waits.append(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
+            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.append(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
+            if now >= f.takenAtNs { latencies[current].totals.append(Double(now - f.takenAtNs) / 1e9) }
         }
+        if let r = run { series[r.key, default: 0] += r.count }
         metrics.record { m in
             for (k, n) in series {
                 let v = Double(n)
@@ -133,10 +146,19 @@ final class Completer: @unchecked Sendable {
                 default: break
                 }
             }
-            for (name, samples) in [("apns_queue_wait_seconds", waits), ("apns_round_trip_seconds", trips), ("apns_end_to_end_seconds", totals)] {
-                for (app, values) in samples { m.observe(name, .init(("app", app)), seconds: values) }
+            for l in latencies {
+                let labels = Metrics.Labels(("app", l.app))
+                m.observe("apns_queue_wait_seconds", labels, seconds: l.waits)
+                m.observe("apns_round_trip_seconds", labels, seconds: l.trips)
+                m.observe("apns_end_to_end_seconds", labels, seconds: l.totals)
             }
         }
+    }
+
+    /// One app's latency samples from one batch, in seconds.
+    private struct AppLatencies {
+        let app: String
+        var waits: [Double] = [], trips: [Double] = [], totals: [Double] = []
     }
 
     /// Fan-out pieces of one handle still to come; the job is acked with its last piece.

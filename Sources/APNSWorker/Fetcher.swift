@@ -115,7 +115,7 @@ final class Fetcher: @unchecked Sendable {
                                                      truncateByDefault: apps[app].configuration.truncateBody)
                 if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                     units += 1
-                    decided.append(FinishedJob(handle: handle, raw: raw, job: job, token: nil, appName: apps[app].name, topic: topic,
+                    decided.append(FinishedJob(handle: handle, raw: raw, job: job, appName: apps[app].name, topic: topic,
                                                outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
                                                recoveries: meta.recoveries, fanout: 1))
                     continue
@@ -129,7 +129,7 @@ final class Fetcher: @unchecked Sendable {
                 }
             } catch {
                 units += 1
-                decided.append(FinishedJob(handle: handle, raw: raw, job: nil, token: nil, appName: nil, topic: nil,
+                decided.append(FinishedJob(handle: handle, raw: raw, job: nil, appName: nil, topic: nil,
                                            outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries, fanout: 1))
             }
         }

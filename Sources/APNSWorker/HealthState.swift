@@ -1,3 +1,4 @@
+import HTTP2TLS
 import Foundation
 import Synchronization
 

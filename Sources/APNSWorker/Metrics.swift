@@ -47,6 +47,7 @@ public final class Metrics: Sendable {
             histograms[name, default: [:]][labels, default: Histogram()].observe(seconds)
         }
         public mutating func observe(_ name: String, _ labels: Labels = Labels(), seconds: [Double]) {
+            guard !seconds.isEmpty else { return }
             var h = histograms[name, default: [:]][labels, default: Histogram()]
             for s in seconds { h.observe(s) }
             histograms[name, default: [:]][labels] = h

@@ -41,6 +41,8 @@ final class SendLoop: @unchecked Sendable {
     private var backoffs: [[Backoff]]
     private var draining: [ObjectIdentifier: APNSConnection] = [:]
     private var finishedBatch: [FinishedJob] = []
+    /// Apps with a delivery in `finishedBatch`: readiness is told once per batch, not per push.
+    private lazy var deliveredApps = Array(repeating: false, count: apps.count)
     private var stopping = false
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
@@ -142,6 +144,8 @@ final class SendLoop: @unchecked Sendable {
         for c in touched { c.flush() }
         touched.removeAll(keepingCapacity: true)
         if !finishedBatch.isEmpty {
+            for (app, delivered) in deliveredApps.enumerated() where delivered { health.succeeded(app: apps[app].name) }
+            deliveredApps = Array(repeating: false, count: apps.count)
             sink(finishedBatch)
             finishedBatch.removeAll(keepingCapacity: true)
         }
@@ -247,7 +251,7 @@ final class SendLoop: @unchecked Sendable {
 
     func finished(_ r: SendRequest, outcome: Outcome) {
         breakers[poolOf[r.app]].succeeded()
-        if case .delivered = outcome { health.succeeded(app: apps[r.app].name) }
+        if case .delivered = outcome { deliveredApps[r.app] = true }
         if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
         finishedBatch.append(FinishedJob(r, appName: apps[r.app].name, outcome: outcome))
     }

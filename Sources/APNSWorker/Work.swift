@@ -18,6 +18,11 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     /// Monotonic times of the last send and of its answer (for the latency histograms).
     var sentAtNs: UInt64 = 0
     var answeredAtNs: UInt64 = 0
+    /// The answer to the last send, filled in by the connection as frames arrive.
+    var status = 0
+    var apnsID: String?
+    var responseBody: [UInt8] = []
+    var answered = false
 
     init(handle: String, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
          attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
@@ -31,45 +36,64 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
         self.recoveries = recoveries
         self.fanout = fanout
     }
+
+    /// Forgets the answer to any earlier send (a resend after a lost connection).
+    func beginSend(atNs now: UInt64) {
+        sentAtNs = now
+        status = 0
+        apnsID = nil
+        responseBody.removeAll()
+        answered = false
+    }
 }
 
-/// A decided send (or a job that cannot be sent), on its way back to Redis.
+/// A decided send (or a job that cannot be sent), on its way back to Redis. A decided send
+/// points at its request rather than copying it: one object and one retain per outcome.
 final class FinishedJob: @unchecked Sendable { // handed over whole between threads, never shared
-    let handle: String
-    /// The producer's job bytes (inside any envelope).
-    let raw: [UInt8]
-    let job: Job?
-    let token: DeviceToken?
+    /// A job decided before any send (unparsable, past its time, no such app…).
+    struct Unsent {
+        let handle: String
+        let raw: [UInt8]
+        let job: Job?
+        let topic: String?
+        let attempts: [OutcomeRecord.Attempt]
+        let recoveries: Int
+        let fanout: Int
+    }
+
+    private enum Source {
+        case sent(SendRequest)
+        case unsent(Unsent)
+    }
+
+    private let source: Source
     let appName: String?
-    let topic: String?
     let outcome: Outcome
-    let attempts: [OutcomeRecord.Attempt]
-    let recoveries: Int
-    let fanout: Int
-    /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
-    var takenAtNs: UInt64 = 0
-    var sentAtNs: UInt64 = 0
-    var answeredAtNs: UInt64 = 0
 
-    convenience init(_ r: SendRequest, appName: String, outcome: Outcome) {
-        self.init(handle: r.handle, raw: r.job.raw, job: r.job, token: r.token, appName: appName, topic: r.topic,
-                  outcome: outcome, attempts: r.attempts, recoveries: r.recoveries, fanout: r.fanout)
-        takenAtNs = r.takenAtNs
-        sentAtNs = r.sentAtNs
-        answeredAtNs = r.answeredAtNs
-    }
-
-    init(handle: String, raw: [UInt8], job: Job?, token: DeviceToken?, appName: String?, topic: String?, outcome: Outcome,
-         attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
-        self.handle = handle
-        self.raw = raw
-        self.job = job
-        self.token = token
+    init(_ r: SendRequest, appName: String, outcome: Outcome) {
+        source = .sent(r)
         self.appName = appName
-        self.topic = topic
         self.outcome = outcome
-        self.attempts = attempts
-        self.recoveries = recoveries
-        self.fanout = fanout
     }
+
+    init(handle: String, raw: [UInt8], job: Job?, appName: String?, topic: String?, outcome: Outcome,
+         attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
+        source = .unsent(Unsent(handle: handle, raw: raw, job: job, topic: topic, attempts: attempts, recoveries: recoveries, fanout: fanout))
+        self.appName = appName
+        self.outcome = outcome
+    }
+
+    var handle: String { switch source { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
+    /// The producer's job bytes (inside any envelope).
+    var raw: [UInt8] { switch source { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
+    var job: Job? { switch source { case .sent(let r): r.job; case .unsent(let u): u.job } }
+    var token: DeviceToken? { if case .sent(let r) = source { r.token } else { nil } }
+    var topic: String? { switch source { case .sent(let r): r.topic; case .unsent(let u): u.topic } }
+    var attempts: [OutcomeRecord.Attempt] { switch source { case .sent(let r): r.attempts; case .unsent(let u): u.attempts } }
+    var recoveries: Int { switch source { case .sent(let r): r.recoveries; case .unsent(let u): u.recoveries } }
+    var fanout: Int { switch source { case .sent(let r): r.fanout; case .unsent(let u): u.fanout } }
+    /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
+    var takenAtNs: UInt64 { if case .sent(let r) = source { r.takenAtNs } else { 0 } }
+    var sentAtNs: UInt64 { if case .sent(let r) = source { r.sentAtNs } else { 0 } }
+    var answeredAtNs: UInt64 { if case .sent(let r) = source { r.answeredAtNs } else { 0 } }
 }

@@ -87,6 +87,11 @@ public final class EventLoop: @unchecked Sendable {
 
     public func stop() { isStopped = true }
 
+    /// Monotonic ns and wall-clock ms read once when the current iteration's events arrived:
+    /// handlers time their work from these instead of reading the clock per event.
+    public private(set) var iterationNs = MonotonicClock.nowNanoseconds()
+    public private(set) var iterationWallMs = WallClock.nowMilliseconds()
+
     /// Keeps `object` alive until the current loop iteration ends. Loop thread only.
     public func keepAlive(_ object: AnyObject) { graveyard.append(object) }
 
@@ -103,6 +108,8 @@ public final class EventLoop: @unchecked Sendable {
             }
             let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
             if n < 0 && errno != EINTR { break }
+            iterationNs = MonotonicClock.nowNanoseconds()
+            iterationWallMs = WallClock.nowMilliseconds()
             for i in 0..<max(0, Int(n)) {
                 let ev = events[i]
                 let fd = ev.data.fd
@@ -130,6 +137,14 @@ public final class EventLoop: @unchecked Sendable {
             timers.removeFirst()
             first.action()
         }
+    }
+}
+
+public enum WallClock {
+    public static func nowMilliseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 }
 

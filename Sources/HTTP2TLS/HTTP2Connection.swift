@@ -20,7 +20,7 @@ public final class HTTP2Connection: EventHandler {
     public private(set) var session: HTTP2Session!
     private let tls: TLSStream
     private var isServer: Bool { session.isServer }
-    private unowned let loop: EventLoop
+    public unowned let loop: EventLoop
     private unowned let delegate: HTTP2ConnectionDelegate
     private var output: [UInt8] = []
     private var outputOffset = 0
