@@ -20,6 +20,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
     /// After a drop fault nothing more is processed on this connection.
     private var dropped = false
     private var idGenerator = SplitMix64()
+    /// Reused for every answer.
+    private var headers = HeaderList()
 
     init(server: MockServer, id: Int, streamLimit: Int) {
         self.server = server
@@ -148,9 +150,10 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     private func respond(_ stream: Int32, _ decision: MockDecision, apnsID: String) {
         guard let connection else { return }
-        var headers = HeaderList()
+        headers.clear()
         headers.add(":status", String(decision.status))
-        headers.add("apns-id", apnsID)
+        // A fresh value per answer: indexing it would only churn both sides' HPACK tables.
+        headers.add("apns-id", apnsID, sensitive: true)
         guard let reason = decision.reason else {
             connection.session.submitResponse(stream: stream, headers, body: nil)
             return
