@@ -1,7 +1,9 @@
 """apns-worker benchmark: every figure next to a reference measured in the same run.
 
 (a) end to end: jobs/s from a pre-filled queue to the last result, worker CPU us/notification, peak RSS
-(b) h2load on the same mock, same connections, streams, headers and body: req/s, CPU us/request
+(b) h2load on the same mock, same connections, streams, headers and body: req/s, CPU us/request;
+    once with one path for every request (HPACK indexes it) and once with each job's own device
+    token in the path, as the worker sends (h2load -i)
 (c) aioapns (Debian's python3-aioapns) on the same mock: notifications/s, CPU us/notification
 (d) latency enqueue -> result at 50% of the measured maximum rate: p50, p99
 (e) latency-bound: mock answers after 50 ms: jobs/s against connections x streams / delay
@@ -55,6 +57,19 @@ def proc_cpu_us(pid):
     return (int(fields[11]) + int(fields[12])) * 1e6 / HZ
 
 
+def thread_cpu_us(pid):
+    """CPU us per thread name (the worker names its threads: apns-fetch, apns-io-N, apns-complete)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            name = open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip()
+            fields = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) * 1e6 / HZ
+    return out
+
+
 def proc_rss_kb(pid, key="VmHWM"):
     for line in open("/proc/%d/status" % pid):
         if line.startswith(key + ":"):
@@ -80,7 +95,7 @@ class Bench:
         subprocess.run([BIN + "/apns-mock", "make-credentials", "--dir", self.dir], check=True, stdout=subprocess.DEVNULL)
         self.base_mock = json.load(open(self.path("mock.json")))
         self.redis_port = free_port()
-        self.spawn(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        self.redis_proc = self.spawn(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
                    "redis.log")
         wait_port(self.redis_port)
         self.r = redis.Redis(port=self.redis_port)
@@ -155,8 +170,10 @@ class Bench:
         stats = self.r.hgetall("apns:{%s}:stats" % queue)
         return sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
 
-    def run_worker(self, queue, config, n, timeout=600):
-        """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB)."""
+    def run_worker(self, queue, config, n, timeout=600, watch=()):
+        """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB, cpu us per
+        worker thread, cpu us of each process in `watch` over the run)."""
+        watched = [proc_cpu_us(w.pid) for w in watch]
         start = time.time()
         p = self.spawn([BIN + "/apns-worker", "--config", config], "worker-%s.log" % queue)
         deadline = start + timeout
@@ -165,17 +182,25 @@ class Bench:
                 raise SystemExit("worker did not finish (%d of %d); see %s" % (self.finished(queue), n, self.path("worker-%s.log" % queue)))
             time.sleep(0.01)
         elapsed = time.time() - start
-        cpu, rss = proc_cpu_us(p.pid), proc_rss_kb(p.pid)
+        cpu, rss, threads = proc_cpu_us(p.pid), proc_rss_kb(p.pid), thread_cpu_us(p.pid)
+        watched = [proc_cpu_us(w.pid) - c for w, c in zip(watch, watched)]
         self.stop(p)
-        return elapsed, cpu, rss
+        return elapsed, cpu, rss, threads, watched
 
     # -- references -----------------------------------------------------------------------------
 
-    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, headers=True):
+    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, headers=True, per_token=False):
         argv = ["h2load", "-n", str(n), "-c", str(connections), "-m", str(streams), "-t", "1", "-d", self.path("payload.json")]
         if headers:
             argv += ["-H", "authorization: bearer " + self.jwt(), "-H", "apns-topic: " + TOPIC, "-H", "apns-push-type: alert"]
-        argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
+        if per_token:
+            # The device tokens the end-to-end jobs carry, one URI each.
+            with open(self.path("uris.txt"), "w") as f:
+                for i in range(n):
+                    f.write("https://127.0.0.1:%d/3/device/%064x\n" % (port, i))
+            argv += ["-i", self.path("uris.txt")]
+        else:
+            argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(argv, capture_output=True, text=True).stdout
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -264,12 +289,15 @@ def main():
         log("(b) h2load on the mock: %d requests, %d connections x %d streams" % (JOBS, CONNECTIONS, STREAMS))
         b.h2load(port, 2000)  # warm-up
         h2 = b.h2load(port, JOBS)
-        if h2["2xx"] != JOBS:
-            log("warning: h2load got %d 2xx of %d" % (h2["2xx"], JOBS))
+        h2t = b.h2load(port, JOBS, per_token=True)
+        for ref in (h2, h2t):
+            if ref["2xx"] != JOBS:
+                log("warning: h2load got %d 2xx of %d" % (ref["2xx"], JOBS))
 
         log("(a) end to end: %d jobs pre-filled in Redis" % JOBS)
         b.fill("e2e", JOBS)
-        secs, cpu, rss = b.run_worker("e2e", b.worker_config("e2e", port), JOBS)
+        secs, cpu, rss, threads, (mock_cpu, redis_cpu) = b.run_worker("e2e", b.worker_config("e2e", port), JOBS,
+                                                                      watch=(mock, b.redis_proc))
         e2e_rate, e2e_cpu = JOBS / secs, cpu / JOBS
 
         log("(c) aioapns on the mock: %d notifications" % AIOAPNS_N)
@@ -294,7 +322,7 @@ def main():
         bound = CONNECTIONS * STREAMS / 0.050
         n = int(bound * 5)
         b.fill("bound", n)
-        bsecs, _, _ = b.run_worker("bound", b.worker_config("bound", slow_port), n)
+        bsecs = b.run_worker("bound", b.worker_config("bound", slow_port), n)[0]
         b.stop(slow)
 
         log("(f) memory with 10,000 notifications in flight (mock answers after 2 s)")
@@ -320,7 +348,13 @@ def main():
     def row(name, ours, ref, r, fmt="%.0f"):
         print("%-58s %14s %14s %8s" % (name, fmt % ours, fmt % ref if ref is not None else "-", r))
     row("(a) end to end jobs/s vs (b) h2load req/s", e2e_rate, h2["req_s"], ratio(e2e_rate, h2["req_s"]))
+    row("(a) end to end jobs/s vs (b) h2load, a path per token", e2e_rate, h2t["req_s"], ratio(e2e_rate, h2t["req_s"]))
     row("(a) worker CPU us/notification vs (b) h2load CPU us/req", e2e_cpu, h2["cpu_us"], ratio(e2e_cpu, h2["cpu_us"]), "%.2f")
+    row("(a) worker CPU us/notification vs (b) h2load, a path per token", e2e_cpu, h2t["cpu_us"], ratio(e2e_cpu, h2t["cpu_us"]), "%.2f")
+    for name in sorted(t for t in threads if threads[t] / JOBS >= 0.05):
+        row("      of which thread %s, us/notification" % name, threads[name] / JOBS, None, "-", "%.2f")
+    row("(a) during the run: mock CPU us/notification", mock_cpu / JOBS, None, "-", "%.2f")
+    row("(a) during the run: Redis CPU us/notification", redis_cpu / JOBS, None, "-", "%.2f")
     row("(a) worker peak RSS MiB", rss / 1024, None, "-", "%.1f")
     aio_per_cpu, ours_per_cpu = 1e6 / aio["cpu_us"], 1e6 / e2e_cpu
     row("(c) notifications per CPU-second vs aioapns", ours_per_cpu, aio_per_cpu, ratio(ours_per_cpu, aio_per_cpu))
