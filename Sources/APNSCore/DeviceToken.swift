@@ -6,10 +6,19 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     public static let lengthRange = 8...200
 
     public init?(_ text: String) {
-        let utf8 = text.utf8
-        guard DeviceToken.lengthRange.contains(utf8.count), utf8.count % 2 == 0,
-              utf8.allSatisfy({ hexValue($0) != nil }) else { return nil }
-        hex = utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") }) ? text.lowercased() : text
+        var text = text
+        // One pass over contiguous bytes: every character a hex digit, and is any uppercase?
+        let check: (valid: Bool, upper: Bool) = text.withUTF8 { bytes in
+            guard DeviceToken.lengthRange.contains(bytes.count), bytes.count % 2 == 0 else { return (false, false) }
+            var upper = false
+            for b in bytes {
+                guard hexValue(b) != nil else { return (false, false) }
+                if b >= UInt8(ascii: "A") && b <= UInt8(ascii: "F") { upper = true }
+            }
+            return (true, upper)
+        }
+        guard check.valid else { return nil }
+        hex = check.upper ? text.lowercased() : text
     }
 
     public var description: String { hex }

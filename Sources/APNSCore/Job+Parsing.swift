@@ -153,21 +153,24 @@ extension Job {
             if token != nil && tokenList != nil {
                 throw JobRejection(JobRejection.malformedJSON, "give either \"token\" or \"tokens\", not both")
             }
-            let texts = tokenList ?? token.map { [$0] } ?? []
-            guard !texts.isEmpty, !texts.contains(where: { $0.isEmpty }) else {
+            let count = tokenList?.count ?? (token == nil ? 0 : 1)
+            guard count > 0 else {
                 throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
             }
-            guard texts.count <= Job.maxTokens else {
-                throw JobRejection(JobRejection.tooManyTokens, "\"tokens\" has \(texts.count) entries; the limit is \(Job.maxTokens) per job")
+            guard count <= Job.maxTokens else {
+                throw JobRejection(JobRejection.tooManyTokens, "\"tokens\" has \(count) entries; the limit is \(Job.maxTokens) per job")
             }
             var deviceTokens: [DeviceToken] = []
-            deviceTokens.reserveCapacity(texts.count)
-            for text in texts {
+            deviceTokens.reserveCapacity(count)
+            func add(_ text: String) throws(JobRejection) {
+                if text.isEmpty { throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)") }
                 guard let t = DeviceToken(text) else {
                     throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(text.utf8.count) characters")
                 }
                 deviceTokens.append(t)
             }
+            if let token { try add(token) }
+            for text in tokenList ?? [] { try add(text) }
             if let maxAttempts, !(1...100).contains(maxAttempts) {
                 throw JobRejection(JobRejection.wrongType, "max_attempts must be 1-100, got \(maxAttempts)")
             }

@@ -96,9 +96,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let s = streams[stream] else { return }
-        if name.elementsEqual(":status".utf8) {
+        if name.elementsEqual(Self.statusName) {
             s.status = Self.parseStatus(value)
-        } else if name.elementsEqual("apns-id".utf8) {
+        } else if name.elementsEqual(Self.apnsIDName) {
             s.apnsID = String(decoding: value, as: UTF8.self)
         }
     }
@@ -125,6 +125,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
     }
+
+    private static let statusName = Array(":status".utf8), apnsIDName = Array("apns-id".utf8)
 
     /// The three-digit `:status` without going through String.
     private static func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int {

@@ -34,7 +34,8 @@ public final class HTTP2Session {
     private var session: OpaquePointer!
     unowned let delegate: HTTP2SessionDelegate
     public let isServer: Bool
-    private var bodies: [Int32: (bytes: [UInt8], offset: Int)] = [:]
+    /// Bodies being sent. A slice shares the job's buffer: queuing a body copies nothing.
+    private var bodies: [Int32: ArraySlice<UInt8>] = [:]
 
     public struct ProtocolError: Error, CustomStringConvertible {
         public let code: Int32
@@ -130,12 +131,12 @@ public final class HTTP2Session {
 
     // MARK: Submitting
 
-    /// Queues a request; returns its stream id. The body is copied once, into the session.
+    /// Queues a request; returns its stream id. The body's bytes are read when frames are written.
     public func submitRequest(_ headers: HeaderList, body: ArraySlice<UInt8>) throws(ProtocolError) -> Int32 {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
         guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
-        bodies[stream] = (Array(body), 0)
+        bodies[stream] = body
         return stream
     }
 
@@ -144,7 +145,7 @@ public final class HTTP2Session {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let rc: Int32
         if let body {
-            bodies[stream] = (body, 0)
+            bodies[stream] = body[...]
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, &provider) }
         } else {
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, nil) }
@@ -173,19 +174,17 @@ public final class HTTP2Session {
 
     private static let readBody: nghttp2_data_source_read_callback = { _, stream, buf, length, flags, _, user in
         let me = HTTP2Session.from(user)
-        guard let entry = me.bodies[stream] else {
+        guard let body = me.bodies[stream] else {
             flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
-        let n = min(length, entry.bytes.count - entry.offset)
-        entry.bytes.withUnsafeBufferPointer { src in
-            buf!.update(from: src.baseAddress! + entry.offset, count: n)
-        }
-        if entry.offset + n == entry.bytes.count {
+        let n = min(length, body.count)
+        body.withUnsafeBufferPointer { src in buf!.update(from: src.baseAddress!, count: n) }
+        if n == body.count {
             flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             me.bodies[stream] = nil
         } else {
-            me.bodies[stream]!.offset += n
+            me.bodies[stream] = body.dropFirst(n)
         }
         return n
     }

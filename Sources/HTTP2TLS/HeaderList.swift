@@ -20,36 +20,44 @@ public struct HeaderList {
     /// per request (`:path`, `apns-id`) would evict the useful entries (apns-protocol.md §2.3).
     public mutating func add(_ name: String, _ value: String, sensitive: Bool = false) {
         let n0 = storage.count
-        storage.append(contentsOf: name.utf8)
+        append(name)
         let v0 = storage.count
-        storage.append(contentsOf: value.utf8)
+        append(value)
         entries.append((n0..<v0, v0..<storage.count, sensitive))
     }
 
     /// A value in two parts, written one after the other.
     public mutating func add(_ name: String, _ prefix: String, _ value: String, sensitive: Bool = false) {
         let n0 = storage.count
-        storage.append(contentsOf: name.utf8)
+        append(name)
         let v0 = storage.count
-        storage.append(contentsOf: prefix.utf8)
-        storage.append(contentsOf: value.utf8)
+        append(prefix)
+        append(value)
         entries.append((n0..<v0, v0..<storage.count, sensitive))
+    }
+
+    /// Copies a string's bytes in one go; `withUTF8` also reaches small (inline) strings, such as
+    /// most header names, which `append(contentsOf: s.utf8)` would copy byte by byte.
+    private mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { storage.append(contentsOf: $0) }
     }
 
     public var count: Int { entries.count }
 
+    /// The fields as nghttp2's array, built on the stack: one request costs no allocation here.
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         storage.withUnsafeBufferPointer { buf in
             // nghttp2 takes mutable pointers but only reads through them.
             let base = UnsafeMutablePointer(mutating: buf.baseAddress!)
-            var nva = [nghttp2_nv]()
-            nva.reserveCapacity(entries.count)
-            for e in entries {
-                let flags = e.sensitive ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-                nva.append(nghttp2_nv(name: base + e.name.lowerBound, value: base + e.value.lowerBound,
-                                      namelen: e.name.count, valuelen: e.value.count, flags: flags))
+            return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: entries.count) { nva in
+                for (i, e) in entries.enumerated() {
+                    let flags = e.sensitive ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+                    nva.initializeElement(at: i, to: nghttp2_nv(name: base + e.name.lowerBound, value: base + e.value.lowerBound,
+                                                                namelen: e.name.count, valuelen: e.value.count, flags: flags))
+                }
+                return body(UnsafePointer(nva.baseAddress!), entries.count)
             }
-            return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
         }
     }
 }
