@@ -23,7 +23,9 @@ public struct RedisArgs {
     public var count: Int { ends.count }
 
     public mutating func append(_ text: String) {
-        storage.append(contentsOf: text.utf8)
+        // withUTF8 copies small (inline) strings whole too; `text.utf8` would go byte by byte.
+        var text = text
+        text.withUTF8 { storage.append(contentsOf: $0) }
         ends.append(storage.count)
     }
 

@@ -61,4 +61,26 @@ final class JSONScannerTests: XCTestCase {
         let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String: String]
         XCTAssertEqual(parsed?["s"], "q\"b\\n\n\t\u{1}😀שלום")
     }
+
+    /// The writer's fast check looks at eight bytes per step: every byte value at every offset of
+    /// a step (and in the tail) must come out as JSON that reads back to the same text.
+    func testWriterEscapesEveryByteAtEveryPosition() throws {
+        for length in [1, 7, 8, 9, 16, 19] {
+            for position in 0..<length {
+                for value in UInt8(0)...UInt8(127) {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[position] = value
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    var w = JSONWriter()
+                    w.beginArray()
+                    w.string(text)
+                    w.endArray()
+                    let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String]
+                    XCTAssertEqual(parsed?.first, text, "byte \(value) at \(position) of \(length)")
+                    let escaped = value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\")
+                    XCTAssertEqual(w.bytes.count > length + 4, escaped, "byte \(value) at \(position) of \(length)")
+                }
+            }
+        }
+    }
 }
