@@ -97,7 +97,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
             return
         }
         var decision = server.validator.decide(request, auth: &auth)
-        if decision.status == 200, let token = request.pathToken, let fault = server.fault(for: String(token)) {
+        if decision.status == 200, !faults.tokens.isEmpty, let token = request.pathToken, let fault = server.fault(for: String(token)) {
             decision.delayMs = fault.delayMs ?? 0
             if let status = fault.status {
                 decision.status = status

@@ -3,16 +3,23 @@ import APNSCore
 /// One request as the mock received it.
 struct MockRequest {
     var stream: Int32
-    var headers: [(name: String, value: String)] = []
+    var headers: [(name: String, value: String)] = {
+        var h: [(name: String, value: String)] = []
+        h.reserveCapacity(12)
+        return h
+    }()
     var body: [UInt8] = []
 
     func value(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
     /// The token from `/3/device/<token>`, or nil for another path.
     var pathToken: Substring? {
-        guard let path = value(":path"), path.hasPrefix("/3/device/") else { return nil }
-        return path.dropFirst("/3/device/".count)
+        guard let path = value(":path"), path.hasPrefix(Self.devicePrefix) else { return nil }
+        // utf8 offsets: String.count would walk the characters.
+        return Substring(path.utf8.dropFirst(Self.devicePrefix.utf8.count))
     }
+
+    private static let devicePrefix = "/3/device/"
 }
 
 /// The mock's answer to one request.

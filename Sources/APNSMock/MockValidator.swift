@@ -34,7 +34,8 @@ final class MockValidator {
     struct ConnectionAuth {
         var certificateUID: String?
         var pinnedTeam: String?
-        var lastToken: String?
+        /// The last `authorization` value verified here, whole, and its claims.
+        var lastAuthorization: String?
         var lastClaims: JWTClaims?
         /// When this connection's JWT last changed (the first one is not a change).
         var lastTokenChange: Int64?
@@ -62,15 +63,15 @@ final class MockValidator {
     private enum AuthResult { case success(String), failure(MockDecision) }
 
     private func authenticate(_ header: String?, topic: String?, auth: inout ConnectionAuth) -> AuthResult {
-        guard let header, header.hasPrefix("bearer "), header.count > 7 else {
+        guard let header, header.hasPrefix("bearer "), header.utf8.count > 7 else {
             return .failure(.reject(403, .missingProviderToken))
         }
-        let token = String(header.dropFirst(7))
         let claims: JWTClaims
-        if token == auth.lastToken, let cached = auth.lastClaims {
+        if header == auth.lastAuthorization, let cached = auth.lastClaims {
             claims = cached // verified on this connection already
         } else {
-            if auth.lastToken != nil {
+            let token = String(header.dropFirst(7))
+            if auth.lastAuthorization != nil {
                 // A new JWT on a live connection: at most one change per window (apns-protocol.md §6.1).
                 if let last = auth.lastTokenChange, now() - last < tokenUpdateWindow {
                     return .failure(.reject(429, .tooManyProviderTokenUpdates))
@@ -83,7 +84,7 @@ final class MockValidator {
                 return .failure(.reject(403, .invalidProviderToken))
             }
             claims = decoded.claims
-            auth.lastToken = token
+            auth.lastAuthorization = header
             auth.lastClaims = claims
         }
         if let pinned = auth.pinnedTeam, pinned != claims.teamID {
@@ -102,9 +103,12 @@ final class MockValidator {
     }
 
     private func checkRequest(_ request: MockRequest, topic: String?) -> MockDecision {
-        var seen = Set<String>()
-        for h in request.headers where !seen.insert(h.name).inserted {
-            return .reject(400, .duplicateHeaders)
+        // A dozen names at most: comparing pairs costs less than hashing them.
+        let headers = request.headers
+        for i in headers.indices {
+            for j in headers.indices where j > i && headers[j].name == headers[i].name {
+                return .reject(400, .duplicateHeaders)
+            }
         }
         guard request.value(":method") == "POST" else { return .reject(405, .methodNotAllowed) }
         guard let tokenText = request.pathToken else { return .reject(404, .badPath) }
