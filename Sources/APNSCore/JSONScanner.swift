@@ -171,6 +171,14 @@ public struct JSONScanner: ~Copyable {
         let contentStart = index
         var decoded: [UInt8]? = nil
         while true {
+            if decoded == nil, let base = bytes.baseAddress {
+                // Runs of plain ASCII (most of every job) are passed eight bytes at a time.
+                while index + 8 <= bytes.count {
+                    let w = ByteWord.load(base + index)
+                    if ByteWord.hasNonASCII(w) || ByteWord.hasJSONSpecial(w) { break }
+                    index += 8
+                }
+            }
             guard index < bytes.count else { throw fail("unterminated string") }
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {

@@ -86,18 +86,13 @@ public struct JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// Whether any byte is a control character, `"` or `\`; eight bytes per step, since every
+    /// Whether any byte is a control character, `"` or `\\`; eight bytes per step, since every
     /// string of every record passes here.
     static func needsEscaping(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return false }
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZeroByte(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
         var i = 0
         while i + 8 <= bytes.count {
-            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
-            // Bytes below 0x20, or equal to 0x22 or 0x5C (a byte at or above 0x80 never matches).
-            let below = (w &- 0x2020_2020_2020_2020) & ~w & highs
-            if below != 0 || hasZeroByte(w ^ 0x2222_2222_2222_2222) || hasZeroByte(w ^ 0x5C5C_5C5C_5C5C_5C5C) { return true }
+            if ByteWord.hasJSONSpecial(ByteWord.load(base + i)) { return true }
             i += 8
         }
         while i < bytes.count {

@@ -77,10 +77,35 @@ final class JSONScannerTests: XCTestCase {
                     w.endArray()
                     let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String]
                     XCTAssertEqual(parsed?.first, text, "byte \(value) at \(position) of \(length)")
+                    XCTAssertEqual(try scanFirstString(w.bytes), text, "byte \(value) at \(position) of \(length)")
                     let escaped = value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\")
                     XCTAssertEqual(w.bytes.count > length + 4, escaped, "byte \(value) at \(position) of \(length)")
                 }
             }
+        }
+    }
+
+    /// The scanner passes plain ASCII eight bytes at a time: characters of every UTF-8 length at
+    /// every offset must come back whole, and a control character must still be refused.
+    func testScannerReadsMultiByteCharactersAndRefusesControlsAtEveryOffset() throws {
+        for character in ["é", "€", "😀"] {
+            for position in 0..<18 {
+                let text = String(repeating: "a", count: position) + character + String(repeating: "b", count: 17 - position)
+                XCTAssertEqual(try scanFirstString(Array("[\"\(text)\"]".utf8)), text)
+            }
+        }
+        for position in 0..<18 {
+            var bytes = Array("[\"".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 18) + Array("\"]".utf8)
+            bytes[2 + position] = 0x01
+            XCTAssertThrowsError(try scanFirstString(bytes), "control character at \(position)")
+        }
+    }
+
+    private func scanFirstString(_ json: [UInt8]) throws -> String {
+        try json.withUnsafeBufferPointer { buf in
+            var s = JSONScanner(buf)
+            try s.expect(UInt8(ascii: "["))
+            return try s.readString()
         }
     }
 }
