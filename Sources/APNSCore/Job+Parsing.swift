@@ -1,13 +1,39 @@
 extension Job {
     /// The fields of schema v1. Unknown fields are rejected so that a typo such as
     /// `"priorty"` cannot silently send with a default.
-    public static let fieldNames: Set<String> = [
+    enum Field: Int, CaseIterable {
+        case v, id, app, token, tokens, topic, pushType, priority, expiration, collapseID, apnsID
+        case payload, notification, template, truncate, sendAt, maxAttempts
+
+        /// One switch over the key: most keys are matched within a few comparisons.
+        init?(_ key: String) {
+            switch key {
+            case "token": self = .token
+            case "payload": self = .payload
+            case "id": self = .id
+            case "app": self = .app
+            case "tokens": self = .tokens
+            case "notification": self = .notification
+            case "template": self = .template
+            case "v": self = .v
+            case "topic": self = .topic
+            case "push_type": self = .pushType
+            case "priority": self = .priority
+            case "expiration": self = .expiration
+            case "collapse_id": self = .collapseID
+            case "apns_id": self = .apnsID
+            case "truncate": self = .truncate
+            case "send_at": self = .sendAt
+            case "max_attempts": self = .maxAttempts
+            default: return nil
+            }
+        }
+    }
+
+    public static let fieldNames: [String] = [
         "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
         "payload", "notification", "template", "truncate", "send_at", "max_attempts",
     ]
-
-    /// `fieldNames` in a fixed order, for the parser's duplicate check.
-    static let fieldOrder: [String] = fieldNames.sorted()
 
     /// Parses and checks one job in a single pass over its bytes.
     public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job {
@@ -34,7 +60,7 @@ extension Job {
         var notification: Range<Int>?
         var templateName: String?, templateLocale: String?, templateData: Range<Int>?, hasTemplate = false
         var truncate: Bool?
-        /// Bit i set: field i of `Job.fieldOrder` was seen (a Set<String> costs a hash per key).
+        /// Bit i set: the field with raw value i was seen (a Set<String> costs a hash per key).
         var seen: UInt32 = 0
         var error: JobRejection?
 
@@ -45,20 +71,25 @@ extension Job {
                 return
             }
             try s.forEachMember { (key, s) throws(JSONSyntaxError) in
-                if let i = Job.fieldOrder.firstIndex(of: key) {
-                    guard seen & (1 << i) == 0 else {
-                        if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
-                        try s.skipValue()
-                        return
+                guard let field = Field(key) else {
+                    if error == nil {
+                        error = JobRejection(JobRejection.unknownField, "unknown field \"\(key)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
                     }
-                    seen |= 1 << i
+                    try s.skipValue()
+                    return
                 }
-                try readField(key, &s)
+                guard seen & (1 << field.rawValue) == 0 else {
+                    if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
+                    try s.skipValue()
+                    return
+                }
+                seen |= 1 << field.rawValue
+                try readField(field, key, &s)
             }
             try s.expectEnd()
         }
 
-        private mutating func readField(_ key: String, _ s: inout JSONScanner) throws(JSONSyntaxError) {
+        private mutating func readField(_ field: Field, _ key: String, _ s: inout JSONScanner) throws(JSONSyntaxError) {
             let kind = try Self.kind(of: s.peek())
             func want(_ expected: JSONKind) -> Bool {
                 if kind == expected || kind == .null { return kind == expected }
@@ -67,34 +98,30 @@ extension Job {
                 }
                 return false
             }
-            switch key {
-            case "v": if want(.number) { version = try s.readInt(); return }
-            case "id": if want(.string) { id = try s.readString(); return }
-            case "app": if want(.string) { app = try s.readString(); return }
-            case "token": if want(.string) { token = try s.readString(); return }
-            case "topic": if want(.string) { topic = try s.readString(); return }
-            case "push_type": if want(.string) { pushType = try s.readString(); return }
-            case "collapse_id": if want(.string) { collapseID = try s.readString(); return }
-            case "apns_id": if want(.string) { apnsID = try s.readString(); return }
-            case "priority": if want(.number) { priority = try s.readInt(); return }
-            case "expiration": if want(.number) { expiration = try s.readInt(); return }
-            case "send_at": if want(.number) { sendAt = try s.readInt(); return }
-            case "max_attempts": if want(.number) { maxAttempts = try s.readInt(); return }
-            case "tokens":
+            switch field {
+            case .v: if want(.number) { version = try s.readInt(); return }
+            case .id: if want(.string) { id = try s.readString(); return }
+            case .app: if want(.string) { app = try s.readString(); return }
+            case .token: if want(.string) { token = try s.readString(); return }
+            case .topic: if want(.string) { topic = try s.readString(); return }
+            case .pushType: if want(.string) { pushType = try s.readString(); return }
+            case .collapseID: if want(.string) { collapseID = try s.readString(); return }
+            case .apnsID: if want(.string) { apnsID = try s.readString(); return }
+            case .priority: if want(.number) { priority = try s.readInt(); return }
+            case .expiration: if want(.number) { expiration = try s.readInt(); return }
+            case .sendAt: if want(.number) { sendAt = try s.readInt(); return }
+            case .maxAttempts: if want(.number) { maxAttempts = try s.readInt(); return }
+            case .tokens:
                 if want(.array) { tokenList = try readStrings(&s, key); return }
-            case "payload":
+            case .payload:
                 if kind == .object { payload = try s.skipValue().range; return }
                 if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not a \(kind.rawValue)") }
-            case "notification":
+            case .notification:
                 if want(.object) { notification = try s.skipValue().range; return }
-            case "truncate":
+            case .truncate:
                 if want(.bool) { truncate = try s.peek() == UInt8(ascii: "t"); try s.skipValue(); return }
-            case "template":
+            case .template:
                 if want(.object) { try readTemplate(&s); return }
-            default:
-                if error == nil {
-                    error = JobRejection(JobRejection.unknownField, "unknown field \"\(key)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
-                }
             }
             try s.skipValue()
         }

@@ -1,4 +1,4 @@
-import APNSCore
+@testable import APNSCore
 import XCTest
 
 final class JobParsingTests: XCTestCase {
@@ -89,5 +89,15 @@ final class JobParsingTests: XCTestCase {
         XCTAssertEqual(PushType.liveactivity.topic(forBundle: "b"), "b.push-type.liveactivity")
         XCTAssertEqual(PushType.fileprovider.topic(forBundle: "b"), "b.pushkit.fileprovider")
         XCTAssertEqual(PushType.all.count, 11)
+    }
+
+    /// The parser's field switch and the published field list agree, name for name and in order
+    /// (the order gives each field its bit in the duplicate check).
+    func testEveryPublishedFieldNameMapsToItsField() {
+        XCTAssertEqual(Job.fieldNames.count, Job.Field.allCases.count)
+        for (i, name) in Job.fieldNames.enumerated() {
+            XCTAssertEqual(Job.Field(name)?.rawValue, i, name)
+        }
+        XCTAssertNil(Job.Field("priorty"))
     }
 }
