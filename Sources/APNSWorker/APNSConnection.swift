@@ -117,7 +117,6 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         let now = loop.iterationWallMs
         if s.status == 200 {
             budget.succeeded()
-            s.attempts.append(.init(timeMs: now, status: 200, reason: nil))
             owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? s.job.apnsID ?? ""))
             return
         }

@@ -196,7 +196,8 @@ struct OutcomeRecords {
     mutating func append(_ f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) -> String {
         let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
                                             topic: f.topic, worker: worker, timeMs: timeMs)
-        let attempts = f.attempts.count
+        var attempts = f.attempts.count
+        if case .delivered = f.outcome { attempts += 1 } // the delivering try is not listed
         let plan = decide(f, worker: worker, attempts: attempts)
         let stat: String
         switch plan {

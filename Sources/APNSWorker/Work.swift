@@ -10,7 +10,8 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     let topic: String
     /// Monotonic time the job was taken from Redis.
     let takenAtNs: UInt64
-    /// Tries so far, carried over from earlier retries in the job's envelope.
+    /// Failed tries so far, carried over from earlier retries in the job's envelope. The try that
+    /// delivers is counted, not listed: no record lists the tries of a delivered job.
     var attempts: [OutcomeRecord.Attempt]
     let recoveries: Int
     /// How many sends this handle fanned out to; the job is acked when all are decided.
