@@ -115,9 +115,9 @@ final class Fetcher: @unchecked Sendable {
                                                      truncateByDefault: apps[app].configuration.truncateBody)
                 if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                     units += 1
-                    decided.append(FinishedJob(handle: handle, raw: raw, job: job, appName: apps[app].name, topic: topic,
-                                               outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
-                                               recoveries: meta.recoveries, fanout: 1))
+                    decided.append(.unsent(handle: handle, raw: raw, job: job, appName: apps[app].name, topic: topic,
+                                                     outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
+                                                     recoveries: meta.recoveries))
                     continue
                 }
                 let tokens = meta.token.flatMap(DeviceToken.init).map { [$0] } ?? job.tokens
@@ -129,8 +129,8 @@ final class Fetcher: @unchecked Sendable {
                 }
             } catch {
                 units += 1
-                decided.append(FinishedJob(handle: handle, raw: raw, job: nil, appName: nil, topic: nil,
-                                           outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries, fanout: 1))
+                decided.append(.unsent(handle: handle, raw: raw, job: nil, appName: nil, topic: nil,
+                                       outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
             }
         }
         gate.add(units)

@@ -253,7 +253,7 @@ final class SendLoop: @unchecked Sendable {
         breakers[poolOf[r.app]].succeeded()
         if case .delivered = outcome { deliveredApps[r.app] = true }
         if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
-        finishedBatch.append(FinishedJob(r, appName: apps[r.app].name, outcome: outcome))
+        finishedBatch.append(r.decide(outcome, appName: apps[r.app].name))
     }
 
     func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {

@@ -24,6 +24,9 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     var apnsID: String?
     var responseBody: [UInt8] = []
     var answered = false
+    /// Set once the send is decided, with the app's name for records and counters.
+    private(set) var outcome: Outcome?
+    private(set) var appName: String?
 
     init(handle: String, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
          attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
@@ -38,6 +41,13 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
         self.fanout = fanout
     }
 
+    /// The send is decided: the request becomes its own outcome record.
+    func decide(_ outcome: Outcome, appName: String) -> FinishedJob {
+        self.outcome = outcome
+        self.appName = appName
+        return .sent(self)
+    }
+
     /// Forgets the answer to any earlier send (a resend after a lost connection).
     func beginSend(atNs now: UInt64) {
         sentAtNs = now
@@ -48,53 +58,55 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     }
 }
 
-/// A decided send (or a job that cannot be sent), on its way back to Redis. A decided send
-/// points at its request rather than copying it: one object and one retain per outcome.
-final class FinishedJob: @unchecked Sendable { // handed over whole between threads, never shared
+/// A decided send (or a job decided before sending), on its way back to Redis. A decided send
+/// is its request, which carries the outcome: deciding allocates nothing.
+enum FinishedJob: @unchecked Sendable { // handed over whole between threads, never shared
+    case sent(SendRequest)
+    case unsent(Unsent)
+
     /// A job decided before any send (unparsable, past its time, no such app…).
-    struct Unsent {
+    final class Unsent {
         let handle: String
         let raw: [UInt8]
         let job: Job?
+        let appName: String?
         let topic: String?
+        let outcome: Outcome
         let attempts: [OutcomeRecord.Attempt]
         let recoveries: Int
-        let fanout: Int
+
+        init(handle: String, raw: [UInt8], job: Job?, appName: String?, topic: String?, outcome: Outcome,
+             attempts: [OutcomeRecord.Attempt], recoveries: Int) {
+            self.handle = handle
+            self.raw = raw
+            self.job = job
+            self.appName = appName
+            self.topic = topic
+            self.outcome = outcome
+            self.attempts = attempts
+            self.recoveries = recoveries
+        }
     }
 
-    private enum Source {
-        case sent(SendRequest)
-        case unsent(Unsent)
+    static func unsent(handle: String, raw: [UInt8], job: Job?, appName: String?, topic: String?, outcome: Outcome,
+                       attempts: [OutcomeRecord.Attempt], recoveries: Int) -> FinishedJob {
+        .unsent(Unsent(handle: handle, raw: raw, job: job, appName: appName, topic: topic, outcome: outcome,
+                       attempts: attempts, recoveries: recoveries))
     }
 
-    private let source: Source
-    let appName: String?
-    let outcome: Outcome
-
-    init(_ r: SendRequest, appName: String, outcome: Outcome) {
-        source = .sent(r)
-        self.appName = appName
-        self.outcome = outcome
-    }
-
-    init(handle: String, raw: [UInt8], job: Job?, appName: String?, topic: String?, outcome: Outcome,
-         attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
-        source = .unsent(Unsent(handle: handle, raw: raw, job: job, topic: topic, attempts: attempts, recoveries: recoveries, fanout: fanout))
-        self.appName = appName
-        self.outcome = outcome
-    }
-
-    var handle: String { switch source { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
+    var handle: String { switch self { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
     /// The producer's job bytes (inside any envelope).
-    var raw: [UInt8] { switch source { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
-    var job: Job? { switch source { case .sent(let r): r.job; case .unsent(let u): u.job } }
-    var token: DeviceToken? { if case .sent(let r) = source { r.token } else { nil } }
-    var topic: String? { switch source { case .sent(let r): r.topic; case .unsent(let u): u.topic } }
-    var attempts: [OutcomeRecord.Attempt] { switch source { case .sent(let r): r.attempts; case .unsent(let u): u.attempts } }
-    var recoveries: Int { switch source { case .sent(let r): r.recoveries; case .unsent(let u): u.recoveries } }
-    var fanout: Int { switch source { case .sent(let r): r.fanout; case .unsent(let u): u.fanout } }
+    var raw: [UInt8] { switch self { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
+    var job: Job? { switch self { case .sent(let r): r.job; case .unsent(let u): u.job } }
+    var token: DeviceToken? { if case .sent(let r) = self { r.token } else { nil } }
+    var appName: String? { switch self { case .sent(let r): r.appName; case .unsent(let u): u.appName } }
+    var topic: String? { switch self { case .sent(let r): r.topic; case .unsent(let u): u.topic } }
+    var outcome: Outcome { switch self { case .sent(let r): r.outcome!; case .unsent(let u): u.outcome } }
+    var attempts: [OutcomeRecord.Attempt] { switch self { case .sent(let r): r.attempts; case .unsent(let u): u.attempts } }
+    var recoveries: Int { switch self { case .sent(let r): r.recoveries; case .unsent(let u): u.recoveries } }
+    var fanout: Int { if case .sent(let r) = self { r.fanout } else { 1 } }
     /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
-    var takenAtNs: UInt64 { if case .sent(let r) = source { r.takenAtNs } else { 0 } }
-    var sentAtNs: UInt64 { if case .sent(let r) = source { r.sentAtNs } else { 0 } }
-    var answeredAtNs: UInt64 { if case .sent(let r) = source { r.answeredAtNs } else { 0 } }
+    var takenAtNs: UInt64 { if case .sent(let r) = self { r.takenAtNs } else { 0 } }
+    var sentAtNs: UInt64 { if case .sent(let r) = self { r.sentAtNs } else { 0 } }
+    var answeredAtNs: UInt64 { if case .sent(let r) = self { r.answeredAtNs } else { 0 } }
 }
