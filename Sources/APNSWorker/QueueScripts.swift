@@ -5,7 +5,7 @@ enum QueueScripts {
     /// Takes up to ARGV[1] jobs (the staged one first, then the oldest of the list) into the
     /// worker's in-flight hash under fresh handles, and renews the worker's lease.
     /// KEYS: jobs, inflight, handle counter, workers, staging. ARGV: max, worker id, lease ms.
-    /// Returns a flat list: handle, job, handle, job, …
+    /// Returns a flat list: handle (an integer reply: no string to allocate), job, handle, job, …
     static let fetch = RedisScript("""
     local max = tonumber(ARGV[1])
     local taken = {}
@@ -24,10 +24,9 @@ enum QueueScripts {
     local first = last - #taken
     local fields, out = {}, {}
     for i, job in ipairs(taken) do
-      local handle = tostring(first + i)
-      fields[#fields + 1] = handle
+      fields[#fields + 1] = tostring(first + i)
       fields[#fields + 1] = job
-      out[#out + 1] = handle
+      out[#out + 1] = first + i
       out[#out + 1] = job
     end
     redis.call('HSET', KEYS[2], unpack(fields))
