@@ -9,18 +9,7 @@ public final class AppRuntime: Sendable {
 
     public var name: String { configuration.name }
 
-    /// Apps with the same key share connections: same endpoint and same credential
-    /// (team + key, or certificate). One team per connection follows.
-    public var poolKey: String {
-        let e = configuration.endpoint
-        let credential: String
-        switch configuration.auth {
-        case .token(let team, let kid, _): credential = "token:\(team)/\(kid)"
-        case .certificate(let cert, let key): credential = "cert:\(cert)|\(key)"
-        case .pkcs12(let file, _): credential = "p12:\(file)"
-        }
-        return "\(e.host):\(e.port)/\(e.serverName)/\(e.caFile ?? "system")/\(credential)"
-    }
+    public var poolKey: String { configuration.poolKey }
 
     public init(_ configuration: AppConfiguration, jwt: JWTProvider?) throws {
         self.configuration = configuration

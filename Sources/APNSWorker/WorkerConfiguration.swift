@@ -47,8 +47,26 @@ public struct WorkerConfiguration: Sendable {
 
     public init() {}
 
-    /// Jobs a process holds at most: about twice what its connections can have in flight.
-    public var inflightCapacity: Int { max(batchSize, 2 * connections * streams * ioThreads * max(1, apps.count)) }
+    /// Jobs a process holds at most: about twice what its connections can have in flight
+    /// (one set of connections per pool, however many apps share it).
+    public var inflightCapacity: Int {
+        max(batchSize, 2 * connections * streams * ioThreads * max(1, Set(apps.map(\.poolKey)).count))
+    }
+}
+
+extension AppConfiguration {
+    /// Apps with the same key share connections: same endpoint and same credential
+    /// (team + key, or certificate). One team per connection follows.
+    public var poolKey: String {
+        let e = endpoint
+        let credential: String
+        switch auth {
+        case .token(let team, let kid, _): credential = "token:\(team)/\(kid)"
+        case .certificate(let cert, let key): credential = "cert:\(cert)|\(key)"
+        case .pkcs12(let file, _): credential = "p12:\(file)"
+        }
+        return "\(e.host):\(e.port)/\(e.serverName)/\(e.caFile ?? "system")/\(credential)"
+    }
 }
 
 public struct AppConfiguration: Sendable {

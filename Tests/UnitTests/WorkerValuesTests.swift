@@ -111,6 +111,24 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual(dead["job_text"] as? String, "not json")
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
     }
+
+    /// In-flight room follows connection pools: apps sharing endpoint and credential share one.
+    func testInflightCapacityCountsPoolsNotApps() {
+        let endpoint = APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil)
+        func app(_ name: String, key: String) -> AppConfiguration {
+            AppConfiguration(name: name, bundleID: "com.example.\(name)", endpoint: endpoint,
+                             auth: .token(teamID: "TEAM123456", keyID: key, keyFile: "/dev/null"))
+        }
+        var config = WorkerConfiguration()
+        config.connections = 2
+        config.streams = 100
+        config.apps = [app("a", key: "KEY1")]
+        XCTAssertEqual(config.inflightCapacity, 400)
+        config.apps = [app("a", key: "KEY1"), app("b", key: "KEY1")]
+        XCTAssertEqual(config.inflightCapacity, 400, "one shared pool")
+        config.apps = [app("a", key: "KEY1"), app("b", key: "KEY2")]
+        XCTAssertEqual(config.inflightCapacity, 800, "two pools")
+    }
 }
 
 final class RetryAndEnvelopeTests: XCTestCase {
