@@ -52,9 +52,14 @@ def free_port():
     return port
 
 
-def proc_cpu_us(pid):
-    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+def stat_cpu_us(path):
+    """User + system CPU us from a /proc .../stat file (a process or one of its threads)."""
+    fields = open(path).read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) * 1e6 / HZ
+
+
+def proc_cpu_us(pid):
+    return stat_cpu_us("/proc/%d/stat" % pid)
 
 
 def thread_cpu_us(pid):
@@ -63,10 +68,10 @@ def thread_cpu_us(pid):
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             name = open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip()
-            fields = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()
+            cpu = stat_cpu_us("/proc/%d/task/%s/stat" % (pid, tid))
         except OSError:
             continue
-        out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) * 1e6 / HZ
+        out[name] = out.get(name, 0) + cpu
     return out
 
 

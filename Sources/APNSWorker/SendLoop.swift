@@ -144,8 +144,10 @@ final class SendLoop: @unchecked Sendable {
         for c in touched { c.flush() }
         touched.removeAll(keepingCapacity: true)
         if !finishedBatch.isEmpty {
-            for (app, delivered) in deliveredApps.enumerated() where delivered { health.succeeded(app: apps[app].name) }
-            deliveredApps = Array(repeating: false, count: apps.count)
+            for app in deliveredApps.indices where deliveredApps[app] {
+                health.succeeded(app: apps[app].name)
+                deliveredApps[app] = false
+            }
             sink(finishedBatch)
             finishedBatch.removeAll(keepingCapacity: true)
         }
