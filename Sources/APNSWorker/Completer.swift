@@ -71,19 +71,25 @@ final class Completer: @unchecked Sendable {
         args.append(configuration.resultsMax)
         args.append(configuration.deadLettersMax)
         args.append(configuration.invalidTokensMax)
+        let handles = batch.map { Int64($0.handle) ?? -1 } // -1: never in the hash, so each job is checked
+        args.append(Int(handles.min() ?? -1))
+        args.append(batch.count)
         let now = WallClock.nowMilliseconds()
         var acked: [Int64] = []
         acked.reserveCapacity(batch.count)
         var stats: [String] = []
         stats.reserveCapacity(batch.count)
-        for f in batch {
+        var counters = CounterPairs()
+        for (f, handle) in zip(batch, handles) {
             let last = isLastPiece(f)
-            if last, let h = Int64(f.handle) { acked.append(h) }
+            if last, handle >= 0 { acked.append(handle) }
+            let decision = records.decide(f, worker: workerID)
             args.append(f.handle)
-            args.append(last ? "1" : "0")
-            stats.append(records.append(f, worker: workerID, timeMs: now, to: &args))
-            args.append(f.appName ?? "-")
+            args.append(counters.count(stat: decision.stat, app: f.appName ?? "-"))
+            records.append(decision, of: f, last: last, worker: workerID, timeMs: now, to: &args)
+            stats.append(decision.stat)
         }
+        counters.append(to: &args)
         while true {
             do {
                 _ = try redis.with { r throws(RedisError) in try r.run(QueueScripts.complete, args) }
@@ -172,81 +178,4 @@ final class Completer: @unchecked Sendable {
     }
 
     private lazy var records = OutcomeRecords(policy: configuration.retryPolicy)
-}
-
-/// Turns a decided outcome into the records of the Redis contract, and decides retries.
-/// Each outcome becomes six arguments of the complete script: stat, result, dead letter,
-/// invalid token, schedule member and schedule time ("+<ms>" from now, or "=<UNIX ms>");
-/// records that do not apply are empty. Records are written straight into the arguments.
-struct OutcomeRecords {
-    let policy: RetryPolicy
-    private var rng = SystemRandomNumberGenerator()
-
-    init(policy: RetryPolicy) { self.policy = policy }
-
-    /// What to write for one outcome.
-    private enum Plan {
-        case delivered(apnsID: String)
-        case schedule(JobEnvelope.Meta, at: String, stat: String)
-        /// Final and failed: a result, plus a dead letter or an invalid-token record.
-        case failed(APNSRejection, deadDetail: String?)
-    }
-
-    /// Appends the outcome's six arguments; returns its stat.
-    mutating func append(_ f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) -> String {
-        let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
-                                            topic: f.topic, worker: worker, timeMs: timeMs)
-        var attempts = f.attempts.count
-        if case .delivered = f.outcome { attempts += 1 } // the delivering try is not listed
-        let plan = decide(f, worker: worker, attempts: attempts)
-        let stat: String
-        switch plan {
-        case .delivered: stat = "delivered"
-        case .schedule(_, _, let s): stat = s
-        case .failed(_, let dead): stat = dead == nil ? "invalid_token" : "dead_lettered"
-        }
-        args.append(stat)
-        args.append { out in // result
-            switch plan {
-            case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: attempts, into: &out)
-            case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: attempts, into: &out)
-            case .schedule: break
-            }
-        }
-        args.append { out in // dead letter
-            if case .failed(let r, let detail?) = plan {
-                OutcomeRecord.deadLetter(context, reason: r.reason.rawValue, detail: detail, job: f.raw, attempts: f.attempts, into: &out)
-            }
-        }
-        args.append { out in // invalid token
-            if case .failed(let r, nil) = plan { OutcomeRecord.invalidToken(context, rejection: r, into: &out) }
-        }
-        args.append { out in // schedule member
-            if case .schedule(let meta, _, _) = plan { JobEnvelope.wrap(job: f.raw, meta: meta, into: &out) }
-        }
-        if case .schedule(_, let at, _) = plan { args.append(at) } else { args.append("") }
-        return stat
-    }
-
-    private mutating func decide(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {
-        switch f.outcome {
-        case .delivered(let apnsID):
-            return .delivered(apnsID: apnsID)
-        case .scheduled(let atMs):
-            return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + f.handle),
-                             at: "=\(atMs)", stat: "scheduled")
-        case .deadLetter(let why):
-            return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
-        case .rejected(let rejection):
-            let info = rejection.reason.info
-            if case .retry(let kind) = info.disposition,
-               case .retry(let afterMs) = policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
-                let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-                                            nonce: worker + "/" + f.handle + "/" + (f.token?.hex ?? ""))
-                return .schedule(meta, at: "+\(afterMs)", stat: "retried")
-            }
-            if info.disposition == .invalidToken { return .failed(rejection, deadDetail: nil) }
-            return .failed(rejection, deadDetail: "APNs answered \(rejection.status): \(info.meaning) (after \(attempts) attempts)")
-        }
-    }
 }

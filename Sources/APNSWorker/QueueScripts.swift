@@ -24,10 +24,11 @@ enum QueueScripts {
     local first = last - #taken
     local fields, out = {}, {}
     for i, job in ipairs(taken) do
-      fields[#fields + 1] = tostring(first + i)
-      fields[#fields + 1] = job
-      out[#out + 1] = first + i
-      out[#out + 1] = job
+      local handle = first + i
+      fields[2 * i - 1] = tostring(handle) -- a field name must be text; Lua writes integers below 1e14 whole
+      fields[2 * i] = job
+      out[2 * i - 1] = handle
+      out[2 * i] = job
     end
     redis.call('HSET', KEYS[2], unpack(fields))
     return out
@@ -36,39 +37,71 @@ enum QueueScripts {
     /// Records a batch of outcomes. A job leaves the in-flight hash in the same step that
     /// records its last outcome. A job no longer in the hash was recovered by another worker,
     /// which will record it, so nothing is written for it here.
+    /// Recovery and hand-back empty the whole hash, and handles only grow: if the batch's lowest
+    /// handle is still there, every handle of the batch is, and one HDEL acks them all (a call
+    /// per job was the largest cost in Redis). Otherwise each job is checked on its own.
     /// KEYS: inflight, results, dead letters, invalid tokens, stats, schedule.
-    /// ARGV: results cap, dead cap, invalid cap, then groups of (handle, ack 1/0, stat, result,
-    /// dead, invalid, schedule member, schedule time "+ms" or "=unix ms", app); empty ones are
-    /// skipped. Counters go to `stat` and to `stat:app`.
+    /// ARGV: results cap, dead cap, invalid cap, lowest handle, number of jobs, then per job
+    /// (handle, counter pair, kind, a, b), then (counter name, count) entries: the batch's
+    /// totals if every job is owned. A job counts under entries 2p-1 and 2p of its pair p.
+    /// Streams are trimmed once per batch, not per entry.
+    /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
+    /// s = schedule member a at b ("+ms" from now or "=unix ms"). Upper case: a fan-out piece
+    /// that is not the job's last, so the job stays in flight.
     static let complete = RedisScript("""
-    local acked = 0
-    local counts = {}
-    local now = redis.call('TIME')
-    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    for i = 4, #ARGV, 9 do
-      local owned
-      if ARGV[i + 1] == '1' then
+    local LAST = {r = true, d = true, i = true, s = true}
+    local first_counter = 6 + 5 * tonumber(ARGV[5])
+    local names, counts = {}, {}
+    for j = first_counter, #ARGV, 2 do
+      names[#names + 1] = ARGV[j]
+      counts[#counts + 1] = tonumber(ARGV[j + 1])
+    end
+    local all = redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1
+    local acks, acked, now_ms, added = {}, 0, nil, {}
+    for i = 6, first_counter - 1, 5 do
+      local kind = ARGV[i + 2]
+      local last = LAST[kind]
+      local owned = all
+      if all then
+        if last then acks[#acks + 1] = ARGV[i] end
+      elseif last then
         owned = redis.call('HDEL', KEYS[1], ARGV[i]) == 1
       else
         owned = redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1
       end
       if owned then
         acked = acked + 1
-        counts[ARGV[i + 2]] = (counts[ARGV[i + 2]] or 0) + 1
-        local per_app = ARGV[i + 2] .. ':' .. ARGV[i + 8]
-        counts[per_app] = (counts[per_app] or 0) + 1
-        if ARGV[i + 3] ~= '' then redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'record', ARGV[i + 3]) end
-        if ARGV[i + 4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'record', ARGV[i + 4]) end
-        if ARGV[i + 5] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[3], '*', 'record', ARGV[i + 5]) end
-        if ARGV[i + 6] ~= '' then
-          local at = ARGV[i + 7]
+        kind = string.lower(kind)
+        if kind == 's' then
+          local at = ARGV[i + 4]
           local score = tonumber(string.sub(at, 2))
-          if string.sub(at, 1, 1) == '+' then score = now_ms + score end
-          redis.call('ZADD', KEYS[6], score, ARGV[i + 6])
+          if string.sub(at, 1, 1) == '+' then
+            if not now_ms then
+              local now = redis.call('TIME')
+              now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+            end
+            score = now_ms + score
+          end
+          redis.call('ZADD', KEYS[6], score, ARGV[i + 3])
+        else
+          redis.call('XADD', KEYS[2], '*', 'record', ARGV[i + 3])
+          added[2] = true
+          if kind == 'd' then redis.call('XADD', KEYS[3], '*', 'record', ARGV[i + 4]); added[3] = true end
+          if kind == 'i' then redis.call('XADD', KEYS[4], '*', 'record', ARGV[i + 4]); added[4] = true end
         end
+      else
+        local p = tonumber(ARGV[i + 1])
+        counts[2 * p - 1] = counts[2 * p - 1] - 1
+        counts[2 * p] = counts[2 * p] - 1
       end
     end
-    for name, n in pairs(counts) do redis.call('HINCRBY', KEYS[5], name, n) end
+    if #acks > 0 then redis.call('HDEL', KEYS[1], unpack(acks)) end
+    for k = 2, 4 do
+      if added[k] then redis.call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k - 1]) end
+    end
+    for j = 1, #names do
+      if counts[j] > 0 then redis.call('HINCRBY', KEYS[5], names[j], counts[j]) end
+    end
     return acked
     """)
 

@@ -1,0 +1,117 @@
+import APNSCore
+import RedisClient
+
+/// Turns a decided outcome into the records of the Redis contract, and decides retries.
+/// Each outcome becomes three arguments of the complete script (QueueScripts.complete): its
+/// kind and two records, written straight into the arguments.
+struct OutcomeRecords {
+    let policy: RetryPolicy
+    private var rng = SystemRandomNumberGenerator()
+
+    init(policy: RetryPolicy) { self.policy = policy }
+
+    /// What to write for one outcome, and the counter it goes to.
+    struct Decision {
+        fileprivate let plan: Plan
+        let stat: String
+        fileprivate let attempts: Int
+    }
+
+    fileprivate enum Plan {
+        case delivered(apnsID: String)
+        case schedule(JobEnvelope.Meta, at: String, stat: String)
+        /// Final and failed: a result, plus a dead letter or an invalid-token record.
+        case failed(APNSRejection, deadDetail: String?)
+    }
+
+    mutating func decide(_ f: FinishedJob, worker: String) -> Decision {
+        var attempts = f.attempts.count
+        if case .delivered = f.outcome { attempts += 1 } // the delivering try is not listed
+        let plan = plan(f, worker: worker, attempts: attempts)
+        let stat: String
+        switch plan {
+        case .delivered: stat = "delivered"
+        case .schedule(_, _, let s): stat = s
+        case .failed(_, let dead): stat = dead == nil ? "invalid_token" : "dead_lettered"
+        }
+        return Decision(plan: plan, stat: stat, attempts: attempts)
+    }
+
+    /// Appends the outcome's kind and its two records. `last`: the job leaves the in-flight
+    /// hash with this outcome (false for a fan-out piece that is not the job's last).
+    func append(_ d: Decision, of f: FinishedJob, last: Bool, worker: String, timeMs: Int64, to args: inout RedisArgs) {
+        let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
+                                            topic: f.topic, worker: worker, timeMs: timeMs)
+        let kind: String
+        switch d.plan {
+        case .delivered: kind = "r"
+        case .schedule: kind = "s"
+        case .failed(_, let dead): kind = dead == nil ? "i" : "d"
+        }
+        args.append(last ? kind : kind.uppercased())
+        args.append { out in
+            switch d.plan {
+            case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)
+            case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
+            case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
+            }
+        }
+        args.append { out in
+            switch d.plan {
+            case .delivered: break
+            case .failed(let r, let detail?):
+                OutcomeRecord.deadLetter(context, reason: r.reason.rawValue, detail: detail, job: f.raw, attempts: f.attempts, into: &out)
+            case .failed(let r, nil): OutcomeRecord.invalidToken(context, rejection: r, into: &out)
+            case .schedule(_, let at, _): out.append(contentsOf: at.utf8)
+            }
+        }
+    }
+
+    private mutating func plan(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {
+        switch f.outcome {
+        case .delivered(let apnsID):
+            return .delivered(apnsID: apnsID)
+        case .scheduled(let atMs):
+            return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + f.handle),
+                             at: "=\(atMs)", stat: "scheduled")
+        case .deadLetter(let why):
+            return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
+        case .rejected(let rejection):
+            let info = rejection.reason.info
+            if case .retry(let kind) = info.disposition,
+               case .retry(let afterMs) = policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
+                let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
+                                            nonce: worker + "/" + f.handle + "/" + (f.token?.hex ?? ""))
+                return .schedule(meta, at: "+\(afterMs)", stat: "retried")
+            }
+            if info.disposition == .invalidToken { return .failed(rejection, deadDetail: nil) }
+            return .failed(rejection, deadDetail: "APNs answered \(rejection.status): \(info.meaning) (after \(attempts) attempts)")
+        }
+    }
+}
+
+/// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.
+/// Neighbouring outcomes mostly share a pair, so the last one is checked first.
+struct CounterPairs {
+    private var pairs: [(stat: String, app: String, count: Int)] = []
+    private var last = -1
+
+    /// Counts one outcome; returns its pair's number.
+    mutating func count(stat: String, app: String) -> Int {
+        if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
+            last = pairs.firstIndex { $0.stat == stat && $0.app == app } ?? { pairs.append((stat, app, 0)); return pairs.count - 1 }()
+        }
+        pairs[last].count += 1
+        return last + 1
+    }
+
+    /// Appends the (counter name, count) entries.
+    func append(to args: inout RedisArgs) {
+        for p in pairs {
+            args.append(p.stat)
+            args.append(p.count)
+            args.append(p.stat + ":" + p.app)
+            args.append(p.count)
+        }
+    }
+}
