@@ -49,29 +49,32 @@ enum QueueScripts {
     /// s = schedule member a at b ("+ms" from now or "=unix ms"). Upper case: a fan-out piece
     /// that is not the job's last, so the job stays in flight.
     static let complete = RedisScript("""
-    local LAST = {r = true, d = true, i = true, s = true}
+    local call = redis.call
+    local KIND = {r = 'r', d = 'd', i = 'i', s = 's', R = 'r', D = 'd', I = 'i', S = 's'}
     local first_counter = 6 + 5 * tonumber(ARGV[5])
     local names, counts = {}, {}
     for j = first_counter, #ARGV, 2 do
       names[#names + 1] = ARGV[j]
       counts[#counts + 1] = tonumber(ARGV[j + 1])
     end
-    local all = redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1
-    local acks, acked, now_ms, added = {}, 0, nil, {}
+    local inflight, results = KEYS[1], KEYS[2]
+    local all = call('HEXISTS', inflight, ARGV[4]) == 1
+    local acks, n_acks, acked, now_ms, added = {}, 0, 0, nil, {}
     for i = 6, first_counter - 1, 5 do
       local kind = ARGV[i + 2]
-      local last = LAST[kind]
+      local base = KIND[kind]
+      local last = kind == base
       local owned = all
       if all then
-        if last then acks[#acks + 1] = ARGV[i] end
+        if last then n_acks = n_acks + 1; acks[n_acks] = ARGV[i] end
       elseif last then
-        owned = redis.call('HDEL', KEYS[1], ARGV[i]) == 1
+        owned = call('HDEL', inflight, ARGV[i]) == 1
       else
-        owned = redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1
+        owned = call('HEXISTS', inflight, ARGV[i]) == 1
       end
       if owned then
         acked = acked + 1
-        kind = string.lower(kind)
+        kind = base
         if kind == 's' then
           local at = ARGV[i + 4]
           local score = tonumber(string.sub(at, 2))
@@ -84,10 +87,10 @@ enum QueueScripts {
           end
           redis.call('ZADD', KEYS[6], score, ARGV[i + 3])
         else
-          redis.call('XADD', KEYS[2], '*', 'record', ARGV[i + 3])
+          call('XADD', results, '*', 'record', ARGV[i + 3])
           added[2] = true
-          if kind == 'd' then redis.call('XADD', KEYS[3], '*', 'record', ARGV[i + 4]); added[3] = true end
-          if kind == 'i' then redis.call('XADD', KEYS[4], '*', 'record', ARGV[i + 4]); added[4] = true end
+          if kind == 'd' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 4]); added[3] = true end
+          if kind == 'i' then call('XADD', KEYS[4], '*', 'record', ARGV[i + 4]); added[4] = true end
         end
       else
         local p = tonumber(ARGV[i + 1])
@@ -95,7 +98,7 @@ enum QueueScripts {
         counts[2 * p] = counts[2 * p] - 1
       end
     end
-    if #acks > 0 then redis.call('HDEL', KEYS[1], unpack(acks)) end
+    if n_acks > 0 then call('HDEL', inflight, unpack(acks)) end
     for k = 2, 4 do
       if added[k] then redis.call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k - 1]) end
     end
