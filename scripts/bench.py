@@ -37,6 +37,8 @@ AIOAPNS_N = int(os.environ.get("AIOAPNS_N", "20000"))
 PAYLOAD = {"aps": {"alert": {"title": "Benchmark", "body": "A notification of ordinary size"}, "sound": "default"}}
 TOKEN = "ab" * 32
 TOPIC = "com.example.app"
+# An optional allocator for deployments (Debian package libjemalloc2); the loader finds it by name.
+JEMALLOC = "libjemalloc.so.2"
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -175,18 +177,21 @@ class Bench:
         stats = self.r.hgetall("apns:{%s}:stats" % queue)
         return sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
 
-    def run_worker(self, queue, config, n, timeout=600, watch=()):
+    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None):
         """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB, cpu us per
-        worker thread, cpu us of each process in `watch` over the run)."""
+        worker thread, cpu us of each process in `watch` over the run). `must_load`: a library
+        the worker must have mapped (a failed LD_PRELOAD only warns)."""
         watched = [proc_cpu_us(w.pid) for w in watch]
         start = time.time()
-        p = self.spawn([BIN + "/apns-worker", "--config", config], "worker-%s.log" % queue)
+        p = self.spawn([BIN + "/apns-worker", "--config", config], "worker-%s.log" % queue, env=env)
         deadline = start + timeout
         while self.finished(queue) < n:
             if time.time() > deadline or p.poll() is not None:
                 raise SystemExit("worker did not finish (%d of %d); see %s" % (self.finished(queue), n, self.path("worker-%s.log" % queue)))
             time.sleep(0.01)
         elapsed = time.time() - start
+        if must_load and must_load not in open("/proc/%d/maps" % p.pid).read():
+            raise SystemExit("the worker did not load %s (scripts/install-deps bench installs it)" % must_load)
         cpu, rss, threads = proc_cpu_us(p.pid), proc_rss_kb(p.pid), thread_cpu_us(p.pid)
         watched = [proc_cpu_us(w.pid) - c for w, c in zip(watch, watched)]
         self.stop(p)
@@ -305,6 +310,12 @@ def main():
                                                                       watch=(mock, b.redis_proc))
         e2e_rate, e2e_cpu = JOBS / secs, cpu / JOBS
 
+        log("(a) again, with jemalloc preloaded instead of glibc's malloc")
+        b.fill("e2e-je", JOBS)
+        je = b.run_worker("e2e-je", b.worker_config("e2e-je", port), JOBS, env=dict(os.environ, LD_PRELOAD=JEMALLOC),
+                          must_load=JEMALLOC)
+        je_rate, je_cpu = JOBS / je[0], je[1] / JOBS
+
         log("(c) aioapns on the mock: %d notifications" % AIOAPNS_N)
         aio = b.aioapns(port, AIOAPNS_N)
 
@@ -360,7 +371,12 @@ def main():
         row("      of which thread %s, us/notification" % name, threads[name] / JOBS, None, "-", "%.2f")
     row("(a) during the run: mock CPU us/notification", mock_cpu / JOBS, None, "-", "%.2f")
     row("(a) during the run: Redis CPU us/notification", redis_cpu / JOBS, None, "-", "%.2f")
+    # End to end, the worker, Redis and the mock share the machine: their CPU per job sets a ceiling.
+    ceiling = os.cpu_count() * 1e6 / (e2e_cpu + (mock_cpu + redis_cpu) / JOBS)
+    row("(a) end to end jobs/s vs cores / (worker+Redis+mock CPU/job)", e2e_rate, ceiling, ratio(e2e_rate, ceiling))
     row("(a) worker peak RSS MiB", rss / 1024, None, "-", "%.1f")
+    row("(a) with jemalloc preloaded: jobs/s vs glibc malloc", je_rate, e2e_rate, ratio(je_rate, e2e_rate))
+    row("(a) with jemalloc preloaded: CPU us/notification vs glibc", je_cpu, e2e_cpu, ratio(je_cpu, e2e_cpu), "%.2f")
     aio_per_cpu, ours_per_cpu = 1e6 / aio["cpu_us"], 1e6 / e2e_cpu
     row("(c) notifications per CPU-second vs aioapns", ours_per_cpu, aio_per_cpu, ratio(ours_per_cpu, aio_per_cpu))
     row("(c) notifications/s vs aioapns", e2e_rate, aio["n_s"], ratio(e2e_rate, aio["n_s"]))
