@@ -15,6 +15,9 @@ public struct QueueKeys: Sendable, Equatable {
     public var jobs: String { "\(prefix):jobs" }
     /// HASH handle → job. The jobs one worker has taken and not yet finished.
     public func inflight(worker: String) -> String { "\(prefix):inflight:\(worker)" }
+    /// STRING, short-lived. Changed whenever a worker's in-flight jobs are taken back (recovery,
+    /// hand-back); that worker's completion transaction WATCHes it.
+    public func takeback(worker: String) -> String { "\(prefix):takeback:\(worker)" }
     /// LIST. A worker's blocking wait moves one job here (BLMOVE); its next fetch takes it.
     public func staging(worker: String) -> String { "\(prefix):staging:\(worker)" }
     /// STRING counter that hands out unique in-flight handles.

@@ -18,6 +18,8 @@ final class Completer: @unchecked Sendable {
     private var queue: [FinishedJob] = []
     private let runner = ThreadRunner()
     private static let chunk = 500
+    /// The completion transaction's RESP, reused from batch to batch.
+    private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
          outstanding: OutstandingHandles, metrics: Metrics, logger: Logger) {
@@ -72,7 +74,8 @@ final class Completer: @unchecked Sendable {
         args.append(configuration.deadLettersMax)
         args.append(configuration.invalidTokensMax)
         let handles = batch.map { Int64($0.handle) ?? -1 } // -1: never in the hash, so each job is checked
-        args.append(Int(handles.min() ?? -1))
+        let lowest = handles.min() ?? -1
+        args.append(Int(lowest))
         args.append(batch.count)
         let now = WallClock.nowMilliseconds()
         var acked: [Int64] = []
@@ -80,19 +83,33 @@ final class Completer: @unchecked Sendable {
         var stats: [String] = []
         stats.reserveCapacity(batch.count)
         var counters = CounterPairs()
+        var transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration, capacity: batch.count)
         for (f, handle) in zip(batch, handles) {
             let last = isLastPiece(f)
             if last, handle >= 0 { acked.append(handle) }
             let decision = records.decide(f, worker: workerID)
             args.append(f.handle)
             args.append(counters.count(stat: decision.stat, app: f.appName ?? "-"))
+            transaction.add(decision.kind, recordAt: args.count + 1) // after the kind argument
             records.append(decision, of: f, last: last, worker: workerID, timeMs: now, to: &args)
             stats.append(decision.stat)
         }
         counters.append(to: &args)
+        let tryTransaction = transaction.eligible && lowest >= 0
         while true {
             do {
-                _ = try redis.with { r throws(RedisError) in try r.run(QueueScripts.complete, args) }
+                let recorded = try redis.with { r throws(RedisError) -> Bool in
+                    if tryTransaction {
+                        switch try transaction.run(r, lowest: lowest, acked: acked, records: args, counters: counters, buffer: &transactionBuffer) {
+                        case .recorded: return true
+                        case .aborted: return false // jobs were taken back meanwhile: decide again
+                        case .notAllInFlight: break
+                        }
+                    }
+                    _ = try r.run(QueueScripts.complete, args)
+                    return true
+                }
+                guard recorded else { continue }
                 outstanding.remove(acked)
                 count(batch, stats)
                 return

@@ -74,7 +74,7 @@ final class Housekeeper: @unchecked Sendable {
     private func recover(_ r: RedisConnection, worker: String, force: Bool) throws(RedisError) {
         let reply = try r.run(QueueScripts.recover,
                               keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs, keys.workers,
-                                     keys.deadLetters, keys.results, keys.stats],
+                                     keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)],
                               args: [Array(worker.utf8), Array(String(configuration.maxRecoveries).utf8),
                                      Array(String(configuration.deadLettersMax).utf8), Array(String(configuration.resultsMax).utf8),
                                      Array((force ? "force" : "lease").utf8)]).array

@@ -15,6 +15,20 @@ struct OutcomeRecords {
         fileprivate let plan: Plan
         let stat: String
         fileprivate let attempts: Int
+
+        /// The complete script's kind: r (result), d (result, dead letter), i (result, invalid
+        /// token), s (schedule).
+        var kind: Kind {
+            switch plan {
+            case .delivered: .result
+            case .schedule: .schedule
+            case .failed(_, let dead): dead == nil ? .invalidToken : .deadLetter
+            }
+        }
+    }
+
+    enum Kind: String {
+        case result = "r", deadLetter = "d", invalidToken = "i", schedule = "s"
     }
 
     fileprivate enum Plan {
@@ -42,13 +56,7 @@ struct OutcomeRecords {
     func append(_ d: Decision, of f: FinishedJob, last: Bool, worker: String, timeMs: Int64, to args: inout RedisArgs) {
         let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
                                             topic: f.topic, worker: worker, timeMs: timeMs)
-        let kind: String
-        switch d.plan {
-        case .delivered: kind = "r"
-        case .schedule: kind = "s"
-        case .failed(_, let dead): kind = dead == nil ? "i" : "d"
-        }
-        args.append(last ? kind : kind.uppercased())
+        args.append(last ? d.kind.rawValue : d.kind.rawValue.uppercased())
         args.append { out in
             switch d.plan {
             case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)
@@ -105,13 +113,19 @@ struct CounterPairs {
         return last + 1
     }
 
+    /// Each counter's name and count: stat, then stat:app.
+    func forEach(_ body: (String, Int) -> Void) {
+        for p in pairs {
+            body(p.stat, p.count)
+            body(p.stat + ":" + p.app, p.count)
+        }
+    }
+
     /// Appends the (counter name, count) entries.
     func append(to args: inout RedisArgs) {
-        for p in pairs {
-            args.append(p.stat)
-            args.append(p.count)
-            args.append(p.stat + ":" + p.app)
-            args.append(p.count)
+        forEach { name, count in
+            args.append(name)
+            args.append(count)
         }
     }
 }

@@ -109,9 +109,12 @@ enum QueueScripts {
     """)
 
     /// Gives back a stopping worker's unfinished jobs: they go to the consuming end of the
-    /// list so they are taken next, and the worker leaves the registry.
-    /// KEYS: inflight, staging, jobs, workers. ARGV: worker id. Returns how many went back.
+    /// list so they are taken next, and the worker leaves the registry. Touching the take-back
+    /// key aborts any completion transaction of that worker that WATCHes it.
+    /// KEYS: inflight, staging, jobs, workers, take-back. ARGV: worker id. Returns how many went back.
     static let handBack = RedisScript("""
+    redis.call('INCR', KEYS[5])
+    redis.call('PEXPIRE', KEYS[5], 60000)
     local jobs = redis.call('HVALS', KEYS[1])
     local staged = redis.call('LRANGE', KEYS[2], 0, -1)
     for i = 1, #staged do jobs[#jobs + 1] = staged[i] end
@@ -144,13 +147,16 @@ enum QueueScripts {
     /// each goes to the consuming end of the list with its recovery count raised, or, past the
     /// limit, to the dead letters as a poison pill. Only a still-expired lease is recovered,
     /// so two workers never recover the same one twice.
-    /// KEYS: inflight, staging, jobs, workers, dead letters, results, stats.
+    /// Touching the take-back key aborts a completion transaction the worker may have under way.
+    /// KEYS: inflight, staging, jobs, workers, dead letters, results, stats, take-back.
     /// ARGV: worker id, max recoveries, dead cap, results cap, "force" to skip the lease check.
     static let recover = RedisScript("""
     local now = redis.call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
     local lease = redis.call('ZSCORE', KEYS[4], ARGV[1])
     if ARGV[5] ~= 'force' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
+    redis.call('INCR', KEYS[8])
+    redis.call('PEXPIRE', KEYS[8], 60000)
     local jobs = redis.call('HVALS', KEYS[1])
     local staged = redis.call('LRANGE', KEYS[2], 0, -1)
     for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end

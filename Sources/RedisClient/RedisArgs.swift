@@ -42,12 +42,36 @@ public struct RedisArgs {
         ends.append(storage.count)
     }
 
+    /// A command of one word (MULTI, EXEC).
+    static func single(_ word: String) -> RedisArgs {
+        var a = RedisArgs(capacity: 16)
+        a.append(word)
+        return a
+    }
+
+    /// Empties the arguments, keeping the buffers for the next command.
+    public mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
+    }
+
+    /// The bytes of argument `i`.
+    public func argument(_ i: Int) -> ArraySlice<UInt8> {
+        storage[(i == 0 ? 0 : ends[i - 1])..<ends[i]]
+    }
+
     /// The command in the Redis protocol (RESP), written in one pass into `out`: hiredis's own
     /// formatting grows a string per argument, which cost more than the records themselves.
     func encode(into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
         out.reserveCapacity(storage.count + ends.count * 16 + 16)
-        Self.appendHeader(UInt8(ascii: "*"), ends.count, to: &out)
+        encode(appendingTo: &out)
+    }
+
+    /// The command in RESP, after what `out` holds (which grows as arrays do). `more`: arguments
+    /// the caller writes after these.
+    func encode(appendingTo out: inout [UInt8], more: Int = 0) {
+        Self.appendHeader(UInt8(ascii: "*"), ends.count + more, to: &out)
         storage.withUnsafeBufferPointer { buf in
             var start = 0
             for end in ends {
@@ -59,8 +83,20 @@ public struct RedisArgs {
         }
     }
 
+    /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:last:)`.
+    public struct Prefix {
+        let resp: [UInt8]
+    }
+
+    /// These arguments as the start of a command that has one more.
+    public var prefix: Prefix {
+        var resp: [UInt8] = []
+        encode(appendingTo: &resp, more: 1)
+        return Prefix(resp: resp)
+    }
+
     /// `*<n>\r\n` or `$<n>\r\n`, digits written without a String.
-    private static func appendHeader(_ kind: UInt8, _ n: Int, to out: inout [UInt8]) {
+    static func appendHeader(_ kind: UInt8, _ n: Int, to out: inout [UInt8]) {
         out.append(kind)
         var divisor = 1
         while divisor <= n / 10 { divisor *= 10 }

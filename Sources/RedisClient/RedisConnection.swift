@@ -63,7 +63,7 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
 /// One blocking hiredis connection. Used by one thread at a time (hiredis is not thread-safe).
 public final class RedisConnection {
     /// redisContext*, owned by the thread using this connection.
-    private let context: UnsafeMutablePointer<redisContext>
+    let context: UnsafeMutablePointer<redisContext>
     public let endpoint: RedisEndpoint
     /// The last command in RESP, kept to reuse its capacity.
     private var encoded: [UInt8] = []
@@ -117,7 +117,12 @@ public final class RedisConnection {
     /// Queues one command in hiredis's output buffer (sent by the next reply read).
     private func append(_ args: RedisArgs) throws(RedisError) {
         args.encode(into: &encoded)
-        let rc = encoded.withUnsafeBufferPointer { b in
+        try appendEncoded(encoded)
+    }
+
+    /// Queues commands already in RESP.
+    func appendEncoded(_ resp: [UInt8]) throws(RedisError) {
+        let rc = resp.withUnsafeBufferPointer { b in
             b.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
         }
         guard rc == REDIS_OK else { throw .io(lastError) }
@@ -141,7 +146,7 @@ public final class RedisConnection {
         return replies
     }
 
-    private var lastError: String {
+    var lastError: String {
         let code = apnsw_redis_context_error(context)
         return code == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
     }

@@ -44,6 +44,44 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 8)
         XCTAssertEqual(try stats(r, keys), ["dead_lettered": 1, "dead_lettered:default": 1, "delivered": 6, "delivered:default": 6,
                                             "invalid_token": 1, "invalid_token:default": 1])
+
+        // A retry needs Redis's clock, so its batch goes through the script: scheduled, not recorded.
+        _ = try r.command(["HSET", inflight, "10", "job", "11", "job"])
+        completer.submit([delivered(10), rejected(11, status: 503, .serviceUnavailable)])
+        try waitFor(r, ["HLEN", inflight], equals: 0)
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 9)
+        XCTAssertEqual(try r.command(["ZCARD", keys.scheduled]).integer, 1)
+        XCTAssertEqual(try stats(r, keys)["retried:default"], 1)
+    }
+
+    /// A completion transaction WATCHes the take-back key: recovery and hand-back touch it.
+    func testTakingJobsBackAbortsACompletionTransactionUnderWay() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let completing = try redis.connect(), other = try redis.connect()
+        let takeback = keys.takeback(worker: worker)
+        for handBack in [false, true] {
+            _ = try other.command(["HSET", keys.inflight(worker: worker), "1", "{}"])
+            _ = try other.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
+            _ = try completing.command(["WATCH", takeback])
+            if handBack {
+                _ = try other.run(QueueScripts.handBack, keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs,
+                                                                keys.workers, takeback], args: [Array(worker.utf8)])
+            } else {
+                _ = try other.run(QueueScripts.recover, keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs,
+                                                               keys.workers, keys.deadLetters, keys.results, keys.stats, takeback],
+                                  args: [Array(worker.utf8), Array("3".utf8), Array("100".utf8), Array("100".utf8), Array("lease".utf8)])
+            }
+            var t = RedisTransaction()
+            var xadd = RedisArgs()
+            for w in ["XADD", keys.results, "*", "record", "{}"] { xadd.append(w) }
+            t.append(xadd)
+            XCTAssertFalse(try completing.exec(&t), handBack ? "hand-back" : "recovery")
+            XCTAssertGreaterThan(try other.command(["PTTL", takeback]).integer ?? 0, 0, "the key expires by itself")
+        }
+        XCTAssertEqual(try other.command(["XLEN", keys.results]).integer, 0)
+        XCTAssertEqual(try other.command(["LLEN", keys.jobs]).integer, 2, "both jobs went back to the queue")
     }
 
     private func request(_ handle: Int, fanout: Int) throws -> SendRequest {

@@ -1,0 +1,58 @@
+import CHiredis
+
+/// Commands for one MULTI … EXEC, encoded end to end in one buffer. Their replies are counted,
+/// not built (`RedisConnection.exec`): a transaction of a thousand commands allocates nothing
+/// per reply, and Redis runs each command directly instead of through a Lua call.
+public struct RedisTransaction {
+    fileprivate var encoded: [UInt8] = []
+    /// Commands between MULTI and EXEC.
+    public private(set) var count = 0
+
+    public init(capacity: Int = 4096) {
+        encoded.reserveCapacity(capacity)
+        removeAll()
+    }
+
+    /// Empties the transaction, keeping its buffer for the next one.
+    public mutating func removeAll() {
+        encoded.removeAll(keepingCapacity: true)
+        count = 0
+        RedisArgs.single("MULTI").encode(appendingTo: &encoded)
+    }
+
+    public mutating func append(_ command: RedisArgs) {
+        command.encode(appendingTo: &encoded)
+        count += 1
+    }
+
+    /// Appends `prefix` (every argument but the last, from `RedisArgs.prefix`) with `last`:
+    /// a run of commands that differ only in their last argument is written without rebuilding.
+    public mutating func append(prefix: RedisArgs.Prefix, last: ArraySlice<UInt8>) {
+        encoded.append(contentsOf: prefix.resp)
+        RedisArgs.appendHeader(UInt8(ascii: "$"), last.count, to: &encoded)
+        encoded.append(contentsOf: last)
+        encoded.append(13)
+        encoded.append(10)
+        count += 1
+    }
+}
+
+extension RedisConnection {
+    /// Runs `transaction`. Returns false, with nothing applied, when a key WATCHed on this
+    /// connection changed since the WATCH. An error reply, queued or run, is thrown; Redis
+    /// does not roll back the commands that ran before it.
+    /// The transaction ends with EXEC; `removeAll()` readies it for the next one.
+    public func exec(_ t: inout RedisTransaction) throws(RedisError) -> Bool {
+        RedisArgs.single("EXEC").encode(appendingTo: &t.encoded)
+        try appendEncoded(t.encoded)
+        var summary = apnsw_reply_summary()
+        for _ in 0..<(t.count + 2) { // MULTI, each command's QUEUED, EXEC
+            guard apnsw_redis_read_discarding(context, &summary) == REDIS_OK else { throw .io(lastError) }
+        }
+        if summary.errors > 0 {
+            let message = withUnsafeBytes(of: &summary.first_error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw .server(message)
+        }
+        return summary.top_type == REDIS_REPLY_ARRAY
+    }
+}

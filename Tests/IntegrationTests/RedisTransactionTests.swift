@@ -1,0 +1,41 @@
+import Foundation
+import RedisClient
+import TestSupport
+import XCTest
+
+/// MULTI … EXEC with replies counted, not built, against a real Redis.
+final class RedisTransactionTests: XCTestCase {
+    func testATransactionRunsWholeUnlessAWatchedKeyChangedAndErrorsAreThrown() throws {
+        let redis = try TestRedis()
+        let a = try redis.connect(), b = try redis.connect()
+        let list = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max)):list", watched = list + ":watched"
+        defer { _ = try? a.command(["DEL", list, watched]) }
+        func command(_ words: String...) -> RedisArgs {
+            var c = RedisArgs()
+            for w in words { c.append(w) }
+            return c
+        }
+        func items() throws -> [String] { try a.command(["LRANGE", list, "0", "-1"]).array.compactMap(\.text) }
+
+        var t = RedisTransaction()
+        t.append(command("RPUSH", list, "1"))
+        t.append(prefix: command("RPUSH", list).prefix, last: ArraySlice("2".utf8))
+        XCTAssertEqual(t.count, 2)
+        XCTAssertTrue(try a.exec(&t))
+        XCTAssertEqual(try items(), ["1", "2"])
+
+        _ = try a.command(["WATCH", watched])
+        _ = try b.command(["SET", watched, "changed"])
+        t.removeAll()
+        t.append(command("RPUSH", list, "3"))
+        XCTAssertFalse(try a.exec(&t), "a watched key changed: nothing runs")
+        XCTAssertEqual(try items(), ["1", "2"])
+
+        t.removeAll()
+        t.append(command("RPUSH", list, "4"))
+        t.append(command("INCR", list)) // WRONGTYPE when it runs
+        XCTAssertThrowsError(try a.exec(&t)) { XCTAssertTrue("\($0)".contains("WRONGTYPE"), "\($0)") }
+        XCTAssertEqual(try items(), ["1", "2", "4"], "Redis does not roll back what ran before the error")
+        XCTAssertEqual(try a.command(["PING"]).text, "PONG", "the connection stays usable")
+    }
+}
