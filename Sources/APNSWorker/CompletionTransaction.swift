@@ -46,34 +46,36 @@ struct CompletionTransaction {
             _ = try r.command(["UNWATCH"])
             return .notAllInFlight
         }
+        // Records first, acks last: Redis does not roll back, so a command failing halfway
+        // (out of memory, say) leaves jobs in flight to be recorded again, never acked unrecorded.
         t.removeAll()
         var command = RedisArgs(capacity: 1024)
-        if !acked.isEmpty {
-            command.append("HDEL")
-            command.append(inflight)
-            for h in acked { command.append(Int(h)) }
-            t.append(command)
-        }
         let result = Self.xadd(keys.results), dead = Self.xadd(keys.deadLetters), invalid = Self.xadd(keys.invalidTokens)
-        var added: Set<OutcomeRecords.Kind> = []
+        var anyDead = false, anyInvalid = false
         for e in entries {
             t.append(prefix: result, last: records.argument(e.record))
             switch e.kind {
-            case .deadLetter: t.append(prefix: dead, last: records.argument(e.extra))
-            case .invalidToken: t.append(prefix: invalid, last: records.argument(e.extra))
+            case .deadLetter: t.append(prefix: dead, last: records.argument(e.extra)); anyDead = true
+            case .invalidToken: t.append(prefix: invalid, last: records.argument(e.extra)); anyInvalid = true
             case .result, .schedule: break
             }
-            added.insert(e.kind)
         }
         trim(&t, &command, keys.results, configuration.resultsMax)
-        if added.contains(.deadLetter) { trim(&t, &command, keys.deadLetters, configuration.deadLettersMax) }
-        if added.contains(.invalidToken) { trim(&t, &command, keys.invalidTokens, configuration.invalidTokensMax) }
+        if anyDead { trim(&t, &command, keys.deadLetters, configuration.deadLettersMax) }
+        if anyInvalid { trim(&t, &command, keys.invalidTokens, configuration.invalidTokensMax) }
         counters.forEach { name, count in
             command.removeAll()
             command.append("HINCRBY")
             command.append(keys.stats)
             command.append(name)
             command.append(count)
+            t.append(command)
+        }
+        if !acked.isEmpty {
+            command.removeAll()
+            command.append("HDEL")
+            command.append(inflight)
+            for h in acked { command.append(Int(h)) }
             t.append(command)
         }
         return try r.exec(&t) ? .recorded : .aborted
