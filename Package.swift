@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Release builds skip the run-time exclusivity checks on the hot path (each class property access
+// took a thread-local lookup); debug builds, which the tests use, keep them.
+let hotPath: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let package = Package(
     name: "apns-worker",
     platforms: [.macOS(.v15)],
@@ -17,12 +21,12 @@ let package = Package(
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
         // Domain: jobs, tokens, push types, reasons, keys, JSON scanning. No C import.
-        .target(name: "APNSCore"),
+        .target(name: "APNSCore", swiftSettings: hotPath),
         // Edges: one module per C library family.
-        .target(name: "RedisClient", dependencies: ["CHiredis"]),
-        .target(name: "HTTP2TLS", dependencies: ["APNSCore", "CNghttp2", "COpenSSL", "CLinux"]),
+        .target(name: "RedisClient", dependencies: ["CHiredis"], swiftSettings: hotPath),
+        .target(name: "HTTP2TLS", dependencies: ["APNSCore", "CNghttp2", "COpenSSL", "CLinux"], swiftSettings: hotPath),
         // The worker: fetch, send, complete, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS", "CLinux"]),
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS", "CLinux"], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "HTTP2TLS"]),
         // Test support and demo/bench server: the strict mock APNs.
