@@ -43,15 +43,18 @@ final class Fetcher: @unchecked Sendable {
 
     private func run() {
         let batchSize = configuration.batchSize
+        var fetchArgs = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.inflight(worker: workerID), keys.handleCounter,
+                                                                      keys.workers, keys.staging(worker: workerID)])
+        fetchArgs.append(batchSize)
+        fetchArgs.append(workerID)
+        fetchArgs.append(configuration.leaseMs)
         var replyMayBeLost = false
         while runner.isRunning {
             guard gate.waitForRoom(batchSize, timeout: 0.5) else { continue }
-            let taken: [RedisReply]
+            let taken: TakenJobs
             do {
                 taken = try redis.with { r throws(RedisError) in
-                    try r.run(QueueScripts.fetch,
-                              keys: [keys.jobs, keys.inflight(worker: workerID), keys.handleCounter, keys.workers, keys.staging(worker: workerID)],
-                              args: [Array(String(batchSize).utf8), Array(workerID.utf8), Array(String(configuration.leaseMs).utf8)]).array
+                    try r.run(QueueScripts.fetch, fetchArgs, flat: TakenJobs.init)
                 }
             } catch {
                 // The script may have run with its reply lost: find such jobs once Redis is back.
@@ -79,31 +82,31 @@ final class Fetcher: @unchecked Sendable {
         guard let all = try? redis.with({ r throws(RedisError) in try r.command(["HGETALL", keys.inflight(worker: workerID)]).array }) else {
             return false
         }
-        var lost: [RedisReply] = []
+        var lost = TakenJobs()
         var i = 0
         while i + 1 < all.count {
-            if let handle = all[i].text, !known.contains(Int64(handle) ?? -1) { lost.append(all[i]); lost.append(all[i + 1]) }
+            if let handle = all[i].integer, !known.contains(handle), case .string(let job) = all[i + 1] {
+                lost.handles.append(handle)
+                lost.jobs.append(job)
+            }
             i += 2
         }
-        if !lost.isEmpty {
-            logger.warning("found jobs moved in flight by a fetch whose reply was lost; sending them", ["count": .int(lost.count / 2)])
+        if !lost.handles.isEmpty {
+            logger.warning("found jobs moved in flight by a fetch whose reply was lost; sending them", ["count": .int(lost.handles.count)])
             route(lost)
         }
         return true
     }
 
     /// Parses each taken job once; the payload bytes are kept, never re-encoded.
-    private func route(_ taken: [RedisReply]) {
+    private func route(_ taken: TakenJobs) {
         let now = MonotonicClock.nowNanoseconds()
         let nowMs = WallClock.nowMilliseconds()
         var batches = Array(repeating: [SendRequest](), count: sendLoops.count)
         var decided: [FinishedJob] = []
         var units = 0
-        var i = 0
-        while i + 1 < taken.count {
-            let handle = taken[i].text ?? ""
-            guard case .string(let bytes) = taken[i + 1] else { i += 2; continue }
-            i += 2
+        for (h, bytes) in zip(taken.handles, taken.jobs) {
+            let handle = String(h)
             var meta = JobEnvelope.Meta()
             var raw = bytes
             do {
@@ -134,10 +137,7 @@ final class Fetcher: @unchecked Sendable {
             }
         }
         gate.add(units)
-        var handles: [Int64] = []
-        handles.reserveCapacity(taken.count / 2)
-        for j in stride(from: 0, to: taken.count, by: 2) { if let h = taken[j].integer { handles.append(h) } }
-        outstanding.insert(handles)
+        outstanding.insert(taken.handles)
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
         if !decided.isEmpty {
             let dead = decided.filter { if case .deadLetter = $0.outcome { return true } else { return false } }
@@ -171,5 +171,31 @@ final class Fetcher: @unchecked Sendable {
             throw JobRejection(.topicDisallowed, "topic \"\(topic)\" is not a topic of app \(apps[index].name) (bundle \(bundle))")
         }
         return (index, topic)
+    }
+}
+
+/// The jobs one fetch took, with their in-flight handles.
+struct TakenJobs {
+    var handles: [Int64] = []
+    var jobs: [[UInt8]] = []
+
+    var isEmpty: Bool { handles.isEmpty }
+
+    init() {}
+
+    /// The fetch script's reply: handle, job, handle, job, … (an empty array when nothing was queued).
+    init(_ reply: RedisFlatReply) throws(RedisError) {
+        guard reply.count > 0, reply.isArray(0) else { throw .server("the fetch script answered no list") }
+        let n = (reply.count - 1) / 2
+        handles.reserveCapacity(n)
+        jobs.reserveCapacity(n)
+        var i = 1
+        while i + 1 < reply.count {
+            if let handle = reply.integer(i), let job = reply.bytes(i + 1) {
+                handles.append(handle)
+                jobs.append(job)
+            }
+            i += 2
+        }
     }
 }

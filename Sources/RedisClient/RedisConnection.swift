@@ -67,6 +67,12 @@ public final class RedisConnection {
     public let endpoint: RedisEndpoint
     /// The last command in RESP, kept to reuse its capacity.
     private var encoded: [UInt8] = []
+    /// Buffers for replies read flat (`run(_:_:flat:)`), reused from call to call.
+    let flat: UnsafeMutablePointer<apnsw_flat_reply> = {
+        let p = UnsafeMutablePointer<apnsw_flat_reply>.allocate(capacity: 1)
+        p.initialize(to: apnsw_flat_reply())
+        return p
+    }()
 
     /// Connects, authenticates and selects the database. `timeoutMs` bounds every call, so it
     /// must stay above any blocking command's timeout or the context dies (DESIGN.md §2).
@@ -93,7 +99,11 @@ public final class RedisConnection {
         }
     }
 
-    deinit { redisFree(context) }
+    deinit {
+        redisFree(context)
+        apnsw_flat_reply_free(flat)
+        flat.deallocate()
+    }
 
     /// Sends one command and waits for its reply. Server errors come back as `.error`.
     public func command(_ args: [String]) throws(RedisError) -> RedisReply {
@@ -115,7 +125,7 @@ public final class RedisConnection {
     }
 
     /// Queues one command in hiredis's output buffer (sent by the next reply read).
-    private func append(_ args: RedisArgs) throws(RedisError) {
+    func append(_ args: RedisArgs) throws(RedisError) {
         args.encode(into: &encoded)
         try appendEncoded(encoded)
     }

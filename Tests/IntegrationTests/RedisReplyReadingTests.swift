@@ -3,8 +3,25 @@ import RedisClient
 import TestSupport
 import XCTest
 
-/// MULTI … EXEC with replies counted, not built, against a real Redis.
-final class RedisTransactionTests: XCTestCase {
+/// Replies counted or read flat instead of built, against a real Redis.
+final class RedisReplyReadingTests: XCTestCase {
+    func testAScriptReplyReadFlatHasEveryElementInOrder() throws {
+        let redis = try TestRedis()
+        let r = try redis.connect()
+        let script = RedisScript("return {7, ARGV[1], {8, 'inner'}, false, ''}")
+        var args = RedisArgs(script: script, keys: [])
+        args.append("outer")
+        let items = try r.run(script, args) { (reply) throws(RedisError) in
+            (0..<reply.count).map { i in reply.isArray(i) ? "[\(reply.integer(i)!)]" : reply.integer(i).map(String.init)
+                ?? reply.bytes(i).map { "'" + String(decoding: $0, as: UTF8.self) + "'" } ?? "nil" }
+        }
+        XCTAssertEqual(items, ["[5]", "7", "'outer'", "[2]", "8", "'inner'", "nil", "''"])
+        let failing = RedisScript("return redis.error_reply('ERR made to fail')")
+        XCTAssertThrowsError(try r.run(failing, RedisArgs(script: failing, keys: [])) { (_) throws(RedisError) in 0 }) {
+            XCTAssertTrue("\($0)".contains("made to fail"), "\($0)")
+        }
+    }
+
     func testATransactionRunsWholeUnlessAWatchedKeyChangedAndErrorsAreThrown() throws {
         let redis = try TestRedis()
         let a = try redis.connect(), b = try redis.connect()
