@@ -10,7 +10,6 @@ final class Completer: @unchecked Sendable {
     private let workerID: String
     private let configuration: WorkerConfiguration
     private let gate: InflightGate
-    private let outstanding: OutstandingHandles
     private let metrics: Metrics
     private let logger: Logger
     private let redis: RedisLink
@@ -22,12 +21,11 @@ final class Completer: @unchecked Sendable {
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
-         outstanding: OutstandingHandles, metrics: Metrics, logger: Logger) {
+         metrics: Metrics, logger: Logger) {
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
         self.gate = gate
-        self.outstanding = outstanding
         self.metrics = metrics
         self.logger = logger
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
@@ -110,7 +108,6 @@ final class Completer: @unchecked Sendable {
                     return true
                 }
                 guard recorded else { continue }
-                outstanding.remove(acked)
                 count(batch, stats)
                 return
             } catch {

@@ -13,15 +13,20 @@ final class Fetcher: @unchecked Sendable {
     private let sendLoops: [SendLoop]
     private let completer: Completer
     private let gate: InflightGate
-    private let outstanding: OutstandingHandles
     private let logger: Logger
     private let redis: RedisLink
     private let templates: TemplateSource
     private let runner = ThreadRunner()
+    /// The highest handle this process has received. Handles only grow from fetch to fetch, and
+    /// each fetch's handles are one run (fetch thread only).
+    private var highestReceived: Int64 = 0
+    /// While a fetch's reply may have been lost: the highest handle received before, and the runs
+    /// of handles received since. The lost jobs are the others above it in the in-flight hash.
+    private var loss: (floor: Int64, received: [ClosedRange<Int64>])?
     private var nextLoop = 0
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], sendLoops: [SendLoop],
-         completer: Completer, gate: InflightGate, outstanding: OutstandingHandles, logger: Logger) throws {
+         completer: Completer, gate: InflightGate, logger: Logger) throws {
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
@@ -29,7 +34,6 @@ final class Fetcher: @unchecked Sendable {
         self.sendLoops = sendLoops
         self.completer = completer
         self.gate = gate
-        self.outstanding = outstanding
         self.logger = logger
         // Above the 1 s blocking wait, so the hiredis context never times out under it.
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
@@ -48,7 +52,6 @@ final class Fetcher: @unchecked Sendable {
         fetchArgs.append(batchSize)
         fetchArgs.append(workerID)
         fetchArgs.append(configuration.leaseMs)
-        var replyMayBeLost = false
         while runner.isRunning {
             guard gate.waitForRoom(batchSize, timeout: 0.5) else { continue }
             let taken: TakenJobs
@@ -58,11 +61,12 @@ final class Fetcher: @unchecked Sendable {
                 }
             } catch {
                 // The script may have run with its reply lost: find such jobs once Redis is back.
-                if case .io = error { replyMayBeLost = true }
+                if case .io = error, loss == nil { loss = (highestReceived, []) }
                 continue
             }
-            if replyMayBeLost {
-                replyMayBeLost = !reconcile()
+            if loss != nil {
+                if let first = taken.handles.first, let last = taken.handles.last { loss!.received.append(first...last) }
+                if reconcile() { loss = nil }
             }
             if taken.isEmpty {
                 // Nothing queued: block up to 1 s for the next job, moved atomically to our staging list.
@@ -75,23 +79,21 @@ final class Fetcher: @unchecked Sendable {
         }
     }
 
-    /// Routes jobs that sit in our in-flight hash but that this process never received.
-    /// Returns false if Redis could not be asked.
+    /// Routes jobs that sit in our in-flight hash but that this process never received: moved by
+    /// a fetch whose reply was lost. Returns false if Redis could not be asked.
     private func reconcile() -> Bool {
-        let known = outstanding.snapshot // before reading Redis: acks only ever shrink both sides
+        guard let loss else { return true }
         guard let all = try? redis.with({ r throws(RedisError) in try r.command(["HGETALL", keys.inflight(worker: workerID)]).array }) else {
             return false
         }
-        var lost = TakenJobs()
+        var inflight: [(handle: Int64, job: [UInt8])] = []
         var i = 0
         while i + 1 < all.count {
-            if let handle = all[i].integer, !known.contains(handle), case .string(let job) = all[i + 1] {
-                lost.handles.append(handle)
-                lost.jobs.append(job)
-            }
+            if let handle = all[i].integer, case .string(let job) = all[i + 1] { inflight.append((handle, job)) }
             i += 2
         }
-        if !lost.handles.isEmpty {
+        let lost = TakenJobs.lost(in: inflight, above: loss.floor, except: loss.received)
+        if !lost.isEmpty {
             logger.warning("found jobs moved in flight by a fetch whose reply was lost; sending them", ["count": .int(lost.handles.count)])
             route(lost)
         }
@@ -137,7 +139,7 @@ final class Fetcher: @unchecked Sendable {
             }
         }
         gate.add(units)
-        outstanding.insert(taken.handles)
+        if let top = taken.handles.max() { highestReceived = max(highestReceived, top) }
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
         if !decided.isEmpty {
             let dead = decided.filter { if case .deadLetter = $0.outcome { return true } else { return false } }
@@ -182,6 +184,18 @@ struct TakenJobs {
     var isEmpty: Bool { handles.isEmpty }
 
     init() {}
+
+    /// Jobs of the in-flight hash that fetches with lost replies moved there: above `floor` (the
+    /// highest handle received before the first loss) and in none of the runs received since.
+    static func lost(in inflight: [(handle: Int64, job: [UInt8])], above floor: Int64, except received: [ClosedRange<Int64>]) -> TakenJobs {
+        var lost = TakenJobs()
+        for (handle, job) in inflight.sorted(by: { $0.handle < $1.handle })
+        where handle > floor && !received.contains(where: { $0.contains(handle) }) {
+            lost.handles.append(handle)
+            lost.jobs.append(job)
+        }
+        return lost
+    }
 
     /// The fetch script's reply: handle, job, handle, job, … (an empty array when nothing was queued).
     init(_ reply: RedisFlatReply) throws(RedisError) {

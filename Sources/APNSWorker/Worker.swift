@@ -38,9 +38,8 @@ public final class Worker: @unchecked Sendable {
             return try AppRuntime(app, jwt: jwt)
         }
         gate = InflightGate(capacity: configuration.inflightCapacity)
-        let outstanding = OutstandingHandles()
         let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate,
-                                  outstanding: outstanding, metrics: metrics, logger: logger)
+                                  metrics: metrics, logger: logger)
         self.completer = completer
         let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
@@ -52,7 +51,7 @@ public final class Worker: @unchecked Sendable {
                          sink: { completer.submit($0) })
         }
         fetcher = try Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
-                          completer: completer, gate: gate, outstanding: outstanding, logger: logger)
+                          completer: completer, gate: gate, logger: logger)
         housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
     }
 

@@ -19,7 +19,7 @@ final class CompleterTests: XCTestCase {
         var configuration = WorkerConfiguration()
         configuration.redis = redis.endpoint
         let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: InflightGate(capacity: 100),
-                                  outstanding: OutstandingHandles(), metrics: Metrics(), logger: Logger(level: .error))
+                                  metrics: Metrics(), logger: Logger(level: .error))
         completer.start()
         defer { completer.stop() }
         let inflight = keys.inflight(worker: worker)

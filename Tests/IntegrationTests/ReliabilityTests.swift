@@ -66,6 +66,9 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(perJob.count, jobs, "nothing lost")
         XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one outcome each")
         XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+        // Sent again only what a recovery took back: a fetch after the outage is not sent twice.
+        let sends = try f.mock.logEntries().filter { $0["status"] as? Int == 200 }.count
+        XCTAssertLessThanOrEqual(sends, jobs + (try f.stats()["recovered"] ?? 0), "sends beyond the recovered jobs")
     }
 
     func testSIGTERMHandsBackWhatCannotFinishInTimeAndARestartResumes() throws {

@@ -112,6 +112,17 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
     }
 
+    /// After fetch replies were lost, the jobs to send are those above the last handle received
+    /// before, outside every run of handles received since (those are routed already).
+    func testJobsMovedByFetchesWhoseRepliesWereLostAreFoundAndNoOthers() {
+        // Received up to 10 (5 and 9 still in flight); 11-14 lost; 15-17 received; 18-19 lost; 20-21 received.
+        let inflight = [5, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21].map { (handle: Int64($0), job: Array("j\($0)".utf8)) }.shuffled()
+        let lost = TakenJobs.lost(in: inflight, above: 10, except: [15...17, 20...21])
+        XCTAssertEqual(lost.handles, [11, 12, 13, 14, 18, 19])
+        XCTAssertEqual(lost.jobs.map { String(decoding: $0, as: UTF8.self) }, ["j11", "j12", "j13", "j14", "j18", "j19"])
+        XCTAssertTrue(TakenJobs.lost(in: inflight, above: 10, except: [11...21]).isEmpty, "nothing lost")
+    }
+
     /// In-flight room follows connection pools: apps sharing endpoint and credential share one.
     func testInflightCapacityCountsPoolsNotApps() {
         let endpoint = APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil)
