@@ -56,6 +56,9 @@ static inline int apnsw_redis_read_discarding(redisContext *c, apnsw_reply_summa
     c->reader->privdata = summary;
     void *reply = NULL;
     int rc = redisGetReply(c, &reply);
+    /* A reply cut short (I/O error, timeout) leaves its root in the reader; hiredis would free
+       it with its own functions later. Ours built nothing, so forget it. */
+    if (rc != REDIS_OK) c->reader->reply = NULL;
     c->reader->fn = fn;
     c->reader->privdata = privdata;
     return rc;
@@ -133,6 +136,7 @@ static inline int apnsw_redis_read_flat(redisContext *c, apnsw_flat_reply *reply
     c->reader->privdata = reply;
     void *ignored = NULL;
     int rc = redisGetReply(c, &ignored);
+    if (rc != REDIS_OK) c->reader->reply = NULL; /* as in apnsw_redis_read_discarding */
     c->reader->fn = fn;
     c->reader->privdata = privdata;
     return rc;

@@ -22,6 +22,38 @@ final class RedisReplyReadingTests: XCTestCase {
         }
     }
 
+    /// A reply cut short by a timeout is an I/O error, and the connection can then be dropped:
+    /// hiredis must not be left holding a reply object that our readers never built.
+    func testARepliesCutShortLeaveAConnectionThatCanBeDropped() throws {
+        let directory = try TemporaryDirectory("apnsw-stall")
+        let port = freePort()
+        // Answers every command with the start of a two-element array, then says nothing more.
+        let server = try ChildProcess("/usr/bin/python3", ["-c", """
+            import socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+            conns = []
+            while True:
+                c, _ = s.accept(); conns.append(c)
+                c.recv(65536); c.sendall(b"*2\\r\\n:1\\r\\n")
+            """, String(port)], outputFile: directory.file("server.log"))
+        defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
+        let script = RedisScript("return 1")
+        var flat: RedisConnection? = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
+        XCTAssertThrowsError(try flat!.run(script, RedisArgs(script: script, keys: [])) { (_) throws(RedisError) in 0 }) {
+            guard case RedisError.io = $0 else { return XCTFail("\($0)") }
+        }
+        flat = nil
+        var counted: RedisConnection? = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
+        var t = RedisTransaction()
+        var ping = RedisArgs()
+        ping.append("PING")
+        t.append(ping)
+        XCTAssertThrowsError(try counted!.exec(&t))
+        counted = nil
+    }
+
     func testATransactionRunsWholeUnlessAWatchedKeyChangedAndErrorsAreThrown() throws {
         let redis = try TestRedis()
         let a = try redis.connect(), b = try redis.connect()
