@@ -24,7 +24,7 @@ final class RedisReplyReadingTests: XCTestCase {
 
     /// A reply cut short by a timeout is an I/O error, and the connection can then be dropped:
     /// hiredis must not be left holding a reply object that our readers never built.
-    func testARepliesCutShortLeaveAConnectionThatCanBeDropped() throws {
+    func testAReplyCutShortLeavesAConnectionThatCanBeDropped() throws {
         let directory = try TemporaryDirectory("apnsw-stall")
         let port = freePort()
         // Answers every command with the start of a two-element array, then says nothing more.
