@@ -36,6 +36,12 @@ public final class HTTP2Session {
     public let isServer: Bool
     /// Bodies being sent. A slice shares the job's buffer: queuing a body copies nothing.
     private var bodies: [Int32: ArraySlice<UInt8>] = [:]
+    /// The blocks nghttp2 allocates, reused per size class (this session's thread only).
+    private let pool: UnsafeMutablePointer<apnsw_pool> = {
+        let p = UnsafeMutablePointer<apnsw_pool>.allocate(capacity: 1)
+        p.initialize(to: apnsw_pool())
+        return p
+    }()
 
     public struct ProtocolError: Error, CustomStringConvertible {
         public let code: Int32
@@ -84,8 +90,9 @@ public final class HTTP2Session {
         defer { nghttp2_option_del(option) }
         if !answerPings { nghttp2_option_set_no_auto_ping_ack(option, 1) }
         let user = Unmanaged.passUnretained(self).toOpaque()
-        let rc = isServer ? nghttp2_session_server_new2(&created, callbacks, user, option)
-                          : nghttp2_session_client_new2(&created, callbacks, user, option)
+        var mem = apnsw_pool_mem(pool)
+        let rc = isServer ? nghttp2_session_server_new3(&created, callbacks, user, option, &mem)
+                          : nghttp2_session_client_new3(&created, callbacks, user, option, &mem)
         guard rc == 0, let created else { throw ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
         session = created
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
@@ -100,7 +107,11 @@ public final class HTTP2Session {
         nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
     }
 
-    deinit { nghttp2_session_del(session) }
+    deinit {
+        nghttp2_session_del(session)
+        apnsw_pool_drain(pool)
+        pool.deallocate()
+    }
 
     private static func from(_ user: UnsafeMutableRawPointer?) -> HTTP2Session {
         Unmanaged<HTTP2Session>.fromOpaque(user!).takeUnretainedValue()
