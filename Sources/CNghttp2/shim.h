@@ -9,22 +9,23 @@
    nghttp2 allocates several small objects per request (the copied header list, the stream, the
    outbound items, received header values) and frees them when the stream ends. glibc's malloc
    took a tenth of the I/O thread for them; a free list per size class reuses them instead. */
-#define APNSW_POOL_CLASSES 5
+/* Classes every 64 bytes up to 1 KiB: a block wastes under 64 bytes past its 16-byte header. */
+#define APNSW_POOL_CLASSES 16
+/* Free blocks kept per class; beyond that they go back to malloc, so that a burst of streams
+   does not stay held by the connection. */
+#define APNSW_POOL_KEEP 256
 typedef struct apnsw_pool {
     void *free_list[APNSW_POOL_CLASSES];
+    int free_count[APNSW_POOL_CLASSES];
 } apnsw_pool;
 
 /* Each block starts with a 16-byte header (keeping the caller's memory 16-byte aligned) that
    holds its class, or -1 for a block too large for any class. */
 static inline int apnsw_pool_class(size_t size) {
-    if (size <= 64) return 0;
-    if (size <= 128) return 1;
-    if (size <= 256) return 2;
-    if (size <= 512) return 3;
-    if (size <= 1024) return 4;
-    return -1;
+    if (size > 64 * APNSW_POOL_CLASSES) return -1;
+    return size == 0 ? 0 : (int)((size - 1) / 64);
 }
-static inline size_t apnsw_pool_class_size(int c) { return (size_t)64 << c; }
+static inline size_t apnsw_pool_class_size(int c) { return (size_t)64 * (size_t)(c + 1); }
 
 static inline void *apnsw_pool_malloc(size_t size, void *user) {
     apnsw_pool *pool = (apnsw_pool *)user;
@@ -33,6 +34,7 @@ static inline void *apnsw_pool_malloc(size_t size, void *user) {
     if (c >= 0 && pool->free_list[c]) {
         block = (unsigned char *)pool->free_list[c];
         pool->free_list[c] = *(void **)(block + 16);
+        pool->free_count[c]--;
     } else {
         block = (unsigned char *)malloc(16 + (c >= 0 ? apnsw_pool_class_size(c) : size));
         if (!block) return NULL;
@@ -46,9 +48,10 @@ static inline void apnsw_pool_free(void *ptr, void *user) {
     apnsw_pool *pool = (apnsw_pool *)user;
     unsigned char *block = (unsigned char *)ptr - 16;
     int64_t c = *(int64_t *)block;
-    if (c < 0) { free(block); return; }
+    if (c < 0 || pool->free_count[c] >= APNSW_POOL_KEEP) { free(block); return; }
     *(void **)(block + 16) = pool->free_list[c];
     pool->free_list[c] = block;
+    pool->free_count[c]++;
 }
 static inline void *apnsw_pool_calloc(size_t n, size_t size, void *user) {
     if (size && n > SIZE_MAX / size) return NULL;
@@ -86,6 +89,7 @@ static inline void apnsw_pool_drain(apnsw_pool *pool) {
             block = next;
         }
         pool->free_list[c] = NULL;
+        pool->free_count[c] = 0;
     }
 }
 #endif

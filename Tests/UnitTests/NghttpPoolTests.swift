@@ -29,6 +29,11 @@ final class NghttpPoolTests: XCTestCase {
             XCTAssertNil(apnsw_pool_calloc(Int.max, 4, p), "overflowing sizes are refused")
 
             for block in [b, d, z, reused] { apnsw_pool_free(block, p) }
+
+            // A burst returns to malloc beyond the blocks a class keeps.
+            let burst = (0..<(Int(APNSW_POOL_KEEP) + 10)).map { _ in apnsw_pool_malloc(40, p)! }
+            for block in burst { apnsw_pool_free(block, p) }
+            XCTAssertEqual(withUnsafeBytes(of: &p.pointee.free_count) { $0.load(as: Int32.self) }, APNSW_POOL_KEEP)
             apnsw_pool_free(nil, p)
             apnsw_pool_drain(p)
             for c in 0..<Int(APNSW_POOL_CLASSES) {
