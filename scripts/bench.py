@@ -175,6 +175,13 @@ class Bench:
                 pipe.execute()
         pipe.execute()
 
+    def end_to_end(self, queue, port, **options):
+        """Fills a queue of JOBS jobs, runs a worker on it to the end (run_worker), then drops it."""
+        self.fill(queue, JOBS)
+        run = self.run_worker(queue, self.worker_config(queue, port), JOBS, **options)
+        self.drop(queue)
+        return run
+
     def drop(self, queue):
         """Deletes a queue's keys, so that one round's records do not weigh on the next."""
         keys = list(self.r.scan_iter("apns:{%s}:*" % queue, count=1000))
@@ -212,11 +219,13 @@ class Bench:
         if headers:
             argv += ["-H", "authorization: bearer " + self.jwt(), "-H", "apns-topic: " + TOPIC, "-H", "apns-push-type: alert"]
         if per_token:
-            # The device tokens the end-to-end jobs carry, one URI each.
-            with open(self.path("uris.txt"), "w") as f:
-                for i in range(n):
-                    f.write("https://127.0.0.1:%d/3/device/%064x\n" % (port, i))
-            argv += ["-i", self.path("uris.txt")]
+            # The device tokens the end-to-end jobs carry, one URI each (written once per run).
+            uris = self.path("uris-%d-%d.txt" % (port, n))
+            if not os.path.exists(uris):
+                with open(uris, "w") as f:
+                    for i in range(n):
+                        f.write("https://127.0.0.1:%d/3/device/%064x\n" % (port, i))
+            argv += ["-i", uris]
         else:
             argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -320,19 +329,11 @@ def main():
             for ref in (h2s[-1], h2ts[-1]):
                 if ref["2xx"] != JOBS:
                     log("warning: h2load got %d 2xx of %d" % (ref["2xx"], JOBS))
-            queue = "e2e%d" % r
-            b.fill(queue, JOBS)
-            secs, cpu, rss, threads, (mock_cpu, redis_cpu) = b.run_worker(queue, b.worker_config(queue, port), JOBS,
-                                                                          watch=(mock, b.redis_proc))
+            secs, cpu, rss, threads, (mock_cpu, redis_cpu) = b.end_to_end("e2e%d" % r, port, watch=(mock, b.redis_proc))
             e2es.append({"rate": JOBS / secs, "cpu": cpu / JOBS, "rss": rss, "mock": mock_cpu / JOBS, "redis": redis_cpu / JOBS,
                          "threads": {t: us / JOBS for t, us in threads.items()}})
-            b.drop(queue)
-            queue = "e2e-je%d" % r
-            b.fill(queue, JOBS)
-            je = b.run_worker(queue, b.worker_config(queue, port), JOBS, env=dict(os.environ, LD_PRELOAD=JEMALLOC),
-                              must_load=JEMALLOC)
+            je = b.end_to_end("e2e-je%d" % r, port, env=dict(os.environ, LD_PRELOAD=JEMALLOC), must_load=JEMALLOC)
             jes.append({"rate": JOBS / je[0], "cpu": je[1] / JOBS})
-            b.drop(queue)
             log("  h2load %.0f req/s %.2f us/req; per token %.0f req/s %.2f us/req; end to end %.0f jobs/s %.2f us/job; "
                 "with jemalloc %.0f jobs/s %.2f us/job" % (h2s[-1]["req_s"], h2s[-1]["cpu_us"], h2ts[-1]["req_s"], h2ts[-1]["cpu_us"],
                                                         e2es[-1]["rate"], e2es[-1]["cpu"], jes[-1]["rate"], jes[-1]["cpu"]))

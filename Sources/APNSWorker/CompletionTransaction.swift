@@ -12,7 +12,7 @@ struct CompletionTransaction {
     struct Entry {
         let kind: OutcomeRecords.Kind
         let record: Int
-        let extra: Int
+        var extra: Int { record + 1 }
     }
 
     let keys: QueueKeys
@@ -30,7 +30,7 @@ struct CompletionTransaction {
 
     mutating func add(_ kind: OutcomeRecords.Kind, recordAt record: Int) {
         if kind == .schedule { eligible = false }
-        entries.append(Entry(kind: kind, record: record, extra: record + 1))
+        entries.append(Entry(kind: kind, record: record))
     }
 
     enum Result { case recorded, aborted, notAllInFlight }

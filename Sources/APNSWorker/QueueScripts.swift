@@ -80,12 +80,12 @@ enum QueueScripts {
           local score = tonumber(string.sub(at, 2))
           if string.sub(at, 1, 1) == '+' then
             if not now_ms then
-              local now = redis.call('TIME')
+              local now = call('TIME')
               now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
             end
             score = now_ms + score
           end
-          redis.call('ZADD', KEYS[6], score, ARGV[i + 3])
+          call('ZADD', KEYS[6], score, ARGV[i + 3])
         else
           call('XADD', results, '*', 'record', ARGV[i + 3])
           added[2] = true
@@ -100,10 +100,10 @@ enum QueueScripts {
     end
     if n_acks > 0 then call('HDEL', inflight, unpack(acks)) end
     for k = 2, 4 do
-      if added[k] then redis.call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k - 1]) end
+      if added[k] then call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k - 1]) end
     end
     for j = 1, #names do
-      if counts[j] > 0 then redis.call('HINCRBY', KEYS[5], names[j], counts[j]) end
+      if counts[j] > 0 then call('HINCRBY', KEYS[5], names[j], counts[j]) end
     end
     return acked
     """)

@@ -45,23 +45,29 @@ static inline void *apnsw_summary_integer(const redisReadTask *t, long long v) {
 static inline void *apnsw_summary_nil(const redisReadTask *t) { return apnsw_summary_note(t, REDIS_REPLY_NIL, -1); }
 static inline void apnsw_summary_free(void *obj) { (void)obj; }
 
-/// Reads one reply into `summary` instead of a reply object. Returns REDIS_OK or REDIS_ERR (I/O).
-static inline int apnsw_redis_read_discarding(redisContext *c, apnsw_reply_summary *summary) {
-    static redisReplyObjectFunctions summarize = {
-        apnsw_summary_string, apnsw_summary_array, apnsw_summary_integer, apnsw_summary_nil, apnsw_summary_free
-    };
-    redisReplyObjectFunctions *fn = c->reader->fn;
-    void *privdata = c->reader->privdata;
-    c->reader->fn = &summarize;
-    c->reader->privdata = summary;
+/// Reads one reply through `fn`, which builds into `privdata` instead of making reply objects.
+/// Returns REDIS_OK or REDIS_ERR (I/O).
+static inline int apnsw_redis_read_with(redisContext *c, redisReplyObjectFunctions *fn, void *privdata) {
+    redisReplyObjectFunctions *own_fn = c->reader->fn;
+    void *own_privdata = c->reader->privdata;
+    c->reader->fn = fn;
+    c->reader->privdata = privdata;
     void *reply = NULL;
     int rc = redisGetReply(c, &reply);
     /* A reply cut short (I/O error, timeout) leaves its root in the reader; hiredis would free
        it with its own functions later. Ours built nothing, so forget it. */
     if (rc != REDIS_OK) c->reader->reply = NULL;
-    c->reader->fn = fn;
-    c->reader->privdata = privdata;
+    c->reader->fn = own_fn;
+    c->reader->privdata = own_privdata;
     return rc;
+}
+
+/// Reads one reply into `summary` instead of a reply object. Returns REDIS_OK or REDIS_ERR (I/O).
+static inline int apnsw_redis_read_discarding(redisContext *c, apnsw_reply_summary *summary) {
+    static redisReplyObjectFunctions summarize = {
+        apnsw_summary_string, apnsw_summary_array, apnsw_summary_integer, apnsw_summary_nil, apnsw_summary_free
+    };
+    return apnsw_redis_read_with(c, &summarize, summary);
 }
 
 /// A reply read flat (`apnsw_redis_read_flat`): string contents end to end in `bytes`, and one
@@ -130,16 +136,7 @@ static inline int apnsw_redis_read_flat(redisContext *c, apnsw_flat_reply *reply
     };
     reply->bytes_len = 0;
     reply->items_len = 0;
-    redisReplyObjectFunctions *fn = c->reader->fn;
-    void *privdata = c->reader->privdata;
-    c->reader->fn = &flat;
-    c->reader->privdata = reply;
-    void *ignored = NULL;
-    int rc = redisGetReply(c, &ignored);
-    if (rc != REDIS_OK) c->reader->reply = NULL; /* as in apnsw_redis_read_discarding */
-    c->reader->fn = fn;
-    c->reader->privdata = privdata;
-    return rc;
+    return apnsw_redis_read_with(c, &flat, reply);
 }
 
 static inline void apnsw_flat_reply_free(apnsw_flat_reply *reply) {

@@ -109,12 +109,19 @@ extension RedisConnection {
     /// Runs a script whose `EVALSHA` header `args` already holds (`RedisArgs(script:keys:)`).
     /// After NOSCRIPT (a restarted Redis) it loads the script and runs it again.
     public func run(_ script: RedisScript, _ args: RedisArgs) throws(RedisError) -> RedisReply {
-        var reply = try command(args)
-        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
+        try loadingIfNeeded(script, send: { () throws(RedisError) in try command(args) },
+                            error: { if case .error(let m) = $0 { m } else { nil } })
+    }
+
+    /// Sends with `send`; after a NOSCRIPT answer loads `script` and sends again. The answer's
+    /// error (by `error`) is thrown.
+    func loadingIfNeeded<R>(_ script: RedisScript, send: () throws(RedisError) -> R, error: (R) -> String?) throws(RedisError) -> R {
+        var reply = try send()
+        if let message = error(reply), message.hasPrefix("NOSCRIPT") {
             if case .error(let m) = try command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
-            reply = try command(args)
+            reply = try send()
         }
-        if case .error(let message) = reply { throw .server(message) }
+        if let message = error(reply) { throw .server(message) }
         return reply
     }
 }

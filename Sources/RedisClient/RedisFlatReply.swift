@@ -3,7 +3,7 @@ import CHiredis
 /// A reply read flat: one item per element, arrays included, in reading order, over one buffer
 /// of string contents. Reading a reply of a thousand jobs this way allocates nothing per job
 /// (hiredis's own reader makes a reply object and a string for each).
-/// Valid only inside the `withFlatReply` body that produced it.
+/// Valid only inside the `run(_:_:flat:)` body that it is handed to.
 public struct RedisFlatReply {
     fileprivate let storage: UnsafeMutablePointer<apnsw_flat_reply>
 
@@ -38,13 +38,7 @@ extension RedisConnection {
     /// Runs `script` and hands its reply, read flat, to `body`. After NOSCRIPT (a restarted
     /// Redis) it loads the script and runs it again. Server errors are thrown.
     public func run<R>(_ script: RedisScript, _ args: RedisArgs, flat body: (RedisFlatReply) throws(RedisError) -> R) throws(RedisError) -> R {
-        var reply = try commandFlat(args)
-        if let message = reply.error, message.hasPrefix("NOSCRIPT") {
-            if case .error(let m) = try command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
-            reply = try commandFlat(args)
-        }
-        if let message = reply.error { throw .server(message) }
-        return try body(reply)
+        try body(loadingIfNeeded(script, send: { () throws(RedisError) in try commandFlat(args) }, error: \.error))
     }
 
     private func commandFlat(_ args: RedisArgs) throws(RedisError) -> RedisFlatReply {
