@@ -379,7 +379,8 @@ def main():
         peak_inflight, peak_rss = 0, 0
         deadline = time.time() + 30
         while b.finished("mem") < 12000 and time.time() < deadline:
-            inflight = sum(b.r.hlen(k) for k in b.r.keys("apns:{mem}:inflight:*"))
+            # A worker's in-flight jobs: its batch lists, less the jobs each batch's done set names.
+            inflight = sum(b.r.llen(k) for k in b.r.keys("apns:{mem}:batch:*")) - sum(b.r.scard(k) for k in b.r.keys("apns:{mem}:done:*"))
             peak_inflight = max(peak_inflight, inflight)
             peak_rss = max(peak_rss, proc_rss_kb(p.pid, "VmRSS"))
             time.sleep(0.1)

@@ -52,6 +52,9 @@ public final class AdminContext {
         if case .error(let m) = reply { throw AdminError.redis(m) }
         return reply
     }
+
+    /// How many jobs a worker holds unfinished.
+    func inFlight(worker: String) throws -> Int64 { try InFlightJobs.count(redis, keys, worker: worker) }
 }
 
 /// Failures with the exit code they mean.

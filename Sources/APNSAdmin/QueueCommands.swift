@@ -34,7 +34,7 @@ public enum QueueCommands {
         for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i]] = Int64(counters[i + 1]) ?? 0 }
         let workers = try ctx.call(["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
         for i in stride(from: 0, to: workers.count - 1, by: 2) {
-            let held = try ctx.call(["HLEN", k.inflight(worker: workers[i])]).integer ?? 0
+            let held = try ctx.inFlight(worker: workers[i])
             s.inFlight += held
             s.workers.append((workers[i], (Int64(Double(workers[i + 1]) ?? 0)) - now, held))
         }

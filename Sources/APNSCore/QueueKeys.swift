@@ -13,8 +13,15 @@ public struct QueueKeys: Sendable, Equatable {
 
     /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
     public var jobs: String { "\(prefix):jobs" }
-    /// HASH handle → job. The jobs one worker has taken and not yet finished.
-    public func inflight(worker: String) -> String { "\(prefix):inflight:\(worker)" }
+    /// HASH batch id → first handle. The worker's fetched batches with jobs not yet finished.
+    public func batches(worker: String) -> String { "\(prefix):batches:\(worker)" }
+    /// LIST. One fetch's jobs, in the order taken (job i has handle first + i).
+    public func batch(worker: String, id: String) -> String { "\(prefix):batch:\(worker):\(id)" }
+    /// SET of indexes (from 0) of a batch's jobs already finished while others of it are not.
+    public func batchDone(worker: String, id: String) -> String { "\(prefix):done:\(worker):\(id)" }
+    /// HASH handle → job: where workers before key layout 2 kept their jobs in flight. Only
+    /// recovery and hand-back still read it, so a rolling upgrade loses nothing.
+    public func legacyInflight(worker: String) -> String { "\(prefix):inflight:\(worker)" }
     /// STRING, short-lived. Changed whenever a worker's in-flight jobs are taken back (recovery,
     /// hand-back); that worker's completion transaction WATCHes it.
     public func takeback(worker: String) -> String { "\(prefix):takeback:\(worker)" }

@@ -66,39 +66,42 @@ final class Completer: @unchecked Sendable {
 
     /// Retries until Redis takes the batch: an outcome is never dropped.
     private func write(_ batch: ArraySlice<FinishedJob>) {
-        let scriptKeys = [keys.inflight(worker: workerID), keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled]
+        var groups = AckGroups()
+        let acked = batch.map { f in groups.note(f.batch, acking: isLastPiece(f) ? f.index : nil) }
+        var scriptKeys = [keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID)]
+        for g in groups.all {
+            scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
+            scriptKeys.append(keys.batchDone(worker: workerID, id: g.batch.id))
+        }
         var args = RedisArgs(script: QueueScripts.complete, keys: scriptKeys, capacity: 512 + batch.count * 400)
         args.append(configuration.resultsMax)
         args.append(configuration.deadLettersMax)
         args.append(configuration.invalidTokensMax)
-        let handles = batch.map { Int64($0.handle) ?? -1 } // -1: never in the hash, so each job is checked
-        let lowest = handles.min() ?? -1
-        args.append(Int(lowest))
         args.append(batch.count)
+        for g in groups.all {
+            args.append(g.batch.id)
+            args.append(g.finishes ? "1" : "0")
+        }
         let now = WallClock.nowMilliseconds()
-        var acked: [Int64] = []
-        acked.reserveCapacity(batch.count)
         var stats: [String] = []
         stats.reserveCapacity(batch.count)
         var counters = CounterPairs()
         var transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration, capacity: batch.count)
-        for (f, handle) in zip(batch, handles) {
-            let last = isLastPiece(f)
-            if last, handle >= 0 { acked.append(handle) }
+        for (f, (group, index)) in zip(batch, acked) {
             let decision = records.decide(f, worker: workerID)
-            args.append(f.handle)
+            args.append(group + 1)
+            if let index { args.append(index) } else { args.append("") }
             args.append(counters.count(stat: decision.stat, app: f.appName ?? "-"))
             transaction.add(decision.kind, recordAt: args.count + 1) // after the kind argument
-            records.append(decision, of: f, last: last, worker: workerID, timeMs: now, to: &args)
+            records.append(decision, of: f, worker: workerID, timeMs: now, to: &args)
             stats.append(decision.stat)
         }
         counters.append(to: &args)
-        let tryTransaction = transaction.eligible && lowest >= 0
         while true {
             do {
                 let recorded = try redis.with { r throws(RedisError) -> Bool in
-                    if tryTransaction {
-                        switch try transaction.run(r, lowest: lowest, acked: acked, records: args, counters: counters, buffer: &transactionBuffer) {
+                    if transaction.eligible {
+                        switch try transaction.run(r, groups: groups, records: args, counters: counters, buffer: &transactionBuffer) {
                         case .recorded: return true
                         case .aborted: return false // jobs were taken back meanwhile: decide again
                         case .notAllInFlight: break
@@ -108,6 +111,7 @@ final class Completer: @unchecked Sendable {
                     return true
                 }
                 guard recorded else { continue }
+                groups.commit()
                 count(batch, stats)
                 return
             } catch {

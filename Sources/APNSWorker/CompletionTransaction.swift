@@ -3,10 +3,10 @@ import RedisClient
 
 /// Records a batch whose jobs are all still in flight with plain commands in one MULTI … EXEC,
 /// instead of the complete script: a Lua call copies every record into Lua and back, which
-/// cost Redis more than the XADDs themselves. Redis still decides ownership: the batch's lowest
-/// handle must be in the in-flight hash (recovery empties the whole hash, and handles only
-/// grow), and the take-back key is WATCHed, so a recovery in between aborts the transaction.
-/// Retries need Redis's clock, so a batch with a schedule outcome goes to the script.
+/// cost Redis more than the XADDs themselves. Redis still decides ownership: the oldest batch
+/// touched must still have its list (recovery takes every batch listed, and a later fetch has a
+/// higher number), and the take-back key is WATCHed, so a recovery in between aborts the
+/// transaction. Retries need Redis's clock, so a batch with a schedule outcome goes to the script.
 struct CompletionTransaction {
     /// One outcome: its kind, and where its two records sit in the script's arguments.
     struct Entry {
@@ -35,13 +35,13 @@ struct CompletionTransaction {
 
     enum Result { case recorded, aborted, notAllInFlight }
 
-    /// `records`: the complete script's arguments; `acked`: handles whose last outcome this is.
+    /// `records`: the complete script's arguments; `groups`: the batches touched and the acks.
     /// `buffer`: kept by the caller across batches, so that its capacity is reused.
-    func run(_ r: RedisConnection, lowest: Int64, acked: [Int64], records: RedisArgs, counters: CounterPairs,
+    func run(_ r: RedisConnection, groups: AckGroups, records: RedisArgs, counters: CounterPairs,
              buffer t: inout RedisTransaction) throws(RedisError) -> Result {
-        let inflight = keys.inflight(worker: workerID)
+        guard let oldest = groups.oldest else { return .notAllInFlight }
         let check = try r.pipeline([[Array("WATCH".utf8), Array(keys.takeback(worker: workerID).utf8)],
-                                    [Array("HEXISTS".utf8), Array(inflight.utf8), Array(String(lowest).utf8)]])
+                                    [Array("EXISTS".utf8), Array(keys.batch(worker: workerID, id: oldest.id).utf8)]])
         guard check.count == 2, check[1].integer == 1 else {
             _ = try r.command(["UNWATCH"])
             return .notAllInFlight
@@ -63,21 +63,21 @@ struct CompletionTransaction {
         trim(&t, &command, keys.results, configuration.resultsMax)
         if anyDead { trim(&t, &command, keys.deadLetters, configuration.deadLettersMax) }
         if anyInvalid { trim(&t, &command, keys.invalidTokens, configuration.invalidTokensMax) }
-        counters.forEach { name, count in
-            command.removeAll()
-            command.append("HINCRBY")
-            command.append(keys.stats)
-            command.append(name)
-            command.append(count)
-            t.append(command)
+        counters.forEach { name, count in words(&t, &command, ["HINCRBY", keys.stats, name, String(count)]) }
+        var finished: [String] = []
+        for g in groups.all {
+            if g.finishes {
+                finished.append(g.batch.id)
+                words(&t, &command, ["DEL", keys.batch(worker: workerID, id: g.batch.id), keys.batchDone(worker: workerID, id: g.batch.id)])
+            } else if !g.acks.isEmpty {
+                command.removeAll()
+                command.append("SADD")
+                command.append(keys.batchDone(worker: workerID, id: g.batch.id))
+                for i in g.acks { command.append(i) }
+                t.append(command)
+            }
         }
-        if !acked.isEmpty {
-            command.removeAll()
-            command.append("HDEL")
-            command.append(inflight)
-            for h in acked { command.append(Int(h)) }
-            t.append(command)
-        }
+        if !finished.isEmpty { words(&t, &command, ["HDEL", keys.batches(worker: workerID)] + finished) }
         return try r.exec(&t) ? .recorded : .aborted
     }
 
@@ -90,12 +90,41 @@ struct CompletionTransaction {
 
     /// Streams are trimmed once per batch (approximately, as `MAXLEN ~` does), not per entry.
     private func trim(_ t: inout RedisTransaction, _ command: inout RedisArgs, _ stream: String, _ max: Int) {
+        words(&t, &command, ["XTRIM", stream, "MAXLEN", "~", String(max)])
+    }
+
+    private func words(_ t: inout RedisTransaction, _ command: inout RedisArgs, _ words: [String]) {
         command.removeAll()
-        command.append("XTRIM")
-        command.append(stream)
-        command.append("MAXLEN")
-        command.append("~")
-        command.append(max)
+        for w in words { command.append(w) }
         t.append(command)
     }
+}
+
+/// The batches one completion touches, in the order first met, with the indexes it acks in each.
+struct AckGroups {
+    struct Group {
+        let batch: TakenBatch
+        var acks: [Int] = []
+        /// This completion acks every job of the batch still unfinished: the batch's keys go.
+        var finishes: Bool { acks.count == batch.unfinished }
+    }
+
+    private(set) var all: [Group] = []
+    private var last = -1
+
+    /// Notes a job of `batch`, acked at `index` (nil: a fan-out piece that is not the job's
+    /// last). Returns the job's group and index. Neighbours mostly share a batch.
+    mutating func note(_ batch: TakenBatch, acking index: Int?) -> (group: Int, index: Int?) {
+        if last < 0 || all[last].batch !== batch {
+            last = all.firstIndex { $0.batch === batch } ?? { all.append(Group(batch: batch)); return all.count - 1 }()
+        }
+        if let index { all[last].acks.append(index) }
+        return (last, index)
+    }
+
+    /// The batch fetched first: if its list is still there, no recovery took any batch touched.
+    var oldest: TakenBatch? { all.min { $0.batch.number < $1.batch.number }?.batch }
+
+    /// Once the completion is recorded: its acked jobs are finished.
+    func commit() { for g in all { g.batch.unfinished -= g.acks.count } }
 }

@@ -17,12 +17,12 @@ final class Fetcher: @unchecked Sendable {
     private let redis: RedisLink
     private let templates: TemplateSource
     private let runner = ThreadRunner()
-    /// The highest handle this process has received. Handles only grow from fetch to fetch, and
-    /// each fetch's handles are one run (fetch thread only).
-    private var highestReceived: Int64 = 0
-    /// While a fetch's reply may have been lost: the highest handle received before, and the runs
-    /// of handles received since. The lost jobs are the others above it in the in-flight hash.
-    private var loss: (floor: Int64, received: [ClosedRange<Int64>])?
+    /// Batch ids are this process's start time and a count: unique to the worker's life, so a
+    /// batch left by an earlier run under the same worker id is never overwritten.
+    private let life = String(WallClock.nowMilliseconds(), radix: 36)
+    private var batchCount = 0
+    /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
+    private var lost: [(id: String, number: Int)] = []
     private var nextLoop = 0
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], sendLoops: [SendLoop],
@@ -47,27 +47,21 @@ final class Fetcher: @unchecked Sendable {
 
     private func run() {
         let batchSize = configuration.batchSize
-        var fetchArgs = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.inflight(worker: workerID), keys.handleCounter,
-                                                                      keys.workers, keys.staging(worker: workerID)])
-        fetchArgs.append(batchSize)
-        fetchArgs.append(workerID)
-        fetchArgs.append(configuration.leaseMs)
         while runner.isRunning {
             guard gate.waitForRoom(batchSize, timeout: 0.5) else { continue }
+            batchCount += 1
+            let (id, number) = ("\(life)-\(batchCount)", batchCount)
             let taken: TakenJobs
             do {
                 taken = try redis.with { r throws(RedisError) in
-                    try r.run(QueueScripts.fetch, fetchArgs, flat: TakenJobs.init)
+                    try r.run(QueueScripts.fetch, fetchArgs(id: id, max: batchSize), then: listArgs(id), flat: TakenJobs.init)
                 }
             } catch {
-                // The script may have run with its reply lost: find such jobs once Redis is back.
-                if case .io = error, loss == nil { loss = (highestReceived, []) }
+                // The script may have run with its reply lost: look for the batch once Redis is back.
+                if case .io = error { lost.append((id, number)) }
                 continue
             }
-            if loss != nil {
-                if let first = taken.handles.first, let last = taken.handles.last { loss!.received.append(first...last) }
-                if reconcile() { loss = nil }
-            }
+            if !lost.isEmpty { findLost() }
             if taken.isEmpty {
                 // Nothing queued: block up to 1 s for the next job, moved atomically to our staging list.
                 _ = try? redis.with { r throws(RedisError) in
@@ -75,40 +69,54 @@ final class Fetcher: @unchecked Sendable {
                 }
                 continue
             }
-            route(taken)
+            route(taken, batch: TakenBatch(id: id, number: number, jobs: taken.jobs.count))
         }
     }
 
-    /// Routes jobs that sit in our in-flight hash but that this process never received: moved by
-    /// a fetch whose reply was lost. Returns false if Redis could not be asked.
-    private func reconcile() -> Bool {
-        guard let loss else { return true }
-        guard let all = try? redis.with({ r throws(RedisError) in try r.command(["HGETALL", keys.inflight(worker: workerID)]).array }) else {
-            return false
+    private func fetchArgs(id: String, max: Int) -> RedisArgs {
+        var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
+                                                                 keys.workers, keys.staging(worker: workerID), keys.handleCounter])
+        args.append(max)
+        args.append(workerID)
+        args.append(configuration.leaseMs)
+        args.append(id)
+        return args
+    }
+
+    private func listArgs(_ id: String) -> RedisArgs {
+        var args = RedisArgs(capacity: 128)
+        for word in ["LRANGE", keys.batch(worker: workerID, id: id), "0", "-1"] { args.append(word) }
+        return args
+    }
+
+    /// Routes the batches of fetches whose reply was lost, if their script ran: their jobs are
+    /// in flight under this worker, and nobody else would send them until it stops.
+    private func findLost() {
+        var found: [(TakenJobs, TakenBatch)] = []
+        for (id, number) in lost {
+            var hget = RedisArgs(capacity: 128)
+            for word in ["HGET", keys.batches(worker: workerID), id] { hget.append(word) }
+            guard let taken = try? redis.with({ r throws(RedisError) in
+                try r.commands([hget, listArgs(id)], flat: TakenJobs.init)
+            }) else { return } // Redis is still away: try again after the next fetch
+            if !taken.isEmpty { found.append((taken, TakenBatch(id: id, number: number, jobs: taken.jobs.count))) }
         }
-        var inflight: [(handle: Int64, job: [UInt8])] = []
-        var i = 0
-        while i + 1 < all.count {
-            if let handle = all[i].integer, case .string(let job) = all[i + 1] { inflight.append((handle, job)) }
-            i += 2
+        lost.removeAll()
+        for (taken, batch) in found {
+            logger.warning("found jobs taken by a fetch whose reply was lost; sending them", ["count": .int(taken.jobs.count)])
+            route(taken, batch: batch)
         }
-        let lost = TakenJobs.lost(in: inflight, above: loss.floor, except: loss.received)
-        if !lost.isEmpty {
-            logger.warning("found jobs moved in flight by a fetch whose reply was lost; sending them", ["count": .int(lost.handles.count)])
-            route(lost)
-        }
-        return true
     }
 
     /// Parses each taken job once; the payload bytes are kept, never re-encoded.
-    private func route(_ taken: TakenJobs) {
+    private func route(_ taken: TakenJobs, batch: TakenBatch) {
         let now = MonotonicClock.nowNanoseconds()
         let nowMs = WallClock.nowMilliseconds()
         var batches = Array(repeating: [SendRequest](), count: sendLoops.count)
         var decided: [FinishedJob] = []
         var units = 0
-        for (h, bytes) in zip(taken.handles, taken.jobs) {
-            let handle = String(h)
+        for (index, bytes) in taken.jobs.enumerated() {
+            let handle = String(taken.first + Int64(index))
             var meta = JobEnvelope.Meta()
             var raw = bytes
             do {
@@ -120,7 +128,7 @@ final class Fetcher: @unchecked Sendable {
                                                      truncateByDefault: apps[app].configuration.truncateBody)
                 if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                     units += 1
-                    decided.append(.unsent(handle: handle, raw: raw, job: job, appName: apps[app].name, topic: topic,
+                    decided.append(.unsent(handle: handle, batch: batch, index: index, raw: raw, job: job, appName: apps[app].name, topic: topic,
                                                      outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
                                                      recoveries: meta.recoveries))
                     continue
@@ -128,18 +136,17 @@ final class Fetcher: @unchecked Sendable {
                 let tokens = meta.token.flatMap(DeviceToken.init).map { [$0] } ?? job.tokens
                 units += tokens.count
                 for token in tokens {
-                    batches[nextLoop].append(SendRequest(handle: handle, job: job, token: token, app: app, topic: topic, takenAtNs: now,
+                    batches[nextLoop].append(SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic, takenAtNs: now,
                                                          attempts: meta.attempts, recoveries: meta.recoveries, fanout: tokens.count))
                     nextLoop = (nextLoop + 1) % sendLoops.count
                 }
             } catch {
                 units += 1
-                decided.append(.unsent(handle: handle, raw: raw, job: nil, appName: nil, topic: nil,
+                decided.append(.unsent(handle: handle, batch: batch, index: index, raw: raw, job: nil, appName: nil, topic: nil,
                                        outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
             }
         }
         gate.add(units)
-        if let top = taken.handles.max() { highestReceived = max(highestReceived, top) }
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
         if !decided.isEmpty {
             let dead = decided.filter { if case .deadLetter = $0.outcome { return true } else { return false } }
@@ -176,40 +183,33 @@ final class Fetcher: @unchecked Sendable {
     }
 }
 
-/// The jobs one fetch took, with their in-flight handles.
+/// The jobs one fetch took, in order: job i has handle `first + i`.
 struct TakenJobs {
-    var handles: [Int64] = []
+    var first: Int64 = 0
     var jobs: [[UInt8]] = []
 
-    var isEmpty: Bool { handles.isEmpty }
+    var isEmpty: Bool { jobs.isEmpty }
 
     init() {}
 
-    /// Jobs of the in-flight hash that fetches with lost replies moved there: above `floor` (the
-    /// highest handle received before the first loss) and in none of the runs received since.
-    static func lost(in inflight: [(handle: Int64, job: [UInt8])], above floor: Int64, except received: [ClosedRange<Int64>]) -> TakenJobs {
-        var lost = TakenJobs()
-        for (handle, job) in inflight.sorted(by: { $0.handle < $1.handle })
-        where handle > floor && !received.contains(where: { $0.contains(handle) }) {
-            lost.handles.append(handle)
-            lost.jobs.append(job)
-        }
-        return lost
-    }
-
-    /// The fetch script's reply: handle, job, handle, job, … (an empty array when nothing was queued).
+    /// Two replies read flat: the fetch script's {first handle, count} (or the batch's first
+    /// handle from the batches hash, nil if it is not there), then the batch's list.
     init(_ reply: RedisFlatReply) throws(RedisError) {
-        guard reply.count > 0, reply.isArray(0) else { throw .server("the fetch script answered no list") }
-        let n = (reply.count - 1) / 2
-        handles.reserveCapacity(n)
-        jobs.reserveCapacity(n)
-        var i = 1
-        while i + 1 < reply.count {
-            if let handle = reply.integer(i), let job = reply.bytes(i + 1) {
-                handles.append(handle)
-                jobs.append(job)
-            }
-            i += 2
+        guard reply.count > 0 else { throw .server("no reply to the fetch") }
+        let list: Int
+        if reply.isArray(0) {
+            guard let first = reply.integer(1) else { throw .server("the fetch script answered no handle") }
+            self.first = first
+            list = 3
+        } else {
+            first = reply.bytes(0).flatMap { Int64(String(decoding: $0, as: UTF8.self)) } ?? 0
+            list = 1
+        }
+        guard first > 0 else { return }
+        guard list < reply.count, reply.isArray(list) else { throw .server("the batch's jobs came back as no list") }
+        jobs.reserveCapacity(Int(reply.integer(list) ?? 0))
+        for i in (list + 1)..<reply.count {
+            if let job = reply.bytes(i) { jobs.append(job) }
         }
     }
 }

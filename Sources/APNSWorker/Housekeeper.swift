@@ -72,14 +72,7 @@ final class Housekeeper: @unchecked Sendable {
     }
 
     private func recover(_ r: RedisConnection, worker: String, force: Bool) throws(RedisError) {
-        let reply = try r.run(QueueScripts.recover,
-                              keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs, keys.workers,
-                                     keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)],
-                              args: [Array(worker.utf8), Array(String(configuration.maxRecoveries).utf8),
-                                     Array(String(configuration.deadLettersMax).utf8), Array(String(configuration.resultsMax).utf8),
-                                     Array((force ? "force" : "lease").utf8)]).array
-        let requeued = reply.first?.integer ?? 0
-        let poisoned = reply.count > 1 ? reply[1].integer ?? 0 : 0
+        let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, configuration: configuration, force: force)
         if requeued + poisoned > 0 {
             metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
             logger.warning("took back the jobs of a worker that stopped renewing its lease", [

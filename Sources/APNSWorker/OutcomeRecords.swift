@@ -51,12 +51,11 @@ struct OutcomeRecords {
         return Decision(plan: plan, stat: stat, attempts: attempts)
     }
 
-    /// Appends the outcome's kind and its two records. `last`: the job leaves the in-flight
-    /// hash with this outcome (false for a fan-out piece that is not the job's last).
-    func append(_ d: Decision, of f: FinishedJob, last: Bool, worker: String, timeMs: Int64, to args: inout RedisArgs) {
+    /// Appends the outcome's kind and its two records.
+    func append(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
         let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
                                             topic: f.topic, worker: worker, timeMs: timeMs)
-        args.append(last ? d.kind.rawValue : d.kind.rawValue.uppercased())
+        args.append(d.kind.rawValue)
         args.append { out in
             switch d.plan {
             case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)

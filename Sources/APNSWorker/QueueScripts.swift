@@ -2,81 +2,71 @@ import RedisClient
 
 /// The Lua scripts that make each queue transition one atomic step (DESIGN.md §3).
 enum QueueScripts {
-    /// Takes up to ARGV[1] jobs (the staged one first, then the oldest of the list) into the
-    /// worker's in-flight hash under fresh handles, and renews the worker's lease.
-    /// KEYS: jobs, inflight, handle counter, workers, staging. ARGV: max, worker id, lease ms.
-    /// Returns a flat list: handle (an integer reply: no string to allocate), job, handle, job, …
+    /// Moves up to ARGV[1] jobs (the staged ones first, then the oldest of the list) into a new
+    /// batch list, registers the batch with its first handle, and renews the worker's lease.
+    /// The jobs never pass through Lua: SORT … STORE copies them inside Redis (BY nosort keeps a
+    /// list's order; DESC reads from the consuming end). Copying each job into Lua and back cost
+    /// Redis more than everything else a fetch does. The worker reads the batch with an LRANGE
+    /// sent in the same write.
+    /// KEYS: jobs, batch, batches, workers, staging, handle counter.
+    /// ARGV: max, worker id, lease ms, batch id. Returns {first handle, number of jobs}.
     static let fetch = RedisScript("""
+    local call = redis.call
     local max = tonumber(ARGV[1])
-    local taken = {}
-    local staged = redis.call('LRANGE', KEYS[5], 0, -1)
-    if #staged > 0 then redis.call('DEL', KEYS[5]) end
-    for i = #staged, 1, -1 do taken[#taken + 1] = staged[i] end
-    if #taken < max then
-      local more = redis.call('RPOP', KEYS[1], max - #taken)
-      if more then for _, job in ipairs(more) do taken[#taken + 1] = job end end
+    local staged = call('LLEN', KEYS[5])
+    local n = 0
+    if max > staged then
+      n = call('SORT', KEYS[1], 'BY', 'nosort', 'DESC', 'LIMIT', 0, max - staged, 'STORE', KEYS[2])
+      if n > 0 then call('LTRIM', KEYS[1], 0, -n - 1) end
     end
-    local now = redis.call('TIME')
+    for _ = 1, staged do call('LMOVE', KEYS[5], KEYS[2], 'LEFT', 'LEFT') end
+    n = n + staged
+    local now = call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    redis.call('ZADD', KEYS[4], now_ms + tonumber(ARGV[3]), ARGV[2])
-    if #taken == 0 then return {} end
-    local last = redis.call('INCRBY', KEYS[3], #taken)
-    local first = last - #taken
-    local fields, out = {}, {}
-    for i, job in ipairs(taken) do
-      local handle = first + i
-      fields[2 * i - 1] = tostring(handle) -- a field name must be text; Lua writes integers below 1e14 whole
-      fields[2 * i] = job
-      out[2 * i - 1] = handle
-      out[2 * i] = job
-    end
-    redis.call('HSET', KEYS[2], unpack(fields))
-    return out
+    call('ZADD', KEYS[4], now_ms + tonumber(ARGV[3]), ARGV[2])
+    if n == 0 then return {0, 0} end
+    local first = call('INCRBY', KEYS[6], n) - n + 1
+    call('HSET', KEYS[3], ARGV[4], first)
+    return {first, n}
     """)
 
-    /// Records a batch of outcomes. A job leaves the in-flight hash in the same step that
-    /// records its last outcome. A job no longer in the hash was recovered by another worker,
-    /// which will record it, so nothing is written for it here.
-    /// Recovery and hand-back empty the whole hash, and handles only grow: if the batch's lowest
-    /// handle is still there, every handle of the batch is, and one HDEL acks them all (a call
-    /// per job was the largest cost in Redis). Otherwise each job is checked on its own.
-    /// KEYS: inflight, results, dead letters, invalid tokens, stats, schedule.
-    /// ARGV: results cap, dead cap, invalid cap, lowest handle, number of jobs, then per job
-    /// (handle, counter pair, kind, a, b), then (counter name, count) entries: the batch's
-    /// totals if every job is owned. A job counts under entries 2p-1 and 2p of its pair p.
-    /// Streams are trimmed once per batch, not per entry.
+    /// Records a batch of outcomes. A job is acked in the same step that records its last
+    /// outcome: its batch list goes once all of its jobs are finished, and until then the
+    /// finished ones are noted in the batch's done set. A batch list that is gone was taken back
+    /// by a recovery, whose worker records its jobs, so nothing is written for them here.
+    /// KEYS: results, dead letters, invalid tokens, stats, schedule, batches, then per batch
+    /// touched: its list, its done set.
+    /// ARGV: results cap, dead cap, invalid cap, number of jobs, then per batch touched (id,
+    /// "1" if this finishes it), then per job (batch number, index or "" if not acked here,
+    /// counter pair, kind, a, b), then (counter name, count) entries: the totals if every job is
+    /// owned. A job counts under entries 2p-1 and 2p of its pair p.
+    /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
-    /// s = schedule member a at b ("+ms" from now or "=unix ms"). Upper case: a fan-out piece
-    /// that is not the job's last, so the job stays in flight.
+    /// s = schedule member a at b ("+ms" from now or "=unix ms").
     static let complete = RedisScript("""
     local call = redis.call
-    local KIND = {r = 'r', d = 'd', i = 'i', s = 's', R = 'r', D = 'd', I = 'i', S = 's'}
-    local first_counter = 6 + 5 * tonumber(ARGV[5])
+    local n_batches = (#KEYS - 6) / 2
+    local first_job = 5 + 2 * n_batches
+    local first_counter = first_job + 6 * tonumber(ARGV[4])
     local names, counts = {}, {}
     for j = first_counter, #ARGV, 2 do
       names[#names + 1] = ARGV[j]
       counts[#counts + 1] = tonumber(ARGV[j + 1])
     end
-    local inflight, results = KEYS[1], KEYS[2]
-    local all = call('HEXISTS', inflight, ARGV[4]) == 1
-    local acks, n_acks, acked, now_ms, added = {}, 0, 0, nil, {}
-    for i = 6, first_counter - 1, 5 do
-      local kind = ARGV[i + 2]
-      local base = KIND[kind]
-      local last = kind == base
-      local owned = all
-      if all then
-        if last then n_acks = n_acks + 1; acks[n_acks] = ARGV[i] end
-      elseif last then
-        owned = call('HDEL', inflight, ARGV[i]) == 1
-      else
-        owned = call('HEXISTS', inflight, ARGV[i]) == 1
-      end
-      if owned then
-        acked = acked + 1
-        kind = base
+    local owned, acks = {}, {}
+    for b = 1, n_batches do
+      owned[b] = call('EXISTS', KEYS[5 + 2 * b]) == 1
+      acks[b] = {}
+    end
+    local results, recorded, now_ms, added = KEYS[1], 0, nil, {}
+    for i = first_job, first_counter - 1, 6 do
+      local b = tonumber(ARGV[i])
+      local kind = ARGV[i + 3]
+      if owned[b] then
+        recorded = recorded + 1
+        if ARGV[i + 1] ~= '' then acks[b][#acks[b] + 1] = ARGV[i + 1] end
         if kind == 's' then
-          local at = ARGV[i + 4]
+          local at = ARGV[i + 5]
           local score = tonumber(string.sub(at, 2))
           if string.sub(at, 1, 1) == '+' then
             if not now_ms then
@@ -85,42 +75,74 @@ enum QueueScripts {
             end
             score = now_ms + score
           end
-          call('ZADD', KEYS[6], score, ARGV[i + 3])
+          call('ZADD', KEYS[5], score, ARGV[i + 4])
         else
-          call('XADD', results, '*', 'record', ARGV[i + 3])
-          added[2] = true
-          if kind == 'd' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 4]); added[3] = true end
-          if kind == 'i' then call('XADD', KEYS[4], '*', 'record', ARGV[i + 4]); added[4] = true end
+          call('XADD', results, '*', 'record', ARGV[i + 4])
+          added[1] = true
+          if kind == 'd' then call('XADD', KEYS[2], '*', 'record', ARGV[i + 5]); added[2] = true end
+          if kind == 'i' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 5]); added[3] = true end
         end
       else
-        local p = tonumber(ARGV[i + 1])
+        local p = tonumber(ARGV[i + 2])
         counts[2 * p - 1] = counts[2 * p - 1] - 1
         counts[2 * p] = counts[2 * p] - 1
       end
     end
-    if n_acks > 0 then call('HDEL', inflight, unpack(acks)) end
-    for k = 2, 4 do
-      if added[k] then call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k - 1]) end
+    for k = 1, 3 do
+      if added[k] then call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k]) end
     end
     for j = 1, #names do
-      if counts[j] > 0 then call('HINCRBY', KEYS[5], names[j], counts[j]) end
+      if counts[j] > 0 then call('HINCRBY', KEYS[4], names[j], counts[j]) end
     end
-    return acked
+    for b = 1, n_batches do
+      if owned[b] then
+        if ARGV[4 + 2 * b] == '1' then
+          call('DEL', KEYS[5 + 2 * b], KEYS[6 + 2 * b])
+          call('HDEL', KEYS[6], ARGV[3 + 2 * b])
+        elseif #acks[b] > 0 then
+          call('SADD', KEYS[6 + 2 * b], unpack(acks[b]))
+        end
+      end
+    end
+    return recorded
     """)
+
+    /// Lua shared by hand-back and recovery: collects and deletes everything a worker holds,
+    /// from KEYS[at] on: staging, the in-flight hash of workers before key layout 2, batches,
+    /// then per batch (list, done set), the ids being ARGV[id_at] on. Jobs of a batch's done set
+    /// are finished and stay out. Staged jobs come last, oldest first.
+    private static let takeBack = """
+    local function take_back(at, id_at)
+      local staging, legacy, batches = KEYS[at], KEYS[at + 1], KEYS[at + 2]
+      local jobs = redis.call('HVALS', legacy)
+      for b = 0, #ARGV - id_at do
+        local list, done = KEYS[at + 3 + 2 * b], KEYS[at + 4 + 2 * b]
+        local finished = {}
+        for _, i in ipairs(redis.call('SMEMBERS', done)) do finished[tonumber(i) + 1] = true end
+        for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
+          if not finished[i] then jobs[#jobs + 1] = job end
+        end
+        redis.call('DEL', list, done)
+        redis.call('HDEL', batches, ARGV[id_at + b])
+      end
+      local staged = redis.call('LRANGE', staging, 0, -1)
+      for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
+      redis.call('DEL', staging, legacy)
+      return jobs
+    end
+    """
 
     /// Gives back a stopping worker's unfinished jobs: they go to the consuming end of the
     /// list so they are taken next, and the worker leaves the registry. Touching the take-back
     /// key aborts any completion transaction of that worker that WATCHes it.
-    /// KEYS: inflight, staging, jobs, workers, take-back. ARGV: worker id. Returns how many went back.
-    static let handBack = RedisScript("""
-    redis.call('INCR', KEYS[5])
-    redis.call('PEXPIRE', KEYS[5], 60000)
-    local jobs = redis.call('HVALS', KEYS[1])
-    local staged = redis.call('LRANGE', KEYS[2], 0, -1)
-    for i = 1, #staged do jobs[#jobs + 1] = staged[i] end
-    for _, job in ipairs(jobs) do redis.call('RPUSH', KEYS[3], job) end
-    redis.call('DEL', KEYS[1], KEYS[2])
-    redis.call('ZREM', KEYS[4], ARGV[1])
+    /// KEYS: jobs, workers, take-back, then `InFlightJobs.keys`. ARGV: worker id, then the
+    /// batch ids. Returns how many went back.
+    static let handBack = RedisScript(takeBack + "\n" + """
+    redis.call('INCR', KEYS[3])
+    redis.call('PEXPIRE', KEYS[3], 60000)
+    local jobs = take_back(4, 2)
+    for _, job in ipairs(jobs) do redis.call('RPUSH', KEYS[1], job) end
+    redis.call('ZREM', KEYS[2], ARGV[1])
     return #jobs
     """)
 
@@ -146,20 +168,20 @@ enum QueueScripts {
     /// Takes back the jobs of a worker whose lease ran out (or of this worker's previous life):
     /// each goes to the consuming end of the list with its recovery count raised, or, past the
     /// limit, to the dead letters as a poison pill. Only a still-expired lease is recovered,
-    /// so two workers never recover the same one twice.
+    /// so two workers never recover the same one twice; a fetch renews the lease, so a batch
+    /// fetched after the caller listed the batches is never left without its worker.
     /// Touching the take-back key aborts a completion transaction the worker may have under way.
-    /// KEYS: inflight, staging, jobs, workers, dead letters, results, stats, take-back.
-    /// ARGV: worker id, max recoveries, dead cap, results cap, "force" to skip the lease check.
-    static let recover = RedisScript("""
+    /// KEYS: jobs, workers, dead letters, results, stats, take-back, then `InFlightJobs.keys`.
+    /// ARGV: worker id, max recoveries, dead cap, results cap, "force" to skip the lease check,
+    /// then the batch ids.
+    static let recover = RedisScript(takeBack + "\n" + """
     local now = redis.call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    local lease = redis.call('ZSCORE', KEYS[4], ARGV[1])
+    local lease = redis.call('ZSCORE', KEYS[2], ARGV[1])
     if ARGV[5] ~= 'force' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
-    redis.call('INCR', KEYS[8])
-    redis.call('PEXPIRE', KEYS[8], 60000)
-    local jobs = redis.call('HVALS', KEYS[1])
-    local staged = redis.call('LRANGE', KEYS[2], 0, -1)
-    for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
+    redis.call('INCR', KEYS[6])
+    redis.call('PEXPIRE', KEYS[6], 60000)
+    local jobs = take_back(7, 6)
     local requeued, poisoned = 0, 0
     for _, job in ipairs(jobs) do
       local n, wrapped, inner = 1, nil, job
@@ -180,18 +202,17 @@ enum QueueScripts {
         local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. ',"time_ms":' .. now_ms ..
           ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
           ',"recoveries":' .. n .. ',"attempts":[],"job_text":' .. cjson.encode(inner) .. '}'
-        redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
-        redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
+        redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
+        redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
         poisoned = poisoned + 1
       else
-        redis.call('RPUSH', KEYS[3], wrapped)
+        redis.call('RPUSH', KEYS[1], wrapped)
         requeued = requeued + 1
       end
     end
-    redis.call('DEL', KEYS[1], KEYS[2])
-    if ARGV[5] ~= 'force' then redis.call('ZREM', KEYS[4], ARGV[1]) end
-    if requeued > 0 then redis.call('HINCRBY', KEYS[7], 'recovered', requeued) end
-    if poisoned > 0 then redis.call('HINCRBY', KEYS[7], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[7], 'poison_pills', poisoned) end
+    if ARGV[5] ~= 'force' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+    if requeued > 0 then redis.call('HINCRBY', KEYS[5], 'recovered', requeued) end
+    if poisoned > 0 then redis.call('HINCRBY', KEYS[5], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[5], 'poison_pills', poisoned) end
     return {requeued, poisoned}
     """)
 }

@@ -1,9 +1,28 @@
 import APNSCore
 
+/// One fetch's jobs as the completer sees them: the batch's id in Redis and how many of its
+/// jobs are not yet acked. When none are left, the batch's keys go.
+final class TakenBatch: @unchecked Sendable { // made by the fetch thread, then the completer's alone
+    let id: String
+    /// Fetch order within this process: a later batch has a higher number.
+    let number: Int
+    /// Jobs not yet acked (completion thread only).
+    var unfinished: Int
+
+    init(id: String, number: Int, jobs: Int) {
+        self.id = id
+        self.number = number
+        unfinished = jobs
+    }
+}
+
 /// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
 /// A class: it moves through queues and dictionaries, and a move should cost one retain.
 final class SendRequest: @unchecked Sendable { // handed over whole between threads, never shared
     let handle: String
+    /// The job's batch in Redis, and its index there.
+    let batch: TakenBatch
+    let index: Int
     let job: Job
     let token: DeviceToken
     let app: Int
@@ -28,9 +47,11 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     private(set) var outcome: Outcome?
     private(set) var appName: String?
 
-    init(handle: String, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
+    init(handle: String, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
          attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
         self.handle = handle
+        self.batch = batch
+        self.index = index
         self.job = job
         self.token = token
         self.app = app
@@ -67,6 +88,8 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
     /// A job decided before any send (unparsable, past its time, no such app…).
     final class Unsent {
         let handle: String
+        let batch: TakenBatch
+        let index: Int
         let raw: [UInt8]
         let job: Job?
         let appName: String?
@@ -75,9 +98,11 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         let attempts: [OutcomeRecord.Attempt]
         let recoveries: Int
 
-        init(handle: String, raw: [UInt8], job: Job?, appName: String?, topic: String?, outcome: Outcome,
-             attempts: [OutcomeRecord.Attempt], recoveries: Int) {
+        init(handle: String, batch: TakenBatch, index: Int, raw: [UInt8], job: Job?, appName: String?, topic: String?,
+             outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) {
             self.handle = handle
+            self.batch = batch
+            self.index = index
             self.raw = raw
             self.job = job
             self.appName = appName
@@ -88,13 +113,15 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         }
     }
 
-    static func unsent(handle: String, raw: [UInt8], job: Job?, appName: String?, topic: String?, outcome: Outcome,
-                       attempts: [OutcomeRecord.Attempt], recoveries: Int) -> FinishedJob {
-        .unsent(Unsent(handle: handle, raw: raw, job: job, appName: appName, topic: topic, outcome: outcome,
-                       attempts: attempts, recoveries: recoveries))
+    static func unsent(handle: String, batch: TakenBatch, index: Int, raw: [UInt8], job: Job?, appName: String?, topic: String?,
+                       outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) -> FinishedJob {
+        .unsent(Unsent(handle: handle, batch: batch, index: index, raw: raw, job: job, appName: appName, topic: topic,
+                       outcome: outcome, attempts: attempts, recoveries: recoveries))
     }
 
     var handle: String { switch self { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
+    var batch: TakenBatch { switch self { case .sent(let r): r.batch; case .unsent(let u): u.batch } }
+    var index: Int { switch self { case .sent(let r): r.index; case .unsent(let u): u.index } }
     /// The producer's job bytes (inside any envelope).
     var raw: [UInt8] { switch self { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
     var job: Job? { switch self { case .sent(let r): r.job; case .unsent(let u): u.job } }

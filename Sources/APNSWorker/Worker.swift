@@ -156,10 +156,7 @@ public final class Worker: @unchecked Sendable {
         var handedBack: Int64 = 0
         do {
             let redis = try RedisConnection(configuration.redis, timeoutMs: 5000)
-            handedBack = try redis.run(QueueScripts.handBack,
-                                       keys: [keys.inflight(worker: workerID), keys.staging(worker: workerID), keys.jobs, keys.workers,
-                                              keys.takeback(worker: workerID)],
-                                       args: [Array(workerID.utf8)]).integer ?? 0
+            handedBack = try InFlightJobs.handBack(redis, keys, worker: workerID)
         } catch {
             logger.error("cannot hand unfinished jobs back; they will be recovered when the lease runs out", ["error": .string("\(error)")])
         }

@@ -129,13 +129,16 @@ static inline void *apnsw_flat_nil(const redisReadTask *t) {
     return apnsw_flat_push((apnsw_flat_reply *)t->privdata, REDIS_REPLY_NIL, -1) ? t->privdata : NULL;
 }
 
-/// Reads one reply into `reply`, replacing what it held. Returns REDIS_OK or REDIS_ERR.
-static inline int apnsw_redis_read_flat(redisContext *c, apnsw_flat_reply *reply) {
+/// Reads one reply into `reply`, after what it holds if `append`, else replacing it.
+/// Returns REDIS_OK or REDIS_ERR.
+static inline int apnsw_redis_read_flat(redisContext *c, apnsw_flat_reply *reply, int append) {
     static redisReplyObjectFunctions flat = {
         apnsw_flat_string, apnsw_flat_array, apnsw_flat_integer, apnsw_flat_nil, apnsw_summary_free
     };
-    reply->bytes_len = 0;
-    reply->items_len = 0;
+    if (!append) {
+        reply->bytes_len = 0;
+        reply->items_len = 0;
+    }
     return apnsw_redis_read_with(c, &flat, reply);
 }
 

@@ -38,12 +38,28 @@ extension RedisConnection {
     /// Runs `script` and hands its reply, read flat, to `body`. After NOSCRIPT (a restarted
     /// Redis) it loads the script and runs it again. Server errors are thrown.
     public func run<R>(_ script: RedisScript, _ args: RedisArgs, flat body: (RedisFlatReply) throws(RedisError) -> R) throws(RedisError) -> R {
-        try body(loadingIfNeeded(script, send: { () throws(RedisError) in try commandFlat(args) }, error: \.error))
+        try body(loadingIfNeeded(script, send: { () throws(RedisError) in try commandsFlat([args]) }, error: \.error))
     }
 
-    private func commandFlat(_ args: RedisArgs) throws(RedisError) -> RedisFlatReply {
-        try append(args)
-        guard apnsw_redis_read_flat(context, flat) == REDIS_OK else { throw .io(lastError) }
+    /// Runs `script`, then `next` in the same write, and hands both replies, read flat one
+    /// after the other, to `body`. After NOSCRIPT it loads the script and sends both again.
+    /// An error answer of the script is thrown.
+    public func run<R>(_ script: RedisScript, _ args: RedisArgs, then next: RedisArgs,
+                       flat body: (RedisFlatReply) throws(RedisError) -> R) throws(RedisError) -> R {
+        try body(loadingIfNeeded(script, send: { () throws(RedisError) in try commandsFlat([args, next]) }, error: \.error))
+    }
+
+    /// Sends `commands` in one write and hands their replies, read flat one after the other, to
+    /// `body`. Errors answered come to `body` as items.
+    public func commands<R>(_ commands: [RedisArgs], flat body: (RedisFlatReply) throws(RedisError) -> R) throws(RedisError) -> R {
+        try body(commandsFlat(commands))
+    }
+
+    private func commandsFlat(_ commands: [RedisArgs]) throws(RedisError) -> RedisFlatReply {
+        for args in commands { try append(args) }
+        for i in commands.indices {
+            guard apnsw_redis_read_flat(context, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw .io(lastError) }
+        }
         return RedisFlatReply(storage: flat)
     }
 }

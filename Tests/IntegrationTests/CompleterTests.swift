@@ -22,33 +22,40 @@ final class CompleterTests: XCTestCase {
                                   metrics: Metrics(), logger: Logger(level: .error))
         completer.start()
         defer { completer.stop() }
-        let inflight = keys.inflight(worker: worker)
+        let batches = keys.batches(worker: worker)
 
-        // Handles 1-3 were taken back by a recovery (the hash emptied); 4-6 were fetched after it.
-        _ = try r.command(["HSET", inflight, "4", "job", "5", "job", "6", "job"])
-        completer.submit([unsent(1, .deadLetter(JobRejection("Bad", "bad"))), delivered(2), rejected(3, status: 410, .unregistered),
-                          unsent(4, .deadLetter(JobRejection("Bad", "bad"))), delivered(5), delivered(6, fanout: 2), delivered(6, fanout: 2)])
-        try waitFor(r, ["HLEN", inflight], equals: 0)
+        // Batch a-1 (handles 1-3) was taken back by a recovery; a-2 (4-6) was fetched after it.
+        let a1 = TakenBatch(id: "a-1", number: 1, jobs: 3)
+        let a2 = try batch(r, keys, "a-2", number: 2, first: 4, jobs: 3)
+        completer.submit([unsent(1, a1, 0, .deadLetter(JobRejection("Bad", "bad"))), delivered(2, a1, 1), rejected(3, a1, 2, status: 410, .unregistered),
+                          unsent(4, a2, 0, .deadLetter(JobRejection("Bad", "bad"))), delivered(5, a2, 1),
+                          delivered(6, a2, 2, fanout: 2), delivered(6, a2, 2, fanout: 2)])
+        try waitFor(r, ["HLEN", batches], equals: 0)
+        XCTAssertEqual(try r.command(["EXISTS", keys.batch(worker: worker, id: "a-2"), keys.batchDone(worker: worker, id: "a-2")]).integer, 0)
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 4, "results for 4, 5 and both pieces of 6 only")
         XCTAssertEqual(try r.command(["XLEN", keys.deadLetters]).integer, 1)
         XCTAssertEqual(try r.command(["XLEN", keys.invalidTokens]).integer, 0, "3 was recovered: not recorded here")
         XCTAssertEqual(try stats(r, keys), ["dead_lettered": 1, "dead_lettered:default": 1, "delivered": 3, "delivered:default": 3])
 
-        // All still in flight: the batch is acked at once, a fan-out job only with its last piece.
-        _ = try r.command(["HSET", inflight, "7", "job", "8", "job", "9", "job"])
-        completer.submit([delivered(7), rejected(8, status: 410, .unregistered), delivered(9, fanout: 2)])
+        // All still in flight: recorded in one transaction; finished jobs are noted in the batch's
+        // done set, a fan-out job only with its last piece, and the batch goes with its last job.
+        let a3 = try batch(r, keys, "a-3", number: 3, first: 7, jobs: 3)
+        completer.submit([delivered(7, a3, 0), rejected(8, a3, 1, status: 410, .unregistered), delivered(9, a3, 2, fanout: 2)])
         try waitFor(r, ["XLEN", keys.invalidTokens], equals: 1)
-        XCTAssertEqual(try r.command(["HKEYS", inflight]).array.compactMap(\.text), ["9"], "9 waits for its second piece")
-        completer.submit([delivered(9, fanout: 2)])
-        try waitFor(r, ["HLEN", inflight], equals: 0)
+        XCTAssertEqual(Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "a-3")]).array.compactMap(\.text)), ["0", "1"],
+                       "9 waits for its second piece")
+        XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 1)
+        completer.submit([delivered(9, a3, 2, fanout: 2)])
+        try waitFor(r, ["HLEN", batches], equals: 0)
+        XCTAssertEqual(try r.command(["EXISTS", keys.batch(worker: worker, id: "a-3"), keys.batchDone(worker: worker, id: "a-3")]).integer, 0)
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 8)
         XCTAssertEqual(try stats(r, keys), ["dead_lettered": 1, "dead_lettered:default": 1, "delivered": 6, "delivered:default": 6,
                                             "invalid_token": 1, "invalid_token:default": 1])
 
         // A retry needs Redis's clock, so its batch goes through the script: scheduled, not recorded.
-        _ = try r.command(["HSET", inflight, "10", "job", "11", "job"])
-        completer.submit([delivered(10), rejected(11, status: 503, .serviceUnavailable)])
-        try waitFor(r, ["HLEN", inflight], equals: 0)
+        let a4 = try batch(r, keys, "a-4", number: 4, first: 10, jobs: 2)
+        completer.submit([delivered(10, a4, 0), rejected(11, a4, 1, status: 503, .serviceUnavailable)])
+        try waitFor(r, ["HLEN", batches], equals: 0)
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 9)
         XCTAssertEqual(try r.command(["ZCARD", keys.scheduled]).integer, 1)
         XCTAssertEqual(try stats(r, keys)["retried:default"], 1)
@@ -61,17 +68,16 @@ final class CompleterTests: XCTestCase {
         defer { try? redis.reset(queue: keys.queue) }
         let completing = try redis.connect(), other = try redis.connect()
         let takeback = keys.takeback(worker: worker)
-        for handBack in [false, true] {
-            _ = try other.command(["HSET", keys.inflight(worker: worker), "1", "{}"])
+        var configuration = WorkerConfiguration()
+        configuration.redis = redis.endpoint
+        for (n, handBack) in [false, true].enumerated() {
+            _ = try batch(other, keys, "a-\(n)", number: n, first: 1, jobs: 1)
             _ = try other.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
             _ = try completing.command(["WATCH", takeback])
             if handBack {
-                _ = try other.run(QueueScripts.handBack, keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs,
-                                                                keys.workers, takeback], args: [Array(worker.utf8)])
+                XCTAssertEqual(try InFlightJobs.handBack(other, keys, worker: worker), 1)
             } else {
-                _ = try other.run(QueueScripts.recover, keys: [keys.inflight(worker: worker), keys.staging(worker: worker), keys.jobs,
-                                                               keys.workers, keys.deadLetters, keys.results, keys.stats, takeback],
-                                  args: [Array(worker.utf8), Array("3".utf8), Array("100".utf8), Array("100".utf8), Array("lease".utf8)])
+                XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, configuration: configuration, force: false).requeued, 1)
             }
             var t = RedisTransaction()
             var xadd = RedisArgs()
@@ -84,24 +90,31 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try other.command(["LLEN", keys.jobs]).integer, 2, "both jobs went back to the queue")
     }
 
-    private func request(_ handle: Int, fanout: Int) throws -> SendRequest {
+    /// A batch in flight in Redis, as a fetch leaves it.
+    private func batch(_ r: RedisConnection, _ keys: QueueKeys, _ id: String, number: Int, first: Int, jobs: Int) throws -> TakenBatch {
+        _ = try r.command(["RPUSH", keys.batch(worker: worker, id: id)] + Array(repeating: "{}", count: jobs))
+        _ = try r.command(["HSET", keys.batches(worker: worker), id, String(first)])
+        return TakenBatch(id: id, number: number, jobs: jobs)
+    }
+
+    private func request(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int) throws -> SendRequest {
         let job = try Job.parse(Array(#"{"token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"#.utf8))
-        return SendRequest(handle: String(handle), job: job, token: DeviceToken(token)!, app: 0, topic: "com.example.app",
-                           takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout)
+        return SendRequest(handle: String(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
+                           topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout)
     }
 
-    private func delivered(_ handle: Int, fanout: Int = 1) -> FinishedJob {
-        try! request(handle, fanout: fanout).decide(.delivered(apnsID: "id-\(handle)"), appName: "default")
+    private func delivered(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int = 1) -> FinishedJob {
+        try! request(handle, batch, index, fanout: fanout).decide(.delivered(apnsID: "id-\(handle)"), appName: "default")
     }
 
-    private func rejected(_ handle: Int, status: Int, _ reason: APNSReason) -> FinishedJob {
-        try! request(handle, fanout: 1).decide(.rejected(APNSRejection(status: status, reason: reason, apnsID: nil, timestamp: 1)),
-                                               appName: "default")
+    private func rejected(_ handle: Int, _ batch: TakenBatch, _ index: Int, status: Int, _ reason: APNSReason) -> FinishedJob {
+        try! request(handle, batch, index, fanout: 1).decide(.rejected(APNSRejection(status: status, reason: reason, apnsID: nil, timestamp: 1)),
+                                                             appName: "default")
     }
 
-    private func unsent(_ handle: Int, _ outcome: Outcome) -> FinishedJob {
-        .unsent(handle: String(handle), raw: Array("{}".utf8), job: nil, appName: "default", topic: nil, outcome: outcome,
-                attempts: [], recoveries: 0)
+    private func unsent(_ handle: Int, _ batch: TakenBatch, _ index: Int, _ outcome: Outcome) -> FinishedJob {
+        .unsent(handle: String(handle), batch: batch, index: index, raw: Array("{}".utf8), job: nil, appName: "default", topic: nil,
+                outcome: outcome, attempts: [], recoveries: 0)
     }
 
     private func stats(_ r: RedisConnection, _ keys: QueueKeys) throws -> [String: Int64] {

@@ -16,7 +16,7 @@ final class ReliabilityTests: XCTestCase {
         try f.startWorker("w-b")
         try f.startWorker("w-c")
         XCTAssertTrue(try waitUntil(timeout: 30) { try f.finalOutcomes() >= jobs / 5 })
-        let inFlightAtKill = Int(try f.connect().command(["HLEN", f.keys.inflight(worker: "w-victim")]).integer ?? 0)
+        let inFlightAtKill = Int(try f.inFlight("w-victim"))
         victim.signal(SIGKILL)
         XCTAssertNotNil(victim.wait(timeout: 5))
         XCTAssertGreaterThan(inFlightAtKill, 0, "the victim died holding jobs")
@@ -77,11 +77,12 @@ final class ReliabilityTests: XCTestCase {
         }
         try f.enqueue((0..<60).map { WorkerFixture.job($0) })
         let first = try f.startWorker("w-stop")
-        XCTAssertTrue(try waitUntil(timeout: 10) { (try f.connect().command(["HLEN", f.keys.inflight(worker: "w-stop")]).integer ?? 0) > 0 })
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.inFlight("w-stop") > 0 })
         first.signal(SIGTERM)
         XCTAssertEqual(first.wait(timeout: 10), 0, first.output)
         XCTAssertTrue(first.output.contains("\"handed_back\""))
-        XCTAssertEqual(try f.connect().command(["EXISTS", f.keys.inflight(worker: "w-stop")]).integer, 0, "nothing left in flight")
+        XCTAssertEqual(try f.inFlight("w-stop"), 0, "nothing left in flight")
+        XCTAssertEqual(try f.connect().command(["KEYS", "\(f.keys.prefix):batch*"]).array.count, 0, "no batch left behind")
         let stats = try f.stats()
         XCTAssertEqual(stats, [:], "nothing finished within the grace period")
         XCTAssertEqual(try f.connect().command(["LLEN", f.keys.jobs]).integer, 60, "every job is back in the queue")
@@ -93,20 +94,29 @@ final class ReliabilityTests: XCTestCase {
     func testAJobThatKeepsKillingWorkersBecomesAPoisonPill() throws {
         let f = try WorkerFixture(settings: ["max_recoveries": 2])
         let r = try f.connect()
-        // Two jobs held by a worker that died long ago: one recovered twice already, one never.
+        // A worker that died long ago held two batches: in the first, job 4 had finished; and,
+        // from before batches, a hash with one job recovered twice already and one never.
         let poison = #"{"_apnsw":{"recoveries":2},"job":\#(WorkerFixture.job(1))}"#
-        _ = try r.command(["HSET", f.keys.inflight(worker: "ghost"), "1", poison, "2", WorkerFixture.job(2)])
+        _ = try r.command(["HSET", f.keys.legacyInflight(worker: "ghost"), "1", poison, "2", WorkerFixture.job(2)])
+        _ = try r.command(["RPUSH", f.keys.batch(worker: "ghost", id: "a-1"), WorkerFixture.job(3), WorkerFixture.job(4), WorkerFixture.job(5)])
+        _ = try r.command(["SADD", f.keys.batchDone(worker: "ghost", id: "a-1"), "1"])
+        _ = try r.command(["RPUSH", f.keys.batch(worker: "ghost", id: "a-2"), WorkerFixture.job(6)])
+        _ = try r.command(["HSET", f.keys.batches(worker: "ghost"), "a-1", "3", "a-2", "6"])
         _ = try r.command(["ZADD", f.keys.workers, "1", "ghost"])
+        XCTAssertEqual(try f.inFlight("ghost"), 5)
         try f.startWorker()
-        try f.waitForOutcomes(2)
-        XCTAssertEqual(try f.finalStats(), ["delivered": 1, "dead_lettered": 1])
-        XCTAssertEqual(try f.stats()["recovered"], 1)
+        try f.waitForOutcomes(5)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 4, "dead_lettered": 1])
+        XCTAssertEqual(try f.stats()["recovered"], 4)
         XCTAssertEqual(try f.stats()["poison_pills"], 1)
+        let delivered = Set(try f.records(f.keys.results).filter { $0["status"] as? String == "ok" }.compactMap { $0["job_id"] as? String })
+        XCTAssertEqual(delivered, ["job-2", "job-3", "job-5", "job-6"], "the finished job 4 was not taken back")
         let dead = try XCTUnwrap(try f.records(f.keys.deadLetters).first)
         XCTAssertEqual(dead["reason"] as? String, "PoisonPill")
         XCTAssertEqual(dead["recoveries"] as? Int, 3)
         XCTAssertEqual(dead["job_text"] as? String, WorkerFixture.job(1))
         XCTAssertEqual(try r.command(["ZSCORE", f.keys.workers, "ghost"]), .null, "the dead worker left the registry")
-        XCTAssertEqual(try r.command(["EXISTS", f.keys.inflight(worker: "ghost")]).integer, 0)
+        XCTAssertEqual(try r.command(["KEYS", "\(f.keys.prefix):*ghost*"]).array.compactMap(\.text), [f.keys.takeback(worker: "ghost")],
+                       "nothing of it is left but the take-back mark, which expires")
     }
 }

@@ -64,7 +64,7 @@ final class RetryAndScheduleTests: XCTestCase {
         XCTAssertEqual(Set(results.compactMap { $0["token"] as? String }), Set(tokens))
         XCTAssertTrue(results.allSatisfy { $0["job_id"] as? String == "fan" })
         XCTAssertEqual(try f.records(f.keys.invalidTokens).first?["token"] as? String, tokens[1])
-        XCTAssertEqual(try f.connect().command(["HLEN", f.keys.inflight(worker: "w-fan")]).integer, 0, "acked once, after the last token")
+        XCTAssertEqual(try f.inFlight("w-fan"), 0, "acked once, after the last token")
     }
 
     func testSendAtWaitsInTheScheduleUntilDue() throws {

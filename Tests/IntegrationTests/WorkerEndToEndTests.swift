@@ -14,7 +14,7 @@ final class WorkerEndToEndTests: XCTestCase {
         XCTAssertEqual(results.count, 200)
         XCTAssertTrue(results.allSatisfy { $0["status"] as? String == "ok" && UUIDText.isValid($0["apns_id"] as? String ?? "") })
         XCTAssertEqual(Set(results.compactMap { $0["job_id"] as? String }), Set((0..<200).map { "job-\($0)" }))
-        XCTAssertEqual(try f.connect().command(["HLEN", f.keys.inflight(worker: "x")]).integer, 0)
+        XCTAssertEqual(try f.inFlight("x"), 0)
         let accepted = try f.mock.logEntries().filter { $0["status"] as? Int == 200 }
         XCTAssertEqual(accepted.count, 200, "the mock saw each notification once")
         XCTAssertEqual(Set(accepted.compactMap { $0["token"] as? String }).count, 200)
@@ -89,11 +89,11 @@ final class WorkerEndToEndTests: XCTestCase {
         let f = try WorkerFixture { config in config.faults.tokens = [.init(tokenPrefix: "", delayMs: 700)] }
         let worker = try f.startWorker("w-term")
         try f.enqueue((0..<40).map { WorkerFixture.job($0) })
-        XCTAssertTrue(try waitUntil(timeout: 10) { (try f.connect().command(["HLEN", f.keys.inflight(worker: "w-term")]).integer ?? 0) > 0 })
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.inFlight("w-term") > 0 })
         worker.signal(SIGTERM)
         XCTAssertEqual(worker.wait(timeout: 20), 0, worker.output)
         XCTAssertEqual(try f.stats()["delivered"], 40, "jobs in flight at SIGTERM were finished")
-        XCTAssertEqual(try f.connect().command(["HLEN", f.keys.inflight(worker: "w-term")]).integer, 0)
+        XCTAssertEqual(try f.inFlight("w-term"), 0)
         XCTAssertTrue(worker.output.contains("\"msg\":\"stopped\""))
     }
 

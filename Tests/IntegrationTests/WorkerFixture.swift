@@ -1,3 +1,4 @@
+@testable import APNSWorker
 import APNSCore
 import APNSMock
 import Foundation
@@ -80,6 +81,9 @@ final class WorkerFixture: @unchecked Sendable {
     }
 
     func connect() throws -> RedisConnection { try redis.connect() }
+
+    /// How many jobs a worker holds unfinished in Redis.
+    func inFlight(_ worker: String) throws -> Int64 { try InFlightJobs.count(connect(), keys, worker: worker) }
 
     /// LPUSHes jobs in chunks, as any producer would.
     func enqueue(_ jobs: [String]) throws {

@@ -40,8 +40,9 @@ final class WorkerValuesTests: XCTestCase {
 
     func testPendingQueueIsFIFOWithFrontPushes() throws {
         let job = try Job.parse(Array(#"{"token":"\#(String(repeating: "ab", count: 32))","payload":{"a":1}}"#.utf8))
+        let batch = TakenBatch(id: "b", number: 1, jobs: 5000)
         func r(_ h: String) -> SendRequest {
-            SendRequest(handle: h, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0, fanout: 1)
+            SendRequest(handle: h, batch: batch, index: 0, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0, fanout: 1)
         }
         var q = PendingQueue()
         for i in 0..<5000 { q.append(r(String(i))) }
@@ -112,15 +113,26 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
     }
 
-    /// After fetch replies were lost, the jobs to send are those above the last handle received
-    /// before, outside every run of handles received since (those are routed already).
-    func testJobsMovedByFetchesWhoseRepliesWereLostAreFoundAndNoOthers() {
-        // Received up to 10 (5 and 9 still in flight); 11-14 lost; 15-17 received; 18-19 lost; 20-21 received.
-        let inflight = [5, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21].map { (handle: Int64($0), job: Array("j\($0)".utf8)) }.shuffled()
-        let lost = TakenJobs.lost(in: inflight, above: 10, except: [15...17, 20...21])
-        XCTAssertEqual(lost.handles, [11, 12, 13, 14, 18, 19])
-        XCTAssertEqual(lost.jobs.map { String(decoding: $0, as: UTF8.self) }, ["j11", "j12", "j13", "j14", "j18", "j19"])
-        XCTAssertTrue(TakenJobs.lost(in: inflight, above: 10, except: [11...21]).isEmpty, "nothing lost")
+    /// A completion groups its acks by batch; a batch goes once its last unfinished job is acked,
+    /// and the oldest batch touched is the one whose list proves none was taken back.
+    func testAcksAreGroupedByBatchAndABatchFinishesWithItsLastJob() {
+        let older = TakenBatch(id: "x-3", number: 3, jobs: 3), newer = TakenBatch(id: "x-4", number: 4, jobs: 2)
+        var groups = AckGroups()
+        XCTAssertNil(groups.oldest)
+        XCTAssertTrue(groups.note(newer, acking: 0) == (0, 0))
+        XCTAssertTrue(groups.note(older, acking: 2) == (1, 2))
+        XCTAssertTrue(groups.note(newer, acking: nil) == (0, nil), "a fan-out piece that is not the job's last acks nothing")
+        XCTAssertTrue(groups.note(newer, acking: 1) == (0, 1))
+        XCTAssertEqual(groups.all.map(\.batch.id), ["x-4", "x-3"])
+        XCTAssertEqual(groups.all.map(\.acks), [[0, 1], [2]])
+        XCTAssertEqual(groups.all.map(\.finishes), [true, false])
+        XCTAssertTrue(groups.oldest === older)
+        groups.commit()
+        XCTAssertEqual([older.unfinished, newer.unfinished], [2, 0])
+        var next = AckGroups()
+        _ = next.note(older, acking: 0)
+        _ = next.note(older, acking: 1)
+        XCTAssertTrue(next.all[0].finishes, "the rest of the batch")
     }
 
     /// In-flight room follows connection pools: apps sharing endpoint and credential share one.

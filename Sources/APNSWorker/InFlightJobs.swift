@@ -1,0 +1,57 @@
+import APNSCore
+import RedisClient
+
+/// A worker's jobs in flight, as Redis holds them: a list per fetched batch, named in the
+/// worker's batches hash, with a done set per batch for its finished jobs. Take-back scripts
+/// must name every key they touch (Redis Cluster), so the batches are listed first.
+public enum InFlightJobs {
+    /// The ids of the worker's batches.
+    public static func batchIDs(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> [String] {
+        try r.command(["HKEYS", keys.batches(worker: worker)]).array.compactMap(\.text)
+    }
+
+    /// How many of the worker's jobs are unfinished (jobs of a pre-batch worker included).
+    public static func count(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
+        let ids = try batchIDs(r, keys, worker: worker)
+        var commands: [[[UInt8]]] = [["HLEN", keys.legacyInflight(worker: worker)].map { Array($0.utf8) }]
+        for id in ids {
+            commands.append(["LLEN", keys.batch(worker: worker, id: id)].map { Array($0.utf8) })
+            commands.append(["SCARD", keys.batchDone(worker: worker, id: id)].map { Array($0.utf8) })
+        }
+        let replies = try r.pipeline(commands)
+        var total = replies[0].integer ?? 0
+        for i in stride(from: 1, to: replies.count - 1, by: 2) { total += (replies[i].integer ?? 0) - (replies[i + 1].integer ?? 0) }
+        return total
+    }
+
+    /// Hands the worker's unfinished jobs back to the queue (shutdown). Returns how many.
+    static func handBack(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
+        let ids = try batchIDs(r, keys, worker: worker)
+        return try r.run(QueueScripts.handBack, keys: [keys.jobs, keys.workers, keys.takeback(worker: worker)] + scriptKeys(keys, worker, ids),
+                         args: ([worker] + ids).map { Array($0.utf8) }).integer ?? 0
+    }
+
+    /// Recovers a worker whose lease ran out (or, `force`, this worker's previous run).
+    /// Returns (requeued, poison pills).
+    static func recover(_ r: RedisConnection, _ keys: QueueKeys, worker: String, configuration: WorkerConfiguration,
+                        force: Bool) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
+        let ids = try batchIDs(r, keys, worker: worker)
+        let reply = try r.run(QueueScripts.recover,
+                              keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]
+                                  + scriptKeys(keys, worker, ids),
+                              args: ([worker, String(configuration.maxRecoveries), String(configuration.deadLettersMax),
+                                      String(configuration.resultsMax), force ? "force" : "lease"] + ids).map { Array($0.utf8) }).array
+        return (reply.first?.integer ?? 0, reply.count > 1 ? reply[1].integer ?? 0 : 0)
+    }
+
+    /// The take-back scripts' keys from `take_back`'s first: staging, legacy hash, batches,
+    /// then each batch's list and done set.
+    private static func scriptKeys(_ keys: QueueKeys, _ worker: String, _ ids: [String]) -> [String] {
+        var all = [keys.staging(worker: worker), keys.legacyInflight(worker: worker), keys.batches(worker: worker)]
+        for id in ids {
+            all.append(keys.batch(worker: worker, id: id))
+            all.append(keys.batchDone(worker: worker, id: id))
+        }
+        return all
+    }
+}

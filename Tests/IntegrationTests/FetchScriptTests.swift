@@ -1,0 +1,60 @@
+@testable import APNSWorker
+import APNSCore
+import Foundation
+import RedisClient
+import TestSupport
+import XCTest
+
+/// The fetch step against a real Redis: jobs move into a batch list in the order taken, the
+/// batch is registered under its first handle, and a batch whose reply was lost can be found.
+final class FetchScriptTests: XCTestCase {
+    private let worker = "w-fetch"
+
+    func testAFetchMovesTheStagedJobThenTheOldestIntoARegisteredBatch() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        _ = try r.command(["LPUSH", keys.jobs, "j0", "j1", "j2", "j3", "j4"]) // j0 is the oldest
+        _ = try r.command(["LPUSH", keys.staging(worker: worker), "staged"])
+
+        let first = try fetch(r, keys, id: "a-1", max: 3)
+        XCTAssertEqual(first.first, 1)
+        XCTAssertEqual(first.jobs.map(text), ["staged", "j0", "j1"])
+        XCTAssertEqual(try r.command(["LRANGE", keys.jobs, "0", "-1"]).array.compactMap(\.text), ["j4", "j3", "j2"])
+        XCTAssertEqual(try r.command(["EXISTS", keys.staging(worker: worker)]).integer, 0)
+        XCTAssertNotEqual(try r.command(["ZSCORE", keys.workers, worker]), .null, "the fetch renews the lease")
+
+        let second = try fetch(r, keys, id: "a-2", max: 10)
+        XCTAssertEqual(second.first, 4, "handles go on from the last batch's")
+        XCTAssertEqual(second.jobs.map(text), ["j2", "j3", "j4"])
+        let none = try fetch(r, keys, id: "a-3", max: 10)
+        XCTAssertTrue(none.isEmpty)
+        XCTAssertEqual(try r.command(["HGETALL", keys.batches(worker: worker)]).array.compactMap(\.text), ["a-1", "1", "a-2", "4"],
+                       "an empty fetch registers nothing")
+        XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 6)
+
+        // A fetch whose reply was lost: its batch is found by id, with its first handle.
+        let found = try r.commands([lookup(keys, "hget", "a-2"), lookup(keys, "lrange", "a-2")], flat: TakenJobs.init)
+        XCTAssertEqual(found.first, 4)
+        XCTAssertEqual(found.jobs.map(text), ["j2", "j3", "j4"])
+        let missing = try r.commands([lookup(keys, "hget", "a-9"), lookup(keys, "lrange", "a-9")], flat: TakenJobs.init)
+        XCTAssertTrue(missing.isEmpty, "a fetch that never ran left nothing to send")
+    }
+
+    private func fetch(_ r: RedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {
+        var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: worker, id: id), keys.batches(worker: worker),
+                                                                 keys.workers, keys.staging(worker: worker), keys.handleCounter])
+        for a in [String(max), worker, "15000", id] { args.append(a) }
+        return try r.run(QueueScripts.fetch, args, then: lookup(keys, "lrange", id), flat: TakenJobs.init)
+    }
+
+    private func lookup(_ keys: QueueKeys, _ kind: String, _ id: String) -> RedisArgs {
+        var args = RedisArgs()
+        let words = kind == "hget" ? ["HGET", keys.batches(worker: worker), id] : ["LRANGE", keys.batch(worker: worker, id: id), "0", "-1"]
+        for w in words { args.append(w) }
+        return args
+    }
+
+    private func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+}
