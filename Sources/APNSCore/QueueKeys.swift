@@ -29,6 +29,9 @@ public struct QueueKeys: Sendable, Equatable {
     public func staging(worker: String) -> String { "\(prefix):staging:\(worker)" }
     /// STRING counter that hands out unique in-flight handles.
     public var handleCounter: String { "\(prefix):seq" }
+    /// SET of the workers that hold batches. A holder without a lease (its registry entry
+    /// removed by a worker of key layout 1, which knows no batches) is taken back all the same.
+    public var holders: String { "\(prefix):holders" }
     /// ZSET worker id → lease expiry (ms). A worker renews its lease while it lives.
     public var workers: String { "\(prefix):workers" }
     /// STREAM of result records (ok or failed), oldest first, capped.

@@ -75,7 +75,8 @@ final class Fetcher: @unchecked Sendable {
 
     private func fetchArgs(id: String, max: Int) -> RedisArgs {
         var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
-                                                                 keys.workers, keys.staging(worker: workerID), keys.handleCounter])
+                                                                 keys.workers, keys.staging(worker: workerID), keys.handleCounter,
+                                                                 keys.holders])
         args.append(max)
         args.append(workerID)
         args.append(configuration.leaseMs)

@@ -29,7 +29,7 @@ final class Housekeeper: @unchecked Sendable {
 
     /// Takes back what a previous run under the same worker id left in flight.
     func recoverPreviousRun() {
-        _ = try? redis.with { r throws(RedisError) in try recover(r, worker: workerID, force: true) }
+        _ = try? redis.with { r throws(RedisError) in try recover(r, worker: workerID, mode: .force) }
     }
 
     func start() { runner.start(name: "apns-housekeeper") { [self] in run() } }
@@ -37,15 +37,16 @@ final class Housekeeper: @unchecked Sendable {
     func stop() { runner.stop() }
 
     private func run() {
-        var lastTrim: UInt64 = 0
+        var lastSweep: UInt64 = 0
         let ages = [configuration.resultsMaxAgeSeconds, configuration.deadLettersMaxAgeSeconds, configuration.invalidTokensMaxAgeSeconds]
-        let trimEveryMs = UInt64(min(10_000, (ages.compactMap { $0 }.min() ?? 20) * 500))
+        let sweepEveryMs = UInt64(min(10_000, (ages.compactMap { $0 }.min() ?? 20) * 500))
         while runner.isRunning {
             tick()
             let now = MonotonicClock.nowMilliseconds()
-            if now - lastTrim >= trimEveryMs {
+            if now - lastSweep >= sweepEveryMs {
                 trimByAge()
-                lastTrim = now
+                recoverOrphans()
+                lastSweep = now
             }
             usleep(UInt32(intervalMs) * 1000)
         }
@@ -67,12 +68,20 @@ final class Housekeeper: @unchecked Sendable {
         _ = try? redis.with { r throws(RedisError) in
             let expired = try r.run(QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
                                     args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]).array
-            for worker in expired.compactMap(\.text) { try recover(r, worker: worker, force: false) }
+            for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
         }
     }
 
-    private func recover(_ r: RedisConnection, worker: String, force: Bool) throws(RedisError) {
-        let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, configuration: configuration, force: force)
+    /// Takes back batches whose worker has no lease at all (see `QueueKeys.holders`).
+    private func recoverOrphans() {
+        _ = try? redis.with { r throws(RedisError) in
+            let orphans = try r.run(QueueScripts.orphans, keys: [keys.holders, keys.workers], args: []).array
+            for worker in orphans.compactMap(\.text) { try recover(r, worker: worker, mode: .orphan) }
+        }
+    }
+
+    private func recover(_ r: RedisConnection, worker: String, mode: InFlightJobs.Recovery) throws(RedisError) {
+        let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, configuration: configuration, mode: mode)
         if requeued + poisoned > 0 {
             metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
             logger.warning("took back the jobs of a worker that stopped renewing its lease", [

@@ -31,23 +31,32 @@ public enum InFlightJobs {
                          args: ([worker] + ids).map { Array($0.utf8) }).integer ?? 0
     }
 
-    /// Recovers a worker whose lease ran out (or, `force`, this worker's previous run).
-    /// Returns (requeued, poison pills).
+    /// Which workers a recovery may take back (the recover script checks it atomically).
+    enum Recovery: String {
+        /// A worker whose lease ran out.
+        case lease
+        /// A holder of batches with no lease at all (see `QueueKeys.holders`).
+        case orphan
+        /// Any: this worker's own previous run.
+        case force
+    }
+
+    /// Takes back a worker's jobs if `mode` allows. Returns (requeued, poison pills).
     static func recover(_ r: RedisConnection, _ keys: QueueKeys, worker: String, configuration: WorkerConfiguration,
-                        force: Bool) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
+                        mode: Recovery) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
         let ids = try batchIDs(r, keys, worker: worker)
         let reply = try r.run(QueueScripts.recover,
                               keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]
                                   + scriptKeys(keys, worker, ids),
                               args: ([worker, String(configuration.maxRecoveries), String(configuration.deadLettersMax),
-                                      String(configuration.resultsMax), force ? "force" : "lease"] + ids).map { Array($0.utf8) }).array
+                                      String(configuration.resultsMax), mode.rawValue] + ids).map { Array($0.utf8) }).array
         return (reply.first?.integer ?? 0, reply.count > 1 ? reply[1].integer ?? 0 : 0)
     }
 
     /// The take-back scripts' keys from `take_back`'s first: staging, legacy hash, batches,
-    /// then each batch's list and done set.
+    /// holders, then each batch's list and done set.
     private static func scriptKeys(_ keys: QueueKeys, _ worker: String, _ ids: [String]) -> [String] {
-        var all = [keys.staging(worker: worker), keys.legacyInflight(worker: worker), keys.batches(worker: worker)]
+        var all = [keys.staging(worker: worker), keys.legacyInflight(worker: worker), keys.batches(worker: worker), keys.holders]
         for id in ids {
             all.append(keys.batch(worker: worker, id: id))
             all.append(keys.batchDone(worker: worker, id: id))

@@ -77,7 +77,7 @@ final class CompleterTests: XCTestCase {
             if handBack {
                 XCTAssertEqual(try InFlightJobs.handBack(other, keys, worker: worker), 1)
             } else {
-                XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, configuration: configuration, force: false).requeued, 1)
+                XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, configuration: configuration, mode: .lease).requeued, 1)
             }
             var t = RedisTransaction()
             var xadd = RedisArgs()

@@ -119,4 +119,19 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(try r.command(["KEYS", "\(f.keys.prefix):*ghost*"]).array.compactMap(\.text), [f.keys.takeback(worker: "ghost")],
                        "nothing of it is left but the take-back mark, which expires")
     }
+
+    /// A worker of key layout 1 knows no batches: recovering a dead worker of layout 2, it removes
+    /// the lease and takes nothing. Its batches are still taken back, as a holder without a lease.
+    func testBatchesOfAWorkerLeftWithoutALeaseAreTakenBack() throws {
+        let f = try WorkerFixture()
+        let r = try f.connect()
+        _ = try r.command(["RPUSH", f.keys.batch(worker: "orphan", id: "a-1"), WorkerFixture.job(1), WorkerFixture.job(2)])
+        _ = try r.command(["HSET", f.keys.batches(worker: "orphan"), "a-1", "1"])
+        _ = try r.command(["SADD", f.keys.holders, "orphan"])
+        try f.startWorker("w-live")
+        try f.waitForOutcomes(2)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 2])
+        XCTAssertEqual(try f.stats()["recovered"], 2)
+        XCTAssertEqual(try r.command(["SMEMBERS", f.keys.holders]).array.compactMap(\.text), ["w-live"], "the orphan is no longer a holder")
+    }
 }
