@@ -33,6 +33,23 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// A field name written in the source: copied as is, with no escape check.
+    /// The separator, quotes and colon go in with the name in one append.
+    public mutating func key(literal name: StaticString) {
+        let n = name.utf8CodeUnitCount
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: n + 4) { buf in
+            var i = 0
+            if needsComma { buf[0] = UInt8(ascii: ","); i = 1 }
+            buf[i] = UInt8(ascii: "\"")
+            UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buf)[(i + 1)...])
+                .copyMemory(from: UnsafeRawBufferPointer(start: name.utf8Start, count: n))
+            buf[i + 1 + n] = UInt8(ascii: "\"")
+            buf[i + 2 + n] = UInt8(ascii: ":")
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[..<(i + 3 + n)]))
+        }
+        needsComma = false
+    }
+
     public mutating func string(_ value: String) { separate(); JSONWriter.appendEscaped(value, to: &bytes); needsComma = true }
     public mutating func int<I: BinaryInteger>(_ value: I) { separate(); JSONWriter.appendDecimal(value, to: &bytes); needsComma = true }
     public mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }
@@ -49,6 +66,12 @@ public struct JSONWriter {
     public mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
     public mutating func fieldIfPresent(_ name: String, _ value: String?) { if let value { field(name, value) } }
     public mutating func fieldIfPresent<I: BinaryInteger>(_ name: String, _ value: I?) { if let value { field(name, value) } }
+    public mutating func field(literal name: StaticString, _ value: String) { key(literal: name); string(value) }
+    public mutating func field<I: BinaryInteger>(literal name: StaticString, _ value: I) { key(literal: name); int(value) }
+    public mutating func fieldIfPresent(literal name: StaticString, _ value: String?) { if let value { field(literal: name, value) } }
+    public mutating func fieldIfPresent<I: BinaryInteger>(literal name: StaticString, _ value: I?) {
+        if let value { field(literal: name, value) }
+    }
 
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
@@ -103,13 +126,21 @@ public struct JSONWriter {
         return false
     }
 
-    /// Decimal digits of `value`, without building a String.
+    /// Decimal digits of `value`, without building a String. Digits are taken from the right
+    /// into a stack buffer: dividing by the constant 10 is a multiplication, where dividing by a
+    /// running power of ten was a hardware division per digit.
     public static func appendDecimal<I: BinaryInteger>(_ value: I, to out: inout [UInt8]) {
         guard let v = Int64(exactly: value) else { out.append(contentsOf: String(value).utf8); return }
-        if v < 0 { out.append(UInt8(ascii: "-")) }
-        let magnitude = v.magnitude
-        var divisor: UInt64 = 1
-        while divisor <= magnitude / 10 { divisor *= 10 }
-        while divisor > 0 { out.append(UInt8(ascii: "0") + UInt8(magnitude / divisor % 10)); divisor /= 10 }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var magnitude = v.magnitude
+            var i = 20
+            repeat {
+                i -= 1
+                digits[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if v < 0 { out.append(UInt8(ascii: "-")) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i..<20]))
+        }
     }
 }

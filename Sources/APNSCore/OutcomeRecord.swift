@@ -43,17 +43,17 @@ public enum OutcomeRecord {
     public static func result(_ c: Context, delivered apnsID: String?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
         var w = JSONWriter(adopting: &out)
         w.beginObject()
-        w.field("v", 1)
+        w.field(literal: "v", 1)
         common(&w, c)
         // Status 0 means APNs never saw the job: it was dead-lettered before sending.
-        w.field("status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
-        w.fieldIfPresent("apns_id", rejection?.apnsID ?? apnsID)
+        w.field(literal: "status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
+        w.fieldIfPresent(literal: "apns_id", rejection?.apnsID ?? apnsID)
         if let rejection {
-            if rejection.status != 0 { w.field("http_status", rejection.status) }
-            w.field("reason", rejection.reason.rawValue)
-            w.fieldIfPresent("apns_timestamp", rejection.timestamp)
+            if rejection.status != 0 { w.field(literal: "http_status", rejection.status) }
+            w.field(literal: "reason", rejection.reason.rawValue)
+            w.fieldIfPresent(literal: "apns_timestamp", rejection.timestamp)
         }
-        w.field("attempts", attempts)
+        w.field(literal: "attempts", attempts)
         w.endObject()
         w.finish(into: &out)
     }
@@ -68,11 +68,11 @@ public enum OutcomeRecord {
     public static func invalidToken(_ c: Context, rejection: APNSRejection, into out: inout [UInt8]) {
         var w = JSONWriter(adopting: &out)
         w.beginObject()
-        w.field("v", 1)
+        w.field(literal: "v", 1)
         common(&w, c)
-        w.field("reason", rejection.reason.rawValue)
-        w.field("http_status", rejection.status)
-        w.fieldIfPresent("apns_timestamp", rejection.timestamp)
+        w.field(literal: "reason", rejection.reason.rawValue)
+        w.field(literal: "http_status", rejection.status)
+        w.fieldIfPresent(literal: "apns_timestamp", rejection.timestamp)
         w.endObject()
         w.finish(into: &out)
     }
@@ -87,41 +87,41 @@ public enum OutcomeRecord {
     public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt], into out: inout [UInt8]) {
         var w = JSONWriter(adopting: &out)
         w.beginObject()
-        w.field("v", 1)
+        w.field(literal: "v", 1)
         common(&w, c)
-        w.field("reason", reason)
-        w.field("detail", detail)
+        w.field(literal: "reason", reason)
+        w.field(literal: "detail", detail)
         writeAttempts(attempts, to: &w)
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
             return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
         }
-        if isJSON { w.key("job"); w.raw(raw) } else { w.key("job_text"); w.stringBytes(raw) }
+        if isJSON { w.key(literal: "job"); w.raw(raw) } else { w.key(literal: "job_text"); w.stringBytes(raw) }
         w.endObject()
         w.finish(into: &out)
     }
 
     /// `"attempts":[{"time_ms":…,"status":…,"reason":…},…]`, as in dead letters and envelopes.
     static func writeAttempts(_ attempts: [Attempt], to w: inout JSONWriter) {
-        w.key("attempts")
+        w.key(literal: "attempts")
         w.beginArray()
         for a in attempts {
             w.beginObject()
-            w.field("time_ms", a.timeMs)
-            w.field("status", a.status)
-            w.fieldIfPresent("reason", a.reason)
+            w.field(literal: "time_ms", a.timeMs)
+            w.field(literal: "status", a.status)
+            w.fieldIfPresent(literal: "reason", a.reason)
             w.endObject()
         }
         w.endArray()
     }
 
     private static func common(_ w: inout JSONWriter, _ c: Context) {
-        w.fieldIfPresent("job_id", c.jobID)
-        w.field("handle", c.handle)
-        w.fieldIfPresent("app", c.app)
-        w.fieldIfPresent("token", c.token)
-        w.fieldIfPresent("topic", c.topic)
-        w.field("worker", c.worker)
-        w.field("time_ms", c.timeMs)
+        w.fieldIfPresent(literal: "job_id", c.jobID)
+        w.field(literal: "handle", c.handle)
+        w.fieldIfPresent(literal: "app", c.app)
+        w.fieldIfPresent(literal: "token", c.token)
+        w.fieldIfPresent(literal: "topic", c.topic)
+        w.field(literal: "worker", c.worker)
+        w.field(literal: "time_ms", c.timeMs)
     }
 }

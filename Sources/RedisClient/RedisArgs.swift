@@ -34,7 +34,7 @@ public struct RedisArgs {
         ends.append(storage.count)
     }
 
-    public mutating func append(_ value: Int) { append(String(value)) }
+    public mutating func append(_ value: Int) { Self.withDecimal(value) { append(bytes: $0) } }
 
     /// Appends one argument written in place by `body` (which only appends to the buffer).
     public mutating func append(writing body: (inout [UInt8]) -> Void) {
@@ -95,13 +95,27 @@ public struct RedisArgs {
         return Prefix(resp: resp)
     }
 
-    /// `*<n>\r\n` or `$<n>\r\n`, digits written without a String.
+    /// `*<n>\r\n` or `$<n>\r\n`, in one append.
     static func appendHeader(_ kind: UInt8, _ n: Int, to out: inout [UInt8]) {
-        out.append(kind)
-        var divisor = 1
-        while divisor <= n / 10 { divisor *= 10 }
-        while divisor > 0 { out.append(UInt8(ascii: "0") + UInt8(n / divisor % 10)); divisor /= 10 }
-        out.append(13); out.append(10)
+        withDecimal(n, before: kind, after: true) { out.append(contentsOf: $0) }
+    }
+
+    /// The decimal digits of `n` (optionally after `before`, and followed by CRLF), written right
+    /// to left on the stack: dividing by the constant 10 is a multiplication, not a division.
+    static func withDecimal(_ n: Int, before: UInt8? = nil, after crlf: Bool = false, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buf in
+            var i = 24
+            if crlf { buf[22] = 13; buf[23] = 10; i = 22 }
+            var magnitude = n.magnitude
+            repeat {
+                i -= 1
+                buf[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if n < 0 { i -= 1; buf[i] = UInt8(ascii: "-") }
+            if let before { i -= 1; buf[i] = before }
+            body(UnsafeBufferPointer(rebasing: buf[i...]))
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import APNSCore
+import RedisClient
 import XCTest
 
 final class JSONScannerTests: XCTestCase {
@@ -60,6 +61,22 @@ final class JSONScannerTests: XCTestCase {
         w.endObject()
         let parsed = try JSONSerialization.jsonObject(with: Data(w.bytes)) as? [String: String]
         XCTAssertEqual(parsed?["s"], "q\"b\\n\n\t\u{1}😀שלום")
+    }
+
+    /// Numbers are written right to left; names written in the source skip the escape check.
+    func testWriterWritesNumbersAndLiteralNames() throws {
+        var w = JSONWriter()
+        w.beginObject()
+        for (i, n) in [0, 7, -5, 10, 1_795_983_389_104, Int64.max, Int64.min].enumerated() { w.field("n\(i)", n) }
+        w.field(literal: "literal", "x")
+        w.fieldIfPresent(literal: "absent", nil as String?)
+        w.field(literal: "count", 3)
+        w.endObject()
+        XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), #"{"n0":0,"n1":7,"n2":-5,"n3":10,"n4":1795983389104,"n5":9223372036854775807,"#
+                       + #""n6":-9223372036854775808,"literal":"x","count":3}"#)
+        var args = RedisArgs()
+        for n in [0, 42, -1, Int.max] { args.append(n) }
+        XCTAssertEqual((0..<4).map { String(decoding: args.argument($0), as: UTF8.self) }, ["0", "42", "-1", String(Int.max)])
     }
 
     /// The writer's fast check looks at eight bytes per step: every byte value at every offset of
