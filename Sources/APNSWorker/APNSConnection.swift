@@ -11,7 +11,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.
-    private var streams: [Int32: SendRequest] = [:]
+    private var streams: StreamTable<SendRequest>
     private var headers = HeaderList()
     private var jwtGeneration = 0
     private(set) var isReady = false
@@ -25,6 +25,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         self.poolIndex = poolIndex
         self.owner = owner
         budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
+        self.streams = StreamTable(capacity: streams)
     }
 
     func connect(loop: EventLoop) throws {
@@ -56,7 +57,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// Cancels streams older than `timeoutMs`; their jobs are sent again elsewhere.
     func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
         var cancelled = false
-        for (id, s) in streams where !s.answered && now - s.sentAtNs / 1_000_000 > timeoutMs {
+        for (id, s) in streams.entries where !s.answered && now - s.sentAtNs / 1_000_000 > timeoutMs {
             http?.session.resetStream(id, errorCode: 8) // CANCEL
             cancelled = true
         }
@@ -89,7 +90,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
         isClosed = true
         isReady = false
-        let unanswered = streams.values.filter { !$0.answered }
+        let unanswered = streams.entries.map(\.value).filter { !$0.answered }
         streams.removeAll()
         owner.connectionClosed(self, error: error, unanswered: unanswered)
     }

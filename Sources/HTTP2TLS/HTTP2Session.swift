@@ -35,7 +35,7 @@ public final class HTTP2Session {
     unowned let delegate: HTTP2SessionDelegate
     public let isServer: Bool
     /// Bodies being sent. A slice shares the job's buffer: queuing a body copies nothing.
-    private var bodies: [Int32: ArraySlice<UInt8>] = [:]
+    private var bodies = StreamTable<ArraySlice<UInt8>>(capacity: 256)
     /// The blocks nghttp2 allocates, reused per size class (this session's thread only).
     private let pool: UnsafeMutablePointer<apnsw_pool> = {
         let p = UnsafeMutablePointer<apnsw_pool>.allocate(capacity: 1)
