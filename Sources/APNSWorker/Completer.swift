@@ -19,6 +19,11 @@ final class Completer: @unchecked Sendable {
     private static let chunk = 500
     /// The completion transaction's RESP, reused from batch to batch.
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
+    /// Batches with unfinished jobs, for the check that rides on each transaction.
+    let unfinished = UnfinishedBatches()
+    /// After a transaction: the connection whose WATCH is on, and the number of the batch found
+    /// in Redis since. A later transaction touching no older batch needs no check of its own.
+    private var checked: (connection: ObjectIdentifier, number: Int)?
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
          metrics: Metrics, logger: Logger) {
@@ -67,7 +72,7 @@ final class Completer: @unchecked Sendable {
     /// Retries until Redis takes the batch: an outcome is never dropped.
     private func write(_ batch: ArraySlice<FinishedJob>) {
         var groups = AckGroups()
-        let acked = batch.map { f in groups.note(f.batch, acking: isLastPiece(f) ? f.index : nil) }
+        let marked = batch.map { f in groups.note(f.batch, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "") }
         var scriptKeys = [keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID)]
         for g in groups.all {
             scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
@@ -87,21 +92,29 @@ final class Completer: @unchecked Sendable {
         stats.reserveCapacity(batch.count)
         var counters = CounterPairs()
         var transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration, capacity: batch.count)
-        for (f, (group, index)) in zip(batch, acked) {
+        for (f, (group, mark)) in zip(batch, marked) {
             let decision = records.decide(f, worker: workerID)
             args.append(group + 1)
-            if let index { args.append(index) } else { args.append("") }
+            args.append(mark)
             args.append(counters.count(stat: decision.stat, app: f.appName ?? "-"))
             transaction.add(decision.kind, recordAt: args.count + 1) // after the kind argument
             records.append(decision, of: f, worker: workerID, timeMs: now, to: &args)
             stats.append(decision.stat)
         }
         counters.append(to: &args)
+        // After an I/O error the last write may have run with its reply lost: only the script,
+        // which skips what is marked done, may write the batch again.
+        var uncertain = false
         while true {
             do {
                 let recorded = try redis.with { r throws(RedisError) -> Bool in
-                    if transaction.eligible {
-                        switch try transaction.run(r, groups: groups, records: args, counters: counters, buffer: &transactionBuffer) {
+                    if transaction.eligible && !uncertain {
+                        let next = unfinished.oldest(besides: groups.finishing)
+                        let isChecked = checked.map { $0.connection == ObjectIdentifier(r) && groups.oldest!.number >= $0.number } ?? false
+                        let (result, nextChecked) = try transaction.run(r, groups: groups, records: args, counters: counters, checked: isChecked,
+                                                                        next: next, buffer: &transactionBuffer)
+                        checked = nextChecked ? (ObjectIdentifier(r), next!.number) : nil
+                        switch result {
                         case .recorded: return true
                         case .aborted: return false // jobs were taken back meanwhile: decide again
                         case .notAllInFlight: break
@@ -115,6 +128,8 @@ final class Completer: @unchecked Sendable {
                 count(batch, stats)
                 return
             } catch {
+                checked = nil // the WATCH may be gone with the connection
+                if case .io = error { uncertain = true }
                 // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
                 if !runner.isRunning, case .io = error { return }
             }

@@ -6,7 +6,8 @@ import RedisClient
 /// cost Redis more than the XADDs themselves. Redis still decides ownership: the oldest batch
 /// touched must still have its list (recovery takes every batch listed, and a later fetch has a
 /// higher number), and the take-back key is WATCHed, so a recovery in between aborts the
-/// transaction. Retries need Redis's clock, so a batch with a schedule outcome goes to the script.
+/// transaction. That check rides on the previous transaction's write when it can (`next`).
+/// Retries need Redis's clock, so a batch with a schedule outcome goes to the script.
 struct CompletionTransaction {
     /// One outcome: its kind, and where its two records sit in the script's arguments.
     struct Entry {
@@ -36,15 +37,21 @@ struct CompletionTransaction {
     enum Result { case recorded, aborted, notAllInFlight }
 
     /// `records`: the complete script's arguments; `groups`: the batches touched and the acks.
+    /// `checked`: the take-back key is WATCHed on `r` and a batch no newer than any touched was
+    /// found in Redis since; if false, both are done first, with a round trip of their own.
+    /// `next`: the batch to check the same way after EXEC, in the same write, for the next call.
+    /// Returns the result, and whether `next` was found (the take-back key WATCHed again).
     /// `buffer`: kept by the caller across batches, so that its capacity is reused.
-    func run(_ r: RedisConnection, groups: AckGroups, records: RedisArgs, counters: CounterPairs,
-             buffer t: inout RedisTransaction) throws(RedisError) -> Result {
-        guard let oldest = groups.oldest else { return .notAllInFlight }
-        let check = try r.pipeline([[Array("WATCH".utf8), Array(keys.takeback(worker: workerID).utf8)],
-                                    [Array("EXISTS".utf8), Array(keys.batch(worker: workerID, id: oldest.id).utf8)]])
-        guard check.count == 2, check[1].integer == 1 else {
-            _ = try r.command(["UNWATCH"])
-            return .notAllInFlight
+    func run(_ r: RedisConnection, groups: AckGroups, records: RedisArgs, counters: CounterPairs, checked: Bool, next: TakenBatch?,
+             buffer t: inout RedisTransaction) throws(RedisError) -> (Result, nextChecked: Bool) {
+        guard let oldest = groups.oldest else { return (.notAllInFlight, false) }
+        if !checked {
+            let check = try r.pipeline([[Array("WATCH".utf8), Array(keys.takeback(worker: workerID).utf8)],
+                                        [Array("EXISTS".utf8), Array(keys.batch(worker: workerID, id: oldest.id).utf8)]])
+            guard check.count == 2, check[1].integer == 1 else {
+                _ = try r.command(["UNWATCH"])
+                return (.notAllInFlight, false)
+            }
         }
         // Records first, acks last: Redis does not roll back, so a command failing halfway
         // (out of memory, say) leaves jobs in flight to be recorded again, never acked unrecorded.
@@ -69,16 +76,21 @@ struct CompletionTransaction {
             if g.finishes {
                 finished.append(g.batch.id)
                 words(&t, &command, ["DEL", keys.batch(worker: workerID, id: g.batch.id), keys.batchDone(worker: workerID, id: g.batch.id)])
-            } else if !g.acks.isEmpty {
-                command.removeAll()
-                command.append("SADD")
-                command.append(keys.batchDone(worker: workerID, id: g.batch.id))
-                for i in g.acks { command.append(i) }
-                t.append(command)
+            } else if !g.acks.isEmpty || !g.pieces.isEmpty {
+                words(&t, &command, ["SADD", keys.batchDone(worker: workerID, id: g.batch.id)] + g.marks)
             }
         }
         if !finished.isEmpty { words(&t, &command, ["HDEL", keys.batches(worker: workerID)] + finished) }
-        return try r.exec(&t) ? .recorded : .aborted
+        var then: [RedisArgs] = []
+        if let next {
+            for words in [["WATCH", keys.takeback(worker: workerID)], ["EXISTS", keys.batch(worker: workerID, id: next.id)]] {
+                var c = RedisArgs(capacity: 128)
+                for w in words { c.append(w) }
+                then.append(c)
+            }
+        }
+        let (ran, answers) = try r.exec(&t, then: then)
+        return (ran ? .recorded : .aborted, answers.last == 1)
     }
 
     /// `XADD <stream> * record`, waiting for the record.
@@ -100,30 +112,43 @@ struct CompletionTransaction {
     }
 }
 
-/// The batches one completion touches, in the order first met, with the indexes it acks in each.
+/// The batches one completion touches, in the order first met, with what it marks done in each:
+/// the index of each job it acks, and `index:token` for a fan-out piece that is not the job's
+/// last. Marks let a completion written again after a lost reply skip what is recorded already.
 struct AckGroups {
     struct Group {
         let batch: TakenBatch
         var acks: [Int] = []
+        var pieces: [String] = []
         /// This completion acks every job of the batch still unfinished: the batch's keys go.
         var finishes: Bool { acks.count == batch.unfinished }
+        var marks: [String] { acks.map(String.init) + pieces }
     }
 
     private(set) var all: [Group] = []
     private var last = -1
 
-    /// Notes a job of `batch`, acked at `index` (nil: a fan-out piece that is not the job's
-    /// last). Returns the job's group and index. Neighbours mostly share a batch.
-    mutating func note(_ batch: TakenBatch, acking index: Int?) -> (group: Int, index: Int?) {
+    /// Notes the outcome of job `index` of `batch`; `piece`: the token of a fan-out piece that is
+    /// not the job's last (nil: the job is acked). Returns the job's group and its mark.
+    /// Neighbours mostly share a batch.
+    mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, mark: String) {
         if last < 0 || all[last].batch !== batch {
             last = all.firstIndex { $0.batch === batch } ?? { all.append(Group(batch: batch)); return all.count - 1 }()
         }
-        if let index { all[last].acks.append(index) }
-        return (last, index)
+        guard let piece else {
+            all[last].acks.append(index)
+            return (last, String(index))
+        }
+        let mark = "\(index):\(piece)"
+        all[last].pieces.append(mark)
+        return (last, mark)
     }
 
     /// The batch fetched first: if its list is still there, no recovery took any batch touched.
     var oldest: TakenBatch? { all.min { $0.batch.number < $1.batch.number }?.batch }
+
+    /// The batches this completion finishes.
+    var finishing: [TakenBatch] { all.filter(\.finishes).map(\.batch) }
 
     /// Once the completion is recorded: its acked jobs are finished.
     func commit() { for g in all { g.batch.unfinished -= g.acks.count } }

@@ -111,6 +111,7 @@ final class Fetcher: @unchecked Sendable {
 
     /// Parses each taken job once; the payload bytes are kept, never re-encoded.
     private func route(_ taken: TakenJobs, batch: TakenBatch) {
+        completer.unfinished.opened(batch)
         let now = MonotonicClock.nowNanoseconds()
         let nowMs = WallClock.nowMilliseconds()
         var batches = Array(repeating: [SendRequest](), count: sendLoops.count)

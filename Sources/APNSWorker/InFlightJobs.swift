@@ -16,11 +16,14 @@ public enum InFlightJobs {
         var commands: [[[UInt8]]] = [["HLEN", keys.legacyInflight(worker: worker)].map { Array($0.utf8) }]
         for id in ids {
             commands.append(["LLEN", keys.batch(worker: worker, id: id)].map { Array($0.utf8) })
-            commands.append(["SCARD", keys.batchDone(worker: worker, id: id)].map { Array($0.utf8) })
+            commands.append(["SMEMBERS", keys.batchDone(worker: worker, id: id)].map { Array($0.utf8) })
         }
         let replies = try r.pipeline(commands)
         var total = replies[0].integer ?? 0
-        for i in stride(from: 1, to: replies.count - 1, by: 2) { total += (replies[i].integer ?? 0) - (replies[i + 1].integer ?? 0) }
+        for i in stride(from: 1, to: replies.count - 1, by: 2) {
+            // Marks of fan-out pieces (index:token) finish no job.
+            total += (replies[i].integer ?? 0) - Int64(replies[i + 1].array.filter { $0.text.flatMap { Int($0) } != nil }.count)
+        }
         return total
     }
 

@@ -33,14 +33,16 @@ enum QueueScripts {
 
     /// Records a batch of outcomes. A job is acked in the same step that records its last
     /// outcome: its batch list goes once all of its jobs are finished, and until then the
-    /// finished ones are noted in the batch's done set. A batch list that is gone was taken back
-    /// by a recovery, whose worker records its jobs, so nothing is written for them here.
+    /// finished ones are marked in the batch's done set (a fan-out piece that is not the job's
+    /// last as `index:token`). A batch list that is gone was taken back by a recovery, whose
+    /// worker records its jobs, so nothing is written for them here; an outcome already marked
+    /// was written by an earlier try whose reply was lost, so it is not written again.
     /// KEYS: results, dead letters, invalid tokens, stats, schedule, batches, then per batch
     /// touched: its list, its done set.
     /// ARGV: results cap, dead cap, invalid cap, number of jobs, then per batch touched (id,
-    /// "1" if this finishes it), then per job (batch number, index or "" if not acked here,
-    /// counter pair, kind, a, b), then (counter name, count) entries: the totals if every job is
-    /// owned. A job counts under entries 2p-1 and 2p of its pair p.
+    /// "1" if this finishes it), then per job (batch number, mark, counter pair, kind, a, b), then
+    /// (counter name, count) entries: the totals if every job is owned and unmarked. A job
+    /// counts under entries 2p-1 and 2p of its pair p.
     /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
     /// s = schedule member a at b ("+ms" from now or "=unix ms").
@@ -63,9 +65,9 @@ enum QueueScripts {
     for i = first_job, first_counter - 1, 6 do
       local b = tonumber(ARGV[i])
       local kind = ARGV[i + 3]
-      if owned[b] then
+      if owned[b] and call('SISMEMBER', KEYS[6 + 2 * b], ARGV[i + 1]) == 0 then
         recorded = recorded + 1
-        if ARGV[i + 1] ~= '' then acks[b][#acks[b] + 1] = ARGV[i + 1] end
+        acks[b][#acks[b] + 1] = ARGV[i + 1]
         if kind == 's' then
           local at = ARGV[i + 5]
           local score = tonumber(string.sub(at, 2))
@@ -120,7 +122,10 @@ enum QueueScripts {
       for b = 0, #ARGV - id_at do
         local list, done = KEYS[at + 4 + 2 * b], KEYS[at + 5 + 2 * b]
         local finished = {}
-        for _, i in ipairs(redis.call('SMEMBERS', done)) do finished[tonumber(i) + 1] = true end
+        for _, mark in ipairs(redis.call('SMEMBERS', done)) do
+          local i = tonumber(mark) -- a fan-out piece's mark (index:token) does not finish its job
+          if i then finished[i + 1] = true end
+        end
         for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
           if not finished[i] then jobs[#jobs + 1] = job end
         end

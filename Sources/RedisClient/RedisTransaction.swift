@@ -43,16 +43,29 @@ extension RedisConnection {
     /// does not roll back the commands that ran before it.
     /// The transaction ends with EXEC; `removeAll()` readies it for the next one.
     public func exec(_ t: inout RedisTransaction) throws(RedisError) -> Bool {
+        try exec(&t, then: []).ran
+    }
+
+    /// Runs `transaction`, then `next` in the same write: one round trip. Returns whether the
+    /// transaction ran, and each of `next`'s replies as an integer (nil if it is not one).
+    public func exec(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) -> (ran: Bool, next: [Int64?]) {
         RedisArgs.single("EXEC").encode(appendingTo: &t.encoded)
+        for command in next { command.encode(appendingTo: &t.encoded) }
         try appendEncoded(t.encoded)
         var summary = apnsw_reply_summary()
         for _ in 0..<(t.count + 2) { // MULTI, each command's QUEUED, EXEC
             guard apnsw_redis_read_discarding(context, &summary) == REDIS_OK else { throw .io(lastError) }
         }
+        let ran = summary.top_type == REDIS_REPLY_ARRAY
+        var answers: [Int64?] = []
+        for _ in next {
+            guard apnsw_redis_read_discarding(context, &summary) == REDIS_OK else { throw .io(lastError) }
+            answers.append(summary.top_type == REDIS_REPLY_INTEGER ? summary.top_value : nil)
+        }
         if summary.errors > 0 {
             let message = withUnsafeBytes(of: &summary.first_error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             throw .server(message)
         }
-        return summary.top_type == REDIS_REPLY_ARRAY
+        return (ran, answers)
     }
 }

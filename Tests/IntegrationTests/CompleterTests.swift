@@ -42,8 +42,8 @@ final class CompleterTests: XCTestCase {
         let a3 = try batch(r, keys, "a-3", number: 3, first: 7, jobs: 3)
         completer.submit([delivered(7, a3, 0), rejected(8, a3, 1, status: 410, .unregistered), delivered(9, a3, 2, fanout: 2)])
         try waitFor(r, ["XLEN", keys.invalidTokens], equals: 1)
-        XCTAssertEqual(Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "a-3")]).array.compactMap(\.text)), ["0", "1"],
-                       "9 waits for its second piece")
+        XCTAssertEqual(Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "a-3")]).array.compactMap(\.text)),
+                       ["0", "1", "2:\(token)"], "9 waits for its second piece; its first is marked")
         XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 1)
         completer.submit([delivered(9, a3, 2, fanout: 2)])
         try waitFor(r, ["HLEN", batches], equals: 0)
@@ -59,6 +59,100 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 9)
         XCTAssertEqual(try r.command(["ZCARD", keys.scheduled]).integer, 1)
         XCTAssertEqual(try stats(r, keys)["retried:default"], 1)
+    }
+
+    /// Each transaction WATCHes the take-back key again after its EXEC and checks the oldest
+    /// unfinished batch in the same write, so the next transaction skips that round trip. A
+    /// recovery in between must still abort it, and its jobs must then go unrecorded here.
+    func testARecoveryAfterATransactionAbortsTheNextOneThatRodeOnItsCheck() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        var configuration = WorkerConfiguration()
+        configuration.redis = redis.endpoint
+        let gate = InflightGate(capacity: 100)
+        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
+                                  logger: Logger(level: .error))
+        completer.start()
+        defer { completer.stop() }
+        let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 3)
+        completer.unfinished.opened(b1)
+        gate.add(3)
+        completer.submit([delivered(1, b1, 0)])
+        try waitFor(r, ["XLEN", keys.results], equals: 1)
+        XCTAssertEqual(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text), ["0"])
+
+        _ = try r.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
+        XCTAssertEqual(try InFlightJobs.recover(r, keys, worker: worker, configuration: configuration, mode: .lease).requeued, 2)
+        completer.submit([delivered(2, b1, 1), delivered(3, b1, 2)])
+        let deadline = Date().addingTimeInterval(10)
+        while gate.current > 0, Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(gate.current, 0, "the completer decided the second batch")
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 1, "2 and 3 were taken back: recorded by whoever sends them again")
+        XCTAssertEqual(try stats(r, keys), ["delivered": 1, "delivered:default": 1, "recovered": 2])
+        XCTAssertEqual(try r.command(["LLEN", keys.jobs]).integer, 2)
+    }
+
+    /// A completion whose EXEC ran but whose reply was lost is written again through the script,
+    /// which skips every outcome already marked done: nothing is recorded twice.
+    func testACompletionWrittenAgainAfterItsReplyWasLostRecordsNothingTwice() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        let directory = try TemporaryDirectory("apnsw-lost-reply")
+        let port = freePort()
+        // Passes bytes both ways, but cuts the first connection that sends EXEC once Redis has run
+        // it, without passing on the answer.
+        let proxy = try ChildProcess("/usr/bin/python3", ["-c", """
+            import socket, sys, threading, time
+            listen, target = int(sys.argv[1]), int(sys.argv[2])
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", listen)); s.listen(8)
+            cut = [False]
+            def pump(a, b, state, upstream):
+                try:
+                    while True:
+                        data = a.recv(65536)
+                        if not data: break
+                        if upstream and not cut[0] and b"EXEC" in data:
+                            cut[0] = state["dropping"] = True
+                            b.sendall(data)
+                            time.sleep(0.3)
+                            a.close(); b.close(); return
+                        if not state["dropping"]: b.sendall(data)
+                except OSError: pass
+            while True:
+                c, _ = s.accept()
+                u = socket.create_connection(("127.0.0.1", target))
+                state = {"dropping": False}
+                threading.Thread(target=pump, args=(c, u, state, True), daemon=True).start()
+                threading.Thread(target=pump, args=(u, c, state, False), daemon=True).start()
+            """, String(port), String(redis.endpoint.port)], outputFile: directory.file("proxy.log"))
+        defer { proxy.signal(SIGKILL); _ = proxy.wait(timeout: 5) }
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
+        var configuration = WorkerConfiguration()
+        configuration.redis = RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password)
+        let gate = InflightGate(capacity: 100)
+        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
+                                  logger: Logger(level: .error))
+        completer.start()
+        defer { completer.stop() }
+        let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
+        completer.unfinished.opened(b1)
+        gate.add(3)
+        completer.submit([delivered(1, b1, 0), rejected(2, b1, 1, status: 410, .unregistered), delivered(3, b1, 2, fanout: 2)])
+        let deadline = Date().addingTimeInterval(20)
+        while gate.current > 0, Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(gate.current, 0, "the completer wrote the batch in the end")
+        XCTAssertTrue(try String(contentsOfFile: directory.file("proxy.log"), encoding: .utf8).isEmpty)
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 3, "one result each, though written twice")
+        XCTAssertEqual(try r.command(["XLEN", keys.invalidTokens]).integer, 1)
+        XCTAssertEqual(try stats(r, keys), ["delivered": 2, "delivered:default": 2, "invalid_token": 1, "invalid_token:default": 1])
+        XCTAssertEqual(Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text)),
+                       ["0", "1", "2:\(token)"])
+        XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 2, "job 4, and job 3 waiting for its second piece")
     }
 
     /// A completion transaction WATCHes the take-back key: recovery and hand-back touch it.

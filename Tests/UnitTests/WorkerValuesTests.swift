@@ -113,26 +113,40 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
     }
 
-    /// A completion groups its acks by batch; a batch goes once its last unfinished job is acked,
-    /// and the oldest batch touched is the one whose list proves none was taken back.
+    /// A completion groups its marks by batch; a batch goes once its last unfinished job is
+    /// acked, and the oldest batch touched is the one whose list proves none was taken back.
     func testAcksAreGroupedByBatchAndABatchFinishesWithItsLastJob() {
         let older = TakenBatch(id: "x-3", number: 3, jobs: 3), newer = TakenBatch(id: "x-4", number: 4, jobs: 2)
         var groups = AckGroups()
         XCTAssertNil(groups.oldest)
-        XCTAssertTrue(groups.note(newer, acking: 0) == (0, 0))
-        XCTAssertTrue(groups.note(older, acking: 2) == (1, 2))
-        XCTAssertTrue(groups.note(newer, acking: nil) == (0, nil), "a fan-out piece that is not the job's last acks nothing")
-        XCTAssertTrue(groups.note(newer, acking: 1) == (0, 1))
+        XCTAssertTrue(groups.note(newer, index: 0, piece: nil) == (0, "0"))
+        XCTAssertTrue(groups.note(older, index: 2, piece: nil) == (1, "2"))
+        XCTAssertTrue(groups.note(newer, index: 1, piece: "ab") == (0, "1:ab"), "a fan-out piece that is not the job's last acks nothing")
+        XCTAssertTrue(groups.note(newer, index: 1, piece: nil) == (0, "1"))
         XCTAssertEqual(groups.all.map(\.batch.id), ["x-4", "x-3"])
-        XCTAssertEqual(groups.all.map(\.acks), [[0, 1], [2]])
+        XCTAssertEqual(groups.all.map(\.marks), [["0", "1", "1:ab"], ["2"]])
         XCTAssertEqual(groups.all.map(\.finishes), [true, false])
         XCTAssertTrue(groups.oldest === older)
+        XCTAssertTrue(groups.finishing.count == 1 && groups.finishing[0] === newer)
         groups.commit()
         XCTAssertEqual([older.unfinished, newer.unfinished], [2, 0])
         var next = AckGroups()
-        _ = next.note(older, acking: 0)
-        _ = next.note(older, acking: 1)
+        _ = next.note(older, index: 0, piece: nil)
+        _ = next.note(older, index: 1, piece: nil)
         XCTAssertTrue(next.all[0].finishes, "the rest of the batch")
+    }
+
+    /// The oldest batch with unfinished jobs, not counting those a completion is finishing.
+    func testTheOldestUnfinishedBatchSkipsFinishedOnes() {
+        let batches = (1...3).map { TakenBatch(id: "b-\($0)", number: $0, jobs: 1) }
+        let ledger = UnfinishedBatches()
+        for b in batches { ledger.opened(b) }
+        XCTAssertTrue(ledger.oldest(besides: []) === batches[0])
+        XCTAssertTrue(ledger.oldest(besides: [batches[0]]) === batches[1])
+        batches[0].unfinished = 0
+        batches[1].unfinished = 0
+        XCTAssertTrue(ledger.oldest(besides: []) === batches[2])
+        XCTAssertNil(ledger.oldest(besides: [batches[2]]))
     }
 
     /// In-flight room follows connection pools: apps sharing endpoint and credential share one.

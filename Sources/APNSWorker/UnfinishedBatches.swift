@@ -1,0 +1,36 @@
+import Foundation
+
+/// The batches this process has fetched, in fetch order, as long as jobs of theirs are
+/// unfinished. After each transaction the completer names the oldest, and checks that its list
+/// is still there in the same write (CompletionTransaction): the next transaction then needs no
+/// round trip of its own to learn that no recovery took its batches.
+final class UnfinishedBatches: @unchecked Sendable {
+    private let lock = NSLock()
+    private var batches: [TakenBatch] = []
+    private var head = 0
+
+    /// Fetch thread: a batch was fetched.
+    func opened(_ batch: TakenBatch) {
+        lock.lock()
+        batches.append(batch)
+        lock.unlock()
+    }
+
+    /// Completion thread: the oldest batch with jobs unfinished once `finishing` are done.
+    func oldest(besides finishing: [TakenBatch]) -> TakenBatch? {
+        lock.lock()
+        defer { lock.unlock() }
+        while head < batches.count, batches[head].unfinished == 0 { head += 1 }
+        if head > 1024, head * 2 > batches.count {
+            batches.removeFirst(head)
+            head = 0
+        }
+        var i = head
+        while i < batches.count {
+            let b = batches[i]
+            if b.unfinished > 0, !finishing.contains(where: { $0 === b }) { return b }
+            i += 1
+        }
+        return nil
+    }
+}
