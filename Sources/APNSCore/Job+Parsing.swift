@@ -187,17 +187,20 @@ extension Job {
             guard count <= Job.maxTokens else {
                 throw JobRejection(JobRejection.tooManyTokens, "\"tokens\" has \(count) entries; the limit is \(Job.maxTokens) per job")
             }
-            var deviceTokens: [DeviceToken] = []
-            deviceTokens.reserveCapacity(count)
-            func add(_ text: String) throws(JobRejection) {
+            func deviceToken(_ text: String) throws(JobRejection) -> DeviceToken {
                 if text.isEmpty { throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)") }
                 guard let t = DeviceToken(text) else {
                     throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(text.utf8.count) characters")
                 }
-                deviceTokens.append(t)
+                return t
             }
-            if let token { try add(token) }
-            for text in tokenList ?? [] { try add(text) }
+            // A single token builds no array.
+            let first = try deviceToken(token ?? tokenList![0])
+            var others: [DeviceToken] = []
+            if let tokenList, tokenList.count > 1 {
+                others.reserveCapacity(tokenList.count - 1)
+                for text in tokenList.dropFirst() { others.append(try deviceToken(text)) }
+            }
             if let maxAttempts, !(1...100).contains(maxAttempts) {
                 throw JobRejection(JobRejection.wrongType, "max_attempts must be 1-100, got \(maxAttempts)")
             }
@@ -237,7 +240,7 @@ extension Job {
             } else {
                 content = .raw
             }
-            let job = Job(raw: raw, id: id, app: app, tokens: deviceTokens, topic: topic, pushType: type,
+            let job = Job(raw: raw, id: id, app: app, token: first, otherTokens: others, topic: topic, pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID,
                           apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload ?? 0..<0, content: content,
                           truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))

@@ -9,8 +9,10 @@ public final class Job: Sendable {
     public let raw: [UInt8]
     public let id: String?
     public let app: String?
-    /// One token, or a fan-out list (one outcome per token).
-    public let tokens: [DeviceToken]
+    /// The job's token, or the first of a fan-out list (one outcome per token); the rest of the
+    /// list apart, so that a job of one token (almost all) carries no array of tokens.
+    public let token: DeviceToken
+    public let otherTokens: [DeviceToken]
     public let topic: String?
     public let pushType: PushType
     public let priority: Priority?
@@ -42,16 +44,18 @@ public final class Job: Sendable {
         case template(name: String, locale: String?, data: Range<Int>?)
     }
 
-    public init(raw: [UInt8], id: String?, app: String?, tokens: [DeviceToken], topic: String?, pushType: PushType,
-                priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?, payloadStorage: [UInt8]? = nil,
-                payloadRange: Range<Int>, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
+    public init(raw: [UInt8], id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
+                pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
+                payloadStorage: [UInt8]? = nil, payloadRange: Range<Int>, content: Content = .raw, truncate: Bool? = nil,
+                sendAt: Int64?, maxAttempts: Int?) {
         self.payloadStorage = payloadStorage ?? raw
         self.content = content
         self.truncate = truncate
         self.raw = raw
         self.id = id
         self.app = app
-        self.tokens = tokens
+        self.token = token
+        self.otherTokens = otherTokens
         self.topic = topic
         self.pushType = pushType
         self.priority = priority
@@ -65,9 +69,13 @@ public final class Job: Sendable {
 
     public var payload: ArraySlice<UInt8> { payloadStorage[payloadRange] }
 
+    /// Every token of the job, in order.
+    public var tokens: [DeviceToken] { [token] + otherTokens }
+    public var tokenCount: Int { 1 + otherTokens.count }
+
     /// The same job with a rendered payload.
     public func rendered(_ payload: [UInt8]) -> Job {
-        Job(raw: raw, id: id, app: app, tokens: tokens, topic: topic, pushType: pushType, priority: priority,
+        Job(raw: raw, id: id, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
             expiration: expiration, collapseID: collapseID, apnsID: apnsID, payloadStorage: payload,
             payloadRange: 0..<payload.count, content: content, truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
     }

@@ -135,12 +135,20 @@ final class Fetcher: @unchecked Sendable {
                                                      recoveries: meta.recoveries))
                     continue
                 }
-                let tokens = meta.token.flatMap(DeviceToken.init).map { [$0] } ?? job.tokens
-                units += tokens.count
-                for token in tokens {
-                    batches[nextLoop].append(SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic, takenAtNs: now,
-                                                         attempts: meta.attempts, recoveries: meta.recoveries, fanout: tokens.count))
+                func send(_ token: DeviceToken, fanout: Int) {
+                    batches[nextLoop].append(SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app,
+                                                         topic: topic, takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries,
+                                                         fanout: fanout))
                     nextLoop = (nextLoop + 1) % sendLoops.count
+                }
+                // A retried piece of a fan-out job carries its one token in its envelope.
+                if let retried = meta.token.flatMap(DeviceToken.init) {
+                    units += 1
+                    send(retried, fanout: 1)
+                } else {
+                    units += job.tokenCount
+                    send(job.token, fanout: job.tokenCount)
+                    for token in job.otherTokens { send(token, fanout: job.tokenCount) }
                 }
             } catch {
                 units += 1
