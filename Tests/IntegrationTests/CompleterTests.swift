@@ -16,11 +16,7 @@ final class CompleterTests: XCTestCase {
         let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? redis.reset(queue: keys.queue) }
         let r = try redis.connect()
-        var configuration = WorkerConfiguration()
-        configuration.redis = redis.endpoint
-        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: InflightGate(capacity: 100),
-                                  metrics: Metrics(), logger: Logger(level: .error))
-        completer.start()
+        let (completer, _) = startCompleter(keys, redis.endpoint)
         defer { completer.stop() }
         let batches = keys.batches(worker: worker)
 
@@ -69,12 +65,7 @@ final class CompleterTests: XCTestCase {
         let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? redis.reset(queue: keys.queue) }
         let r = try redis.connect()
-        var configuration = WorkerConfiguration()
-        configuration.redis = redis.endpoint
-        let gate = InflightGate(capacity: 100)
-        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
-                                  logger: Logger(level: .error))
-        completer.start()
+        let (completer, gate) = startCompleter(keys, redis.endpoint)
         defer { completer.stop() }
         let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 3)
         completer.unfinished.opened(b1)
@@ -84,11 +75,9 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text), ["0"])
 
         _ = try r.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
-        XCTAssertEqual(try InFlightJobs.recover(r, keys, worker: worker, configuration: configuration, mode: .lease).requeued, 2)
+        XCTAssertEqual(try InFlightJobs.recover(r, keys, worker: worker, configuration: WorkerConfiguration(), mode: .lease).requeued, 2)
         completer.submit([delivered(2, b1, 1), delivered(3, b1, 2)])
-        let deadline = Date().addingTimeInterval(10)
-        while gate.current > 0, Date() < deadline { usleep(10_000) }
-        XCTAssertEqual(gate.current, 0, "the completer decided the second batch")
+        XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the completer decided the second batch")
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 1, "2 and 3 were taken back: recorded by whoever sends them again")
         XCTAssertEqual(try stats(r, keys), ["delivered": 1, "delivered:default": 1, "recovered": 2])
         XCTAssertEqual(try r.command(["LLEN", keys.jobs]).integer, 2)
@@ -132,20 +121,13 @@ final class CompleterTests: XCTestCase {
             """, String(port), String(redis.endpoint.port)], outputFile: directory.file("proxy.log"))
         defer { proxy.signal(SIGKILL); _ = proxy.wait(timeout: 5) }
         XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
-        var configuration = WorkerConfiguration()
-        configuration.redis = RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password)
-        let gate = InflightGate(capacity: 100)
-        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
-                                  logger: Logger(level: .error))
-        completer.start()
+        let (completer, gate) = startCompleter(keys, RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password))
         defer { completer.stop() }
         let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
         completer.unfinished.opened(b1)
         gate.add(3)
         completer.submit([delivered(1, b1, 0), rejected(2, b1, 1, status: 410, .unregistered), delivered(3, b1, 2, fanout: 2)])
-        let deadline = Date().addingTimeInterval(20)
-        while gate.current > 0, Date() < deadline { usleep(10_000) }
-        XCTAssertEqual(gate.current, 0, "the completer wrote the batch in the end")
+        XCTAssertTrue(gate.waitUntilEmpty(timeout: 20), "the completer wrote the batch in the end")
         XCTAssertTrue(try String(contentsOfFile: directory.file("proxy.log"), encoding: .utf8).isEmpty)
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 3, "one result each, though written twice")
         XCTAssertEqual(try r.command(["XLEN", keys.invalidTokens]).integer, 1)
@@ -182,6 +164,17 @@ final class CompleterTests: XCTestCase {
         }
         XCTAssertEqual(try other.command(["XLEN", keys.results]).integer, 0)
         XCTAssertEqual(try other.command(["LLEN", keys.jobs]).integer, 2, "both jobs went back to the queue")
+    }
+
+    /// A completer on its own thread, with a gate of its own. The caller stops it.
+    private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) -> (Completer, InflightGate) {
+        var configuration = WorkerConfiguration()
+        configuration.redis = endpoint
+        let gate = InflightGate(capacity: 100)
+        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
+                                  logger: Logger(level: .error))
+        completer.start()
+        return (completer, gate)
     }
 
     /// A batch in flight in Redis, as a fetch leaves it.
