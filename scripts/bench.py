@@ -235,10 +235,11 @@ class Bench:
         m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
         ok = re.search(r"(\d+) succeeded", out)
         status2xx = re.search(r"status codes: (\d+) 2xx", out)
+        errored = re.search(r"(\d+) errored", out)
         if not m:
             raise SystemExit("h2load failed:\n" + out)
         return {"req_s": float(m.group(3)), "cpu_us": cpu / n, "succeeded": int(ok.group(1)) if ok else 0,
-                "2xx": int(status2xx.group(1)) if status2xx else 0}
+                "2xx": int(status2xx.group(1)) if status2xx else 0, "errored": int(errored.group(1)) if errored else 0}
 
     def aioapns(self, port, n):
         code = r'''
@@ -327,7 +328,15 @@ def main():
             h2s.append(b.h2load(port, JOBS))
             h2ts.append(b.h2load(port, JOBS, per_token=True))
             for ref in (h2s[-1], h2ts[-1]):
-                if ref["2xx"] != JOBS:
+                if ref["2xx"] == JOBS:
+                    continue
+                if ref["2xx"] + ref["errored"] == JOBS and ref["errored"] < CONNECTIONS * STREAMS:
+                    # Like APNs, the mock allows one stream per connection until a request has
+                    # authenticated; h2load opens its streams before it reads that, and the rest
+                    # of that first flight is refused (errored, without a status).
+                    log("note: h2load got %d 2xx of %d; %d streams refused before h2load read the one-stream limit"
+                        % (ref["2xx"], JOBS, ref["errored"]))
+                else:
                     log("warning: h2load got %d 2xx of %d" % (ref["2xx"], JOBS))
             secs, cpu, rss, threads, (mock_cpu, redis_cpu) = b.end_to_end("e2e%d" % r, port, watch=(mock, b.redis_proc))
             e2es.append({"rate": JOBS / secs, "cpu": cpu / JOBS, "rss": rss, "mock": mock_cpu / JOBS, "redis": redis_cpu / JOBS,

@@ -50,6 +50,13 @@ public struct JSONWriter {
         needsComma = false
     }
 
+    /// A string given as UTF-8 bytes (valid UTF-8: the caller's promise), escaped as needed.
+    public mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
+        separate()
+        JSONWriter.appendEscaped(bytes: value, to: &bytes)
+        needsComma = true
+    }
+
     public mutating func string(_ value: String) { separate(); JSONWriter.appendEscaped(value, to: &bytes); needsComma = true }
     public mutating func int<I: BinaryInteger>(_ value: I) { separate(); JSONWriter.appendDecimal(value, to: &bytes); needsComma = true }
     public mutating func bool(_ value: Bool) { separate(); bytes.append(contentsOf: (value ? "true" : "false").utf8); needsComma = true }

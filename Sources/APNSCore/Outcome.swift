@@ -1,7 +1,7 @@
 /// What finally happened to one job, as the worker records it in Redis.
 public enum Outcome: Sendable {
     /// APNs accepted the notification.
-    case delivered(apnsID: String)
+    case delivered(apnsID: APNSID)
     /// APNs rejected it; the answer is kept as APNs gave it.
     case rejected(APNSRejection)
     /// The worker could not send it (bad input or pre-send validation).

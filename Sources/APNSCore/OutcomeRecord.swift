@@ -34,20 +34,23 @@ public enum OutcomeRecord {
     }
 
     /// `{"v":1,"status":"ok"|"failed",…}` for the results stream.
-    public static func result(_ c: Context, delivered apnsID: String?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
+    public static func result(_ c: Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
         var out: [UInt8] = []
         result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out)
         return out
     }
 
-    public static func result(_ c: Context, delivered apnsID: String?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
+    public static func result(_ c: Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
         var w = JSONWriter(adopting: &out)
         w.beginObject()
         w.field(literal: "v", 1)
         common(&w, c)
         // Status 0 means APNs never saw the job: it was dead-lettered before sending.
         w.field(literal: "status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
-        w.fieldIfPresent(literal: "apns_id", rejection?.apnsID ?? apnsID)
+        if let id = rejection?.apnsID.map({ APNSID($0) }) ?? apnsID {
+            w.key(literal: "apns_id")
+            id.withBytes { w.string(utf8: $0) }
+        }
         if let rejection {
             if rejection.status != 0 { w.field(literal: "http_status", rejection.status) }
             w.field(literal: "reason", rejection.reason.rawValue)

@@ -100,7 +100,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         if name.elementsEqual(Self.statusName) {
             s.status = Self.parseStatus(value)
         } else if name.elementsEqual(Self.apnsIDName) {
-            s.apnsID = String(decoding: value, as: UTF8.self)
+            s.apnsID = APNSID(value)
         }
     }
 
@@ -118,10 +118,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         let now = loop.iterationWallMs
         if s.status == 200 {
             budget.succeeded()
-            owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? s.job.apnsID ?? ""))
+            owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? APNSID(s.job.apnsID ?? "")))
             return
         }
-        let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID)
+        let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID?.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
     }

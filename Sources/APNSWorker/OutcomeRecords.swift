@@ -32,7 +32,7 @@ struct OutcomeRecords {
     }
 
     fileprivate enum Plan {
-        case delivered(apnsID: String)
+        case delivered(apnsID: APNSID)
         case schedule(JobEnvelope.Meta, at: String, stat: String)
         /// Final and failed: a result, plus a dead letter or an invalid-token record.
         case failed(APNSRejection, deadDetail: String?)

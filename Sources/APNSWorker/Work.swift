@@ -40,7 +40,7 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     var answeredAtNs: UInt64 = 0
     /// The answer to the last send, filled in by the connection as frames arrive.
     var status = 0
-    var apnsID: String?
+    var apnsID: APNSID?
     var responseBody: [UInt8] = []
     var answered = false
     /// Set once the send is decided, with the app's name for records and counters.

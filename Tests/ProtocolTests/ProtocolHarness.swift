@@ -64,7 +64,7 @@ final class ProtocolHarness: @unchecked Sendable {
 
 extension FinishedJob {
     var deliveredID: String? {
-        if case .delivered(let id) = outcome { return id }
+        if case .delivered(let id) = outcome { return id.description }
         return nil
     }
 

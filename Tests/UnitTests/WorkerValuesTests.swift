@@ -149,6 +149,22 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertNil(ledger.oldest(besides: [batches[2]]))
     }
 
+    /// An apns-id is kept inline when short and ASCII (a UUID), as text otherwise; either way it
+    /// reads back and goes into records as APNs sent it.
+    func testAnAPNSIDReadsBackAsSentInlineOrNot() throws {
+        let uuid = "1f00193f-cf32-4254-abc1-eefeb1c5c3a4"
+        for text in [uuid, "", "x", String(repeating: "7", count: 40), String(repeating: "7", count: 41), "héllo \"quoted\""] {
+            let id = Array(text.utf8).withUnsafeBufferPointer { APNSID($0) }
+            XCTAssertEqual(id.description, text)
+            XCTAssertEqual(id, APNSID(text))
+            XCTAssertEqual(id.isEmpty, text.isEmpty)
+            let ctx = OutcomeRecord.Context(handle: "1", jobID: nil, app: nil, token: nil, topic: nil, worker: "w", timeMs: 1)
+            let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: id, rejection: nil, attempts: 1)))
+            XCTAssertEqual((record as? [String: Any])?["apns_id"] as? String, text)
+        }
+        XCTAssertNotEqual(APNSID(uuid), APNSID(uuid.uppercased()))
+    }
+
     /// In-flight room follows connection pools: apps sharing endpoint and credential share one.
     func testInflightCapacityCountsPoolsNotApps() {
         let endpoint = APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil)

@@ -1,0 +1,43 @@
+/// An `apns-id` as APNs sent it. Up to 40 ASCII bytes (a UUID has 36) are kept inline, so the
+/// answer to a notification allocates nothing for its id; anything else is kept as a String.
+public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringInterpolation {
+    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+    private var length = 0
+    private var text: String?
+
+    private static let inlineCapacity = 40
+
+    /// The header value's bytes.
+    public init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count <= Self.inlineCapacity, bytes.allSatisfy({ $0 < 0x80 }), let base = bytes.baseAddress else {
+            text = String(decoding: bytes, as: UTF8.self)
+            return
+        }
+        length = bytes.count
+        withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: bytes.count) }
+    }
+
+    public init(_ text: String) {
+        var text = text
+        self = text.withUTF8 { APNSID($0) }
+    }
+
+    public init(stringLiteral value: String) { self.init(value) }
+
+    public init(stringInterpolation: DefaultStringInterpolation) { self.init(String(stringInterpolation: stringInterpolation)) }
+
+    /// The id's UTF-8 bytes, valid inside `body`.
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if var text { return text.withUTF8(body) }
+        return withUnsafeBytes(of: words) { raw in
+            body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: length))
+        }
+    }
+
+    public var description: String { text ?? withBytes { String(decoding: $0, as: UTF8.self) } }
+    public var isEmpty: Bool { text?.isEmpty ?? (length == 0) }
+
+    public static func == (a: APNSID, b: APNSID) -> Bool {
+        a.withBytes { x in b.withBytes { y in x.elementsEqual(y) } }
+    }
+}
