@@ -12,6 +12,10 @@
 
 Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000),
 ROUNDS (3): (a) and (b) run this many times, interleaved, and each figure is the median.
+
+`--compare DIR` measures only (a), for this build and for the apns-worker in DIR (another build,
+scripts/bench-compare makes one of any commit), in PAIRS (8) interleaved pairs, and prints the
+medians side by side: the way to see what one change does on a noisy machine.
 Timings are noisy on shared machines: the ratios are the figures that count. Nothing here is a
 pass/fail test.
 """
@@ -192,13 +196,13 @@ class Bench:
         stats = self.r.hgetall("apns:{%s}:stats" % queue)
         return sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
 
-    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None):
+    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None, binary=None):
         """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB, cpu us per
         worker thread, cpu us of each process in `watch` over the run). `must_load`: a library
         the worker must have mapped (a failed LD_PRELOAD only warns)."""
         watched = [proc_cpu_us(w.pid) for w in watch]
         start = time.time()
-        p = self.spawn([BIN + "/apns-worker", "--config", config], "worker-%s.log" % queue, env=env)
+        p = self.spawn([(binary or BIN) + "/apns-worker", "--config", config], "worker-%s.log" % queue, env=env)
         deadline = start + timeout
         while self.finished(queue) < n:
             if time.time() > deadline or p.poll() is not None:
@@ -314,7 +318,38 @@ def ratio(a, b):
     return "%.2fx" % (a / b) if b else "n/a"
 
 
+def compare(other, pairs):
+    """(a) only, for this build and `other` in interleaved pairs; medians side by side."""
+    b = Bench()
+    try:
+        mock, port = b.mock("mock")
+        runs = {"this": [], "other": []}
+        for r in range(pairs):
+            for side, binary in (("other", other), ("this", BIN)):
+                secs, cpu, rss, threads, (mock_cpu, redis_cpu) = b.end_to_end("cmp%d%s" % (r, side), port, watch=(mock, b.redis_proc),
+                                                                            binary=binary)
+                figures = {"jobs/s": JOBS / secs, "worker us/job": cpu / JOBS, "Redis us/job": redis_cpu / JOBS,
+                           "mock us/job": mock_cpu / JOBS}
+                figures.update({"  thread %s" % t: us / JOBS for t, us in threads.items() if us / JOBS >= 0.05})
+                runs[side].append(figures)
+            log("pair %d of %d: this %.0f jobs/s %.2f us/job; other %.0f jobs/s %.2f us/job" % (
+                r + 1, pairs, runs["this"][-1]["jobs/s"], runs["this"][-1]["worker us/job"],
+                runs["other"][-1]["jobs/s"], runs["other"][-1]["worker us/job"]))
+    finally:
+        b.close()
+    print()
+    print("this build vs %s: medians of %d interleaved pairs of %d jobs (%d connections x %d streams)"
+          % (os.environ.get("APNSW_COMPARE_NAME", other), pairs, JOBS, CONNECTIONS, STREAMS))
+    print("%-32s %12s %12s %8s" % ("figure", "this", "other", "ratio"))
+    for name in runs["this"][0]:
+        ours = median([f.get(name, 0) for f in runs["this"]])
+        theirs = median([f.get(name, 0) for f in runs["other"]])
+        print("%-32s %12.2f %12.2f %8s" % (name, ours, theirs, ratio(ours, theirs)))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--compare":
+        return compare(sys.argv[2], int(os.environ.get("PAIRS", "8")))
     b = Bench()
     try:
         mock, port = b.mock("mock")
