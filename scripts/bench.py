@@ -344,6 +344,8 @@ def compare(other, pairs):
     for name in runs["this"][0]:
         ours = median([f.get(name, 0) for f in runs["this"]])
         theirs = median([f.get(name, 0) for f in runs["other"]])
+        if max(ours, theirs) < 0.05:
+            continue  # a thread that is busy only now and then
         print("%-32s %12.2f %12.2f %8s" % (name, ours, theirs, ratio(ours, theirs)))
 
 
