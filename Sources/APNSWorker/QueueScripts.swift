@@ -113,8 +113,8 @@ enum QueueScripts {
     /// Lua shared by hand-back and recovery: collects and deletes everything a worker holds,
     /// from KEYS[at] on: staging, the in-flight hash of workers before key layout 2, batches,
     /// holders, then per batch (list, done set), the ids being ARGV[id_at] on; ARGV[1] is the
-    /// worker id. Jobs of a batch's done set
-    /// are finished and stay out. Staged jobs come last, oldest first.
+    /// worker id. Jobs of a batch's done set are finished and stay out. Staged jobs come last,
+    /// oldest first.
     private static let takeBack = """
     local function take_back(at, id_at)
       local staging, legacy, batches = KEYS[at], KEYS[at + 1], KEYS[at + 2]
@@ -143,8 +143,8 @@ enum QueueScripts {
     /// Gives back a stopping worker's unfinished jobs: they go to the consuming end of the
     /// list so they are taken next, and the worker leaves the registry. Touching the take-back
     /// key aborts any completion transaction of that worker that WATCHes it.
-    /// KEYS: jobs, workers, take-back, then `InFlightJobs.keys`. ARGV: worker id, then the
-    /// batch ids. Returns how many went back.
+    /// KEYS: jobs, workers, take-back, then the keys `take_back` reads (`InFlightJobs` lists
+    /// them). ARGV: worker id, then the batch ids. Returns how many went back.
     static let handBack = RedisScript(takeBack + "\n" + """
     redis.call('INCR', KEYS[3])
     redis.call('PEXPIRE', KEYS[3], 60000)
@@ -189,7 +189,8 @@ enum QueueScripts {
     /// so two workers never recover the same one twice; a fetch renews the lease, so a batch
     /// fetched after the caller listed the batches is never left without its worker.
     /// Touching the take-back key aborts a completion transaction the worker may have under way.
-    /// KEYS: jobs, workers, dead letters, results, stats, take-back, then `InFlightJobs.keys`.
+    /// KEYS: jobs, workers, dead letters, results, stats, take-back, then the keys `take_back`
+    /// reads (`InFlightJobs` lists them).
     /// ARGV: worker id, max recoveries, dead cap, results cap, mode, then the batch ids. Mode
     /// "lease": only a lease run out; "orphan": only a holder with no lease at all; "force": any.
     static let recover = RedisScript(takeBack + "\n" + """
