@@ -46,9 +46,7 @@ struct CompletionTransaction {
              buffer t: inout RedisTransaction) throws(RedisError) -> (Result, nextChecked: Bool) {
         guard let oldest = groups.oldest else { return (.notAllInFlight, false) }
         if !checked {
-            let check = try r.pipeline([[Array("WATCH".utf8), Array(keys.takeback(worker: workerID).utf8)],
-                                        [Array("EXISTS".utf8), Array(keys.batch(worker: workerID, id: oldest.id).utf8)]])
-            guard check.count == 2, check[1].integer == 1 else {
+            guard try r.commands(check(oldest), flat: { $0.integer(1) }) == 1 else {
                 _ = try r.command(["UNWATCH"])
                 return (.notAllInFlight, false)
             }
@@ -81,23 +79,19 @@ struct CompletionTransaction {
             }
         }
         if !finished.isEmpty { words(&t, &command, ["HDEL", keys.batches(worker: workerID)] + finished) }
-        var then: [RedisArgs] = []
-        if let next {
-            for words in [["WATCH", keys.takeback(worker: workerID)], ["EXISTS", keys.batch(worker: workerID, id: next.id)]] {
-                var c = RedisArgs(capacity: 128)
-                for w in words { c.append(w) }
-                then.append(c)
-            }
-        }
-        let (ran, answers) = try r.exec(&t, then: then)
+        let (ran, answers) = try r.exec(&t, then: next.map(check) ?? [])
         return (ran ? .recorded : .aborted, answers.last == 1)
+    }
+
+    /// WATCH the take-back key, then whether `batch`'s list is still there (its answer, an
+    /// integer, is the second).
+    private func check(_ batch: TakenBatch) -> [RedisArgs] {
+        [RedisArgs(["WATCH", keys.takeback(worker: workerID)]), RedisArgs(["EXISTS", keys.batch(worker: workerID, id: batch.id)])]
     }
 
     /// `XADD <stream> * record`, waiting for the record.
     private static func xadd(_ stream: String) -> RedisArgs.Prefix {
-        var command = RedisArgs(capacity: 64)
-        for word in ["XADD", stream, "*", "record"] { command.append(word) }
-        return command.prefix
+        RedisArgs(["XADD", stream, "*", "record"]).prefix
     }
 
     /// Streams are trimmed once per batch (approximately, as `MAXLEN ~` does), not per entry.

@@ -85,9 +85,7 @@ final class Fetcher: @unchecked Sendable {
     }
 
     private func listArgs(_ id: String) -> RedisArgs {
-        var args = RedisArgs(capacity: 128)
-        for word in ["LRANGE", keys.batch(worker: workerID, id: id), "0", "-1"] { args.append(word) }
-        return args
+        RedisArgs(["LRANGE", keys.batch(worker: workerID, id: id), "0", "-1"])
     }
 
     /// Routes the batches of fetches whose reply was lost, if their script ran: their jobs are
@@ -95,8 +93,7 @@ final class Fetcher: @unchecked Sendable {
     private func findLost() {
         var found: [(TakenJobs, TakenBatch)] = []
         for (id, number) in lost {
-            var hget = RedisArgs(capacity: 128)
-            for word in ["HGET", keys.batches(worker: workerID), id] { hget.append(word) }
+            let hget = RedisArgs(["HGET", keys.batches(worker: workerID), id])
             guard let taken = try? redis.with({ r throws(RedisError) in
                 try r.commands([hget, listArgs(id)], flat: TakenJobs.init)
             }) else { return } // Redis is still away: try again after the next fetch
@@ -199,8 +196,6 @@ struct TakenJobs {
     var jobs: [[UInt8]] = []
 
     var isEmpty: Bool { jobs.isEmpty }
-
-    init() {}
 
     /// Two replies read flat: the fetch script's {first handle, count} (or the batch's first
     /// handle from the batches hash, nil if it is not there), then the batch's list.

@@ -42,11 +42,10 @@ public struct RedisArgs {
         ends.append(storage.count)
     }
 
-    /// A command of one word (MULTI, EXEC).
-    static func single(_ word: String) -> RedisArgs {
-        var a = RedisArgs(capacity: 16)
-        a.append(word)
-        return a
+    /// A command written out word by word: `RedisArgs(["LRANGE", key, "0", "-1"])`.
+    public init(_ words: [String]) {
+        self.init(capacity: words.reduce(16) { $0 + $1.utf8.count })
+        for w in words { append(w) }
     }
 
     /// Empties the arguments, keeping the buffers for the next command.

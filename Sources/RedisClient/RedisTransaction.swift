@@ -17,7 +17,7 @@ public struct RedisTransaction {
     public mutating func removeAll() {
         encoded.removeAll(keepingCapacity: true)
         count = 0
-        RedisArgs.single("MULTI").encode(appendingTo: &encoded)
+        RedisArgs(["MULTI"]).encode(appendingTo: &encoded)
     }
 
     public mutating func append(_ command: RedisArgs) {
@@ -49,7 +49,7 @@ extension RedisConnection {
     /// Runs `transaction`, then `next` in the same write: one round trip. Returns whether the
     /// transaction ran, and each of `next`'s replies as an integer (nil if it is not one).
     public func exec(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) -> (ran: Bool, next: [Int64?]) {
-        RedisArgs.single("EXEC").encode(appendingTo: &t.encoded)
+        RedisArgs(["EXEC"]).encode(appendingTo: &t.encoded)
         for command in next { command.encode(appendingTo: &t.encoded) }
         try appendEncoded(t.encoded)
         var summary = apnsw_reply_summary()

@@ -156,9 +156,7 @@ final class CompleterTests: XCTestCase {
                 XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, configuration: configuration, mode: .lease).requeued, 1)
             }
             var t = RedisTransaction()
-            var xadd = RedisArgs()
-            for w in ["XADD", keys.results, "*", "record", "{}"] { xadd.append(w) }
-            t.append(xadd)
+            t.append(RedisArgs(["XADD", keys.results, "*", "record", "{}"]))
             XCTAssertFalse(try completing.exec(&t), handBack ? "hand-back" : "recovery")
             XCTAssertGreaterThan(try other.command(["PTTL", takeback]).integer ?? 0, 0, "the key expires by itself")
         }

@@ -51,10 +51,7 @@ final class FetchScriptTests: XCTestCase {
     }
 
     private func lookup(_ keys: QueueKeys, _ kind: String, _ id: String) -> RedisArgs {
-        var args = RedisArgs()
-        let words = kind == "hget" ? ["HGET", keys.batches(worker: worker), id] : ["LRANGE", keys.batch(worker: worker, id: id), "0", "-1"]
-        for w in words { args.append(w) }
-        return args
+        RedisArgs(kind == "hget" ? ["HGET", keys.batches(worker: worker), id] : ["LRANGE", keys.batch(worker: worker, id: id), "0", "-1"])
     }
 
     private func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }

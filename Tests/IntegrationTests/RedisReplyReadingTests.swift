@@ -59,11 +59,7 @@ final class RedisReplyReadingTests: XCTestCase {
         let a = try redis.connect(), b = try redis.connect()
         let list = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max)):list", watched = list + ":watched"
         defer { _ = try? a.command(["DEL", list, watched]) }
-        func command(_ words: String...) -> RedisArgs {
-            var c = RedisArgs()
-            for w in words { c.append(w) }
-            return c
-        }
+        func command(_ words: String...) -> RedisArgs { RedisArgs(words) }
         func items() throws -> [String] { try a.command(["LRANGE", list, "0", "-1"]).array.compactMap(\.text) }
 
         var t = RedisTransaction()
