@@ -63,7 +63,7 @@ final class Completer: @unchecked Sendable {
             while start < batch.count {
                 let end = min(start + Completer.chunk, batch.count)
                 write(batch[start..<end])
-                gate.remove(end - start)
+                gate.recorded(end - start)
                 start = end
             }
         }

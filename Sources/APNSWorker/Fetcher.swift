@@ -153,7 +153,7 @@ final class Fetcher: @unchecked Sendable {
                                        outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
             }
         }
-        gate.add(units)
+        gate.add(sent: units - decided.count, decided: decided.count)
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
         if !decided.isEmpty {
             let dead = decided.filter { if case .deadLetter = $0.outcome { return true } else { return false } }

@@ -1,42 +1,64 @@
 import Foundation
 
-/// Counts jobs taken from Redis and not yet recorded, and holds the fetcher back when the
-/// process already has about twice what its connections can carry (DESIGN.md §1).
+/// Counts the jobs a process holds, in two stages, and holds the fetcher back when either is
+/// full (DESIGN.md §1):
+/// - **sending**: handed to the I/O threads and not yet answered, up to about twice what the
+///   connections can carry;
+/// - **recording**: answered (or decided by the fetcher) and not yet written to Redis, up to
+///   about what the connections carry.
+/// Counting the stages apart keeps a completion backlog from stalling the connections, and a
+/// slow Redis from piling up outcomes: the process never holds more than the two limits.
 final class InflightGate: @unchecked Sendable {
     private let condition = NSCondition()
-    private var count = 0
-    let capacity: Int
+    private var sending = 0
+    private var recording = 0
+    let sendingCapacity: Int
+    let recordingCapacity: Int
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(sendingCapacity: Int, recordingCapacity: Int) {
+        self.sendingCapacity = sendingCapacity
+        self.recordingCapacity = recordingCapacity
+    }
 
-    var current: Int { condition.lock(); defer { condition.unlock() }; return count }
+    /// Every job held, in either stage.
+    var current: Int { condition.lock(); defer { condition.unlock() }; return sending + recording }
+
+    private func fits(_ n: Int) -> Bool { sending + n <= sendingCapacity && recording <= recordingCapacity }
 
     /// Waits until `n` more jobs fit, or `timeout` passes. Returns whether they fit.
     func waitForRoom(_ n: Int, timeout: TimeInterval) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date(timeIntervalSinceNow: timeout)
-        while count + n > capacity {
-            if !condition.wait(until: deadline) { return count + n <= capacity }
+        while !fits(n) {
+            if !condition.wait(until: deadline) { return fits(n) }
         }
         return true
     }
 
-    func add(_ n: Int) {
-        condition.lock(); count += n; condition.unlock()
+    /// Fetched jobs: `sent` go to the I/O threads, `decided` (dead letters, schedules) straight
+    /// to the completer.
+    func add(sent: Int, decided: Int) {
+        condition.lock(); sending += sent; recording += decided; condition.unlock()
     }
 
-    func remove(_ n: Int) {
-        condition.lock(); count -= n; condition.broadcast(); condition.unlock()
+    /// `n` sends were answered and go to the completer.
+    func answered(_ n: Int) {
+        condition.lock(); sending -= n; recording += n; condition.broadcast(); condition.unlock()
     }
 
-    /// Waits until nothing is in flight, or `timeout` passes. Returns whether it drained.
+    /// `n` outcomes are in Redis.
+    func recorded(_ n: Int) {
+        condition.lock(); recording -= n; condition.broadcast(); condition.unlock()
+    }
+
+    /// Waits until nothing is held, or `timeout` passes. Returns whether it drained.
     func waitUntilEmpty(timeout: TimeInterval) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date(timeIntervalSinceNow: timeout)
-        while count > 0 {
-            if !condition.wait(until: deadline) { return count == 0 }
+        while sending + recording > 0 {
+            if !condition.wait(until: deadline) { return sending + recording == 0 }
         }
         return true
     }

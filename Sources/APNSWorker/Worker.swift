@@ -37,7 +37,8 @@ public final class Worker: @unchecked Sendable {
             providers[id] = jwt
             return try AppRuntime(app, jwt: jwt)
         }
-        gate = InflightGate(capacity: configuration.inflightCapacity)
+        let gate = InflightGate(sendingCapacity: configuration.inflightCapacity, recordingCapacity: configuration.recordingCapacity)
+        self.gate = gate
         let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate,
                                   metrics: metrics, logger: logger)
         self.completer = completer
@@ -48,7 +49,7 @@ public final class Worker: @unchecked Sendable {
         let (runtimes, metrics, health) = (apps, metrics, health)
         sendLoops = try (0..<configuration.ioThreads).map { i in
             try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
-                         sink: { completer.submit($0) })
+                         sink: { [gate] in gate.answered($0.count); completer.submit($0) })
         }
         fetcher = try Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
                           completer: completer, gate: gate, logger: logger)

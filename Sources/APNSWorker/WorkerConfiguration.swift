@@ -47,11 +47,15 @@ public struct WorkerConfiguration: Sendable {
 
     public init() {}
 
-    /// Jobs a process holds at most: about twice what its connections can have in flight
-    /// (one set of connections per pool, however many apps share it).
-    public var inflightCapacity: Int {
-        max(batchSize, 2 * connections * streams * ioThreads * max(1, Set(apps.map(\.poolKey)).count))
-    }
+    /// Jobs a process hands to its connections at most: about twice what they can have in
+    /// flight (one set of connections per pool, however many apps share it).
+    public var inflightCapacity: Int { max(batchSize, 2 * streamCapacity) }
+
+    /// Answered jobs a process holds at most while their outcomes wait for Redis: about what
+    /// its connections can have in flight.
+    public var recordingCapacity: Int { max(batchSize, streamCapacity) }
+
+    private var streamCapacity: Int { connections * streams * ioThreads * max(1, Set(apps.map(\.poolKey)).count) }
 }
 
 extension AppConfiguration {

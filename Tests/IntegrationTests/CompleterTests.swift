@@ -69,7 +69,7 @@ final class CompleterTests: XCTestCase {
         defer { completer.stop() }
         let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 3)
         completer.unfinished.opened(b1)
-        gate.add(3)
+        gate.add(sent: 0, decided: 3)
         completer.submit([delivered(1, b1, 0)])
         try waitFor(r, ["XLEN", keys.results], equals: 1)
         XCTAssertEqual(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text), ["0"])
@@ -125,7 +125,7 @@ final class CompleterTests: XCTestCase {
         defer { completer.stop() }
         let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
         completer.unfinished.opened(b1)
-        gate.add(3)
+        gate.add(sent: 0, decided: 3)
         completer.submit([delivered(1, b1, 0), rejected(2, b1, 1, status: 410, .unregistered), delivered(3, b1, 2, fanout: 2)])
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 20), "the completer wrote the batch in the end")
         XCTAssertTrue(try String(contentsOfFile: directory.file("proxy.log"), encoding: .utf8).isEmpty)
@@ -168,7 +168,7 @@ final class CompleterTests: XCTestCase {
     private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) -> (Completer, InflightGate) {
         var configuration = WorkerConfiguration()
         configuration.redis = endpoint
-        let gate = InflightGate(capacity: 100)
+        let gate = InflightGate(sendingCapacity: 100, recordingCapacity: 100)
         let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
                                   logger: Logger(level: .error))
         completer.start()

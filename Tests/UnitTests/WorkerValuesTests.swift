@@ -177,10 +177,31 @@ final class WorkerValuesTests: XCTestCase {
         config.streams = 100
         config.apps = [app("a", key: "KEY1")]
         XCTAssertEqual(config.inflightCapacity, 400)
+        XCTAssertEqual(config.recordingCapacity, 256, "at least one batch")
         config.apps = [app("a", key: "KEY1"), app("b", key: "KEY1")]
         XCTAssertEqual(config.inflightCapacity, 400, "one shared pool")
         config.apps = [app("a", key: "KEY1"), app("b", key: "KEY2")]
         XCTAssertEqual(config.inflightCapacity, 800, "two pools")
+        config.streams = 500
+        XCTAssertEqual(config.recordingCapacity, 2000)
+    }
+
+    /// Sends and unrecorded outcomes are bounded apart: a completion backlog within its own
+    /// limit does not hold the fetcher back, one above it does, and recording frees it.
+    func testGateBoundsSendingAndRecordingApart() {
+        let gate = InflightGate(sendingCapacity: 10, recordingCapacity: 5)
+        gate.add(sent: 8, decided: 1)
+        XCTAssertFalse(gate.waitForRoom(3, timeout: 0.01), "8 sending + 3 > 10")
+        gate.answered(4)
+        XCTAssertEqual(gate.current, 9, "answered jobs are held until recorded")
+        XCTAssertTrue(gate.waitForRoom(3, timeout: 0.01), "4 sending + 3 fit, and 5 recording is within its limit")
+        gate.answered(2)
+        XCTAssertFalse(gate.waitForRoom(3, timeout: 0.01), "7 recording is over its limit")
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { gate.recorded(4) }
+        XCTAssertTrue(gate.waitForRoom(3, timeout: 5), "recording wakes the waiting fetcher")
+        gate.answered(2)
+        gate.recorded(5)
+        XCTAssertTrue(gate.waitUntilEmpty(timeout: 1))
     }
 }
 
