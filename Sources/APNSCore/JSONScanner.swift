@@ -141,18 +141,23 @@ public struct JSONScanner: ~Copyable {
     public mutating func readInt() throws(JSONSyntaxError) -> Int64 {
         let (range, isInteger) = try scanNumber()
         guard isInteger else { throw JSONSyntaxError(offset: range.lowerBound, message: "expected an integer") }
-        var value: Int64 = 0
+        // The magnitude, so that Int64.min (one more than Int64.max) reads too.
+        var magnitude: UInt64 = 0
         var i = range.lowerBound
         let negative = bytes[i] == UInt8(ascii: "-")
         if negative { i += 1 }
         while i < range.upperBound {
-            let (m, o1) = value.multipliedReportingOverflow(by: 10)
-            let (s, o2) = m.addingReportingOverflow(Int64(bytes[i] &- 0x30))
+            let (m, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (s, o2) = m.addingReportingOverflow(UInt64(bytes[i] &- 0x30))
             guard !o1, !o2 else { throw JSONSyntaxError(offset: range.lowerBound, message: "integer out of range") }
-            value = s
+            magnitude = s
             i += 1
         }
-        return negative ? -value : value
+        if negative, magnitude <= Int64.min.magnitude { return Int64(truncatingIfNeeded: 0 &- magnitude) }
+        guard !negative, let value = Int64(exactly: magnitude) else {
+            throw JSONSyntaxError(offset: range.lowerBound, message: "integer out of range")
+        }
+        return value
     }
 
     /// Validates a string (escapes, no raw control characters, valid UTF-8) without decoding it.

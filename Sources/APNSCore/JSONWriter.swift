@@ -10,17 +10,6 @@ public struct JSONWriter {
         bytes.reserveCapacity(capacity)
     }
 
-    /// Writes onto the end of `buffer`, which it takes over until `finish(into:)` gives it back:
-    /// records go straight into a command's argument buffer, with no copy.
-    public init(adopting buffer: inout [UInt8]) {
-        bytes = []
-        swap(&bytes, &buffer)
-    }
-
-    public mutating func finish(into buffer: inout [UInt8]) {
-        swap(&bytes, &buffer)
-    }
-
     public mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
     public mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
     public mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
@@ -31,30 +20,6 @@ public struct JSONWriter {
         JSONWriter.appendEscaped(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
-    }
-
-    /// A field name written in the source: copied as is, with no escape check.
-    /// The separator, quotes and colon go in with the name in one append.
-    public mutating func key(literal name: StaticString) {
-        let n = name.utf8CodeUnitCount
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: n + 4) { buf in
-            var i = 0
-            if needsComma { buf[0] = UInt8(ascii: ","); i = 1 }
-            buf[i] = UInt8(ascii: "\"")
-            UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buf)[(i + 1)...])
-                .copyMemory(from: UnsafeRawBufferPointer(start: name.utf8Start, count: n))
-            buf[i + 1 + n] = UInt8(ascii: "\"")
-            buf[i + 2 + n] = UInt8(ascii: ":")
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buf[..<(i + 3 + n)]))
-        }
-        needsComma = false
-    }
-
-    /// A string given as UTF-8 bytes (valid UTF-8: the caller's promise), escaped as needed.
-    public mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
-        separate()
-        JSONWriter.appendEscaped(bytes: value, to: &bytes)
-        needsComma = true
     }
 
     public mutating func string(_ value: String) { separate(); JSONWriter.appendEscaped(value, to: &bytes); needsComma = true }
@@ -73,13 +38,6 @@ public struct JSONWriter {
     public mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
     public mutating func fieldIfPresent(_ name: String, _ value: String?) { if let value { field(name, value) } }
     public mutating func fieldIfPresent<I: BinaryInteger>(_ name: String, _ value: I?) { if let value { field(name, value) } }
-    public mutating func field(literal name: StaticString, _ value: String) { key(literal: name); string(value) }
-    public mutating func field<I: BinaryInteger>(literal name: StaticString, _ value: I) { key(literal: name); int(value) }
-    public mutating func fieldIfPresent(literal name: StaticString, _ value: String?) { if let value { field(literal: name, value) } }
-    public mutating func fieldIfPresent<I: BinaryInteger>(literal name: StaticString, _ value: I?) {
-        if let value { field(literal: name, value) }
-    }
-
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }
@@ -94,26 +52,51 @@ public struct JSONWriter {
     }
 
     public static func appendEscaped(bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         // Most strings (tokens, ids, topics) need no escaping: copy them in one go.
         if !needsEscaping(bytes) {
+            out.append(UInt8(ascii: "\""))
             out.append(contentsOf: bytes)
             out.append(UInt8(ascii: "\""))
             return
         }
-        for b in bytes {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: JSONCursor.room(forString: bytes.count)) { room in
+            let n = writeEscaped(bytes, to: room.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: room[..<n]))
+        }
+    }
+
+    /// Writes `bytes` as a quoted JSON string at `p`, which has room for
+    /// `JSONCursor.room(forString:)` bytes. Returns how many it wrote. Plain runs are checked
+    /// and copied eight bytes at a time, in one pass.
+    static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        p[0] = UInt8(ascii: "\"")
+        var o = 1
+        guard let base = bytes.baseAddress else { p[1] = UInt8(ascii: "\""); return 2 }
+        var i = 0
+        while i + 8 <= bytes.count {
+            let w = ByteWord.load(base + i)
+            if ByteWord.hasJSONSpecial(w) { break }
+            UnsafeMutableRawPointer(p + o).storeBytes(of: w, as: UInt64.self)
+            i += 8
+            o += 8
+        }
+        func put(_ b: UInt8) { p[o] = b; o += 1 }
+        while i < bytes.count {
+            let b = base[i]
+            i += 1
             switch b {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
-            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): put(UInt8(ascii: "\\")); put(b)
+            case 0x0A: put(UInt8(ascii: "\\")); put(UInt8(ascii: "n"))
+            case 0x0D: put(UInt8(ascii: "\\")); put(UInt8(ascii: "r"))
+            case 0x09: put(UInt8(ascii: "\\")); put(UInt8(ascii: "t"))
             case 0..<0x20:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
-            default: out.append(b)
+                put(UInt8(ascii: "\\")); put(UInt8(ascii: "u")); put(0x30); put(0x30)
+                put(hex[Int(b >> 4)]); put(hex[Int(b & 0xF)])
+            default: put(b)
             }
         }
-        out.append(UInt8(ascii: "\""))
+        put(UInt8(ascii: "\""))
+        return o
     }
 
     /// Whether any byte is a control character, `"` or `\\`; eight bytes per step, since every
@@ -133,11 +116,16 @@ public struct JSONWriter {
         return false
     }
 
-    /// Decimal digits of `value`, without building a String. Digits are taken from the right
-    /// into a stack buffer: dividing by the constant 10 is a multiplication, where dividing by a
-    /// running power of ten was a hardware division per digit.
+    /// Decimal digits of `value`, without building a String.
     public static func appendDecimal<I: BinaryInteger>(_ value: I, to out: inout [UInt8]) {
         guard let v = Int64(exactly: value) else { out.append(contentsOf: String(value).utf8); return }
+        withDecimal(v) { out.append(contentsOf: $0) }
+    }
+
+    /// The decimal digits of `v`, taken from the right into a stack buffer: dividing by the
+    /// constant 10 is a multiplication, where dividing by a running power of ten was a hardware
+    /// division per digit.
+    static func withDecimal<R>(_ v: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var magnitude = v.magnitude
             var i = 20
@@ -146,8 +134,8 @@ public struct JSONWriter {
                 digits[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            if v < 0 { out.append(UInt8(ascii: "-")) }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[i..<20]))
+            if v < 0 { i -= 1; digits[i] = UInt8(ascii: "-") }
+            return body(UnsafeBufferPointer(rebasing: digits[i..<20]))
         }
     }
 }

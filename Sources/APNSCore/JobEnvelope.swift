@@ -35,19 +35,21 @@ public enum JobEnvelope {
     }
 
     public static func wrap(job: [UInt8], meta: Meta, into out: inout [UInt8]) {
-        var w = JSONWriter(adopting: &out)
-        w.beginObject()
-        w.key("_apnsw")
-        w.beginObject()
-        w.fieldIfPresent("token", meta.token)
-        if !meta.attempts.isEmpty { OutcomeRecord.writeAttempts(meta.attempts, to: &w) }
-        if meta.recoveries > 0 { w.field("recoveries", meta.recoveries) }
-        w.fieldIfPresent("nonce", meta.nonce)
-        w.endObject()
-        w.key("job")
-        w.raw(job)
-        w.endObject()
-        w.finish(into: &out)
+        let room = 128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
+            + OutcomeRecord.room(for: meta.attempts)
+        JSONCursor.append(to: &out, maxCount: room) { w in
+            w.beginObject()
+            w.key(literal: "_apnsw")
+            w.beginObject()
+            w.fieldIfPresent(literal: "token", meta.token)
+            if !meta.attempts.isEmpty { OutcomeRecord.writeAttempts(meta.attempts, to: &w) }
+            if meta.recoveries > 0 { w.field(literal: "recoveries", meta.recoveries) }
+            w.fieldIfPresent(literal: "nonce", meta.nonce)
+            w.endObject()
+            w.key(literal: "job")
+            job.withUnsafeBufferPointer { w.raw($0) }
+            w.endObject()
+        }
     }
 
     /// Splits an envelope into its meta and the original job bytes.

@@ -41,24 +41,27 @@ public enum OutcomeRecord {
     }
 
     public static func result(_ c: Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
-        var w = JSONWriter(adopting: &out)
-        w.beginObject()
-        w.field(literal: "v", 1)
-        common(&w, c)
-        // Status 0 means APNs never saw the job: it was dead-lettered before sending.
-        w.field(literal: "status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
-        if let id = rejection?.apnsID.map({ APNSID($0) }) ?? apnsID {
-            w.key(literal: "apns_id")
-            id.withBytes { w.string(utf8: $0) }
+        let id = rejection?.apnsID.map { APNSID($0) } ?? apnsID
+        let room = c.room + fixedRoom + (id?.withBytes { JSONCursor.room(forString: $0.count) } ?? 0)
+            + JSONCursor.room(for: rejection?.reason.rawValue)
+        JSONCursor.append(to: &out, maxCount: room) { w in
+            w.beginObject()
+            w.field(literal: "v", 1)
+            common(&w, c)
+            // Status 0 means APNs never saw the job: it was dead-lettered before sending.
+            w.field(literal: "status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
+            if let id {
+                w.key(literal: "apns_id")
+                id.withBytes { w.string(utf8: $0) }
+            }
+            if let rejection {
+                if rejection.status != 0 { w.field(literal: "http_status", rejection.status) }
+                w.field(literal: "reason", rejection.reason.rawValue)
+                w.fieldIfPresent(literal: "apns_timestamp", rejection.timestamp)
+            }
+            w.field(literal: "attempts", attempts)
+            w.endObject()
         }
-        if let rejection {
-            if rejection.status != 0 { w.field(literal: "http_status", rejection.status) }
-            w.field(literal: "reason", rejection.reason.rawValue)
-            w.fieldIfPresent(literal: "apns_timestamp", rejection.timestamp)
-        }
-        w.field(literal: "attempts", attempts)
-        w.endObject()
-        w.finish(into: &out)
     }
 
     /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
@@ -69,15 +72,15 @@ public enum OutcomeRecord {
     }
 
     public static func invalidToken(_ c: Context, rejection: APNSRejection, into out: inout [UInt8]) {
-        var w = JSONWriter(adopting: &out)
-        w.beginObject()
-        w.field(literal: "v", 1)
-        common(&w, c)
-        w.field(literal: "reason", rejection.reason.rawValue)
-        w.field(literal: "http_status", rejection.status)
-        w.fieldIfPresent(literal: "apns_timestamp", rejection.timestamp)
-        w.endObject()
-        w.finish(into: &out)
+        JSONCursor.append(to: &out, maxCount: c.room + fixedRoom + JSONCursor.room(for: rejection.reason.rawValue)) { w in
+            w.beginObject()
+            w.field(literal: "v", 1)
+            common(&w, c)
+            w.field(literal: "reason", rejection.reason.rawValue)
+            w.field(literal: "http_status", rejection.status)
+            w.fieldIfPresent(literal: "apns_timestamp", rejection.timestamp)
+            w.endObject()
+        }
     }
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
@@ -88,24 +91,41 @@ public enum OutcomeRecord {
     }
 
     public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt], into out: inout [UInt8]) {
-        var w = JSONWriter(adopting: &out)
-        w.beginObject()
-        w.field(literal: "v", 1)
-        common(&w, c)
-        w.field(literal: "reason", reason)
-        w.field(literal: "detail", detail)
-        writeAttempts(attempts, to: &w)
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
             return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
         }
-        if isJSON { w.key(literal: "job"); w.raw(raw) } else { w.key(literal: "job_text"); w.stringBytes(raw) }
-        w.endObject()
-        w.finish(into: &out)
+        // Text that is not JSON is embedded as a string, after repairing invalid UTF-8.
+        let text = isJSON ? "" : String(decoding: raw, as: UTF8.self)
+        let room = c.room + fixedRoom + JSONCursor.room(for: reason) + JSONCursor.room(for: detail) + room(for: attempts)
+            + (isJSON ? raw.count : JSONCursor.room(for: text))
+        JSONCursor.append(to: &out, maxCount: room) { w in
+            w.beginObject()
+            w.field(literal: "v", 1)
+            common(&w, c)
+            w.field(literal: "reason", reason)
+            w.field(literal: "detail", detail)
+            writeAttempts(attempts, to: &w)
+            if isJSON {
+                w.key(literal: "job")
+                raw.withUnsafeBufferPointer { w.raw($0) }
+            } else {
+                w.field(literal: "job_text", text)
+            }
+            w.endObject()
+        }
+    }
+
+    /// Room for a record's keys, numbers and fixed strings (under 200 bytes in the largest).
+    private static let fixedRoom = 256
+
+    /// Room for `writeAttempts` (an attempt's keys and numbers take under 80 bytes).
+    static func room(for attempts: [Attempt]) -> Int {
+        attempts.reduce(32) { $0 + 96 + JSONCursor.room(for: $1.reason) }
     }
 
     /// `"attempts":[{"time_ms":…,"status":…,"reason":…},…]`, as in dead letters and envelopes.
-    static func writeAttempts(_ attempts: [Attempt], to w: inout JSONWriter) {
+    static func writeAttempts(_ attempts: [Attempt], to w: inout JSONCursor) {
         w.key(literal: "attempts")
         w.beginArray()
         for a in attempts {
@@ -118,7 +138,7 @@ public enum OutcomeRecord {
         w.endArray()
     }
 
-    private static func common(_ w: inout JSONWriter, _ c: Context) {
+    private static func common(_ w: inout JSONCursor, _ c: Context) {
         w.fieldIfPresent(literal: "job_id", c.jobID)
         w.field(literal: "handle", c.handle)
         w.fieldIfPresent(literal: "app", c.app)
@@ -126,5 +146,14 @@ public enum OutcomeRecord {
         w.fieldIfPresent(literal: "topic", c.topic)
         w.field(literal: "worker", c.worker)
         w.field(literal: "time_ms", c.timeMs)
+    }
+}
+
+extension OutcomeRecord.Context {
+    /// Room for the fields `common` writes: their values, and their keys, separators and time
+    /// (under 100 bytes).
+    var room: Int {
+        JSONCursor.room(for: jobID) + JSONCursor.room(for: handle) + JSONCursor.room(for: app) + JSONCursor.room(for: token)
+            + JSONCursor.room(for: topic) + JSONCursor.room(for: worker) + 128
     }
 }

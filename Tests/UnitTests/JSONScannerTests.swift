@@ -43,9 +43,17 @@ final class JSONScannerTests: XCTestCase {
             var s = JSONScanner(buf)
             XCTAssertThrowsError(try s.readInt())
         }
-        try Array("99999999999999999999".utf8).withUnsafeBufferPointer { buf in
-            var s = JSONScanner(buf)
-            XCTAssertThrowsError(try s.readInt())
+        for text in ["99999999999999999999", "9223372036854775808", "-9223372036854775809"] {
+            try Array(text.utf8).withUnsafeBufferPointer { buf in
+                var s = JSONScanner(buf)
+                XCTAssertThrowsError(try s.readInt(), text)
+            }
+        }
+        for value in [Int64.max, Int64.min, 0] {
+            try Array(String(value).utf8).withUnsafeBufferPointer { buf in
+                var s = JSONScanner(buf)
+                XCTAssertEqual(try s.readInt(), value)
+            }
         }
     }
 
@@ -63,17 +71,30 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertEqual(parsed?["s"], "q\"b\\n\n\t\u{1}😀שלום")
     }
 
-    /// Numbers are written right to left; names written in the source skip the escape check.
-    func testWriterWritesNumbersAndLiteralNames() throws {
+    /// Numbers are written right to left; the cursor writes names given in the source as they
+    /// are, and appends after what the buffer holds.
+    func testWritersWriteNumbersAndTheCursorLiteralNames() throws {
         var w = JSONWriter()
         w.beginObject()
         for (i, n) in [0, 7, -5, 10, 1_795_983_389_104, Int64.max, Int64.min].enumerated() { w.field("n\(i)", n) }
-        w.field(literal: "literal", "x")
-        w.fieldIfPresent(literal: "absent", nil as String?)
-        w.field(literal: "count", 3)
         w.endObject()
         XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), #"{"n0":0,"n1":7,"n2":-5,"n3":10,"n4":1795983389104,"n5":9223372036854775807,"#
-                       + #""n6":-9223372036854775808,"literal":"x","count":3}"#)
+                       + #""n6":-9223372036854775808}"#)
+        var out = Array("before|".utf8)
+        JSONCursor.append(to: &out, maxCount: 200) { c in
+            c.beginObject()
+            c.field(literal: "literal", "x")
+            c.fieldIfPresent(literal: "absent", nil as String?)
+            c.field(literal: "count", 3)
+            c.field(literal: "min", Int64.min)
+            c.key(literal: "list")
+            c.beginArray()
+            c.string("a")
+            c.int(-1)
+            c.endArray()
+            c.endObject()
+        }
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), #"before|{"literal":"x","count":3,"min":-9223372036854775808,"list":["a",-1]}"#)
         var args = RedisArgs()
         for n in [0, 42, -1, Int.max] { args.append(n) }
         XCTAssertEqual((0..<4).map { String(decoding: args.argument($0), as: UTF8.self) }, ["0", "42", "-1", String(Int.max)])
@@ -97,6 +118,10 @@ final class JSONScannerTests: XCTestCase {
                     XCTAssertEqual(try scanFirstString(w.bytes), text, "byte \(value) at \(position) of \(length)")
                     let escaped = value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\")
                     XCTAssertEqual(w.bytes.count > length + 4, escaped, "byte \(value) at \(position) of \(length)")
+                    // The cursor copies plain runs word by word: it must write the same bytes.
+                    var c: [UInt8] = []
+                    JSONCursor.append(to: &c, maxCount: 2 + JSONCursor.room(forString: length)) { $0.beginArray(); $0.string(text); $0.endArray() }
+                    XCTAssertEqual(c, w.bytes, "byte \(value) at \(position) of \(length)")
                 }
             }
         }

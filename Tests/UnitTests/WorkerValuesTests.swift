@@ -95,6 +95,28 @@ final class WorkerValuesTests: XCTestCase {
         }
     }
 
+    /// Records and envelopes are written into room sized beforehand: every field at its
+    /// longest (each byte escaped as six, numbers of 20 characters) must still fit, and read
+    /// back. Debug builds check each write against the room.
+    func testRecordsWithEveryFieldAtItsLongestFitTheirRoom() throws {
+        let worst = String(repeating: "\u{1}", count: 40)
+        let ctx = OutcomeRecord.Context(handle: worst, jobID: worst, app: worst, token: worst, topic: worst, worker: worst, timeMs: .min)
+        let r = APNSRejection(status: .min, reason: APNSReason(worst), apnsID: worst, timestamp: .min)
+        let attempts = [OutcomeRecord.Attempt](repeating: .init(timeMs: .min, status: .min, reason: worst), count: 3)
+        let records = [
+            OutcomeRecord.result(ctx, delivered: APNSID(worst), rejection: r, attempts: .min),
+            OutcomeRecord.invalidToken(ctx, rejection: r),
+            OutcomeRecord.deadLetter(ctx, reason: worst, detail: worst, job: Array(worst.utf8) + [0xFF], attempts: attempts),
+            OutcomeRecord.deadLetter(ctx, reason: worst, detail: worst, job: Array("[1]".utf8), attempts: []),
+            JobEnvelope.wrap(job: Array("{}".utf8), meta: JobEnvelope.Meta(token: worst, attempts: attempts, recoveries: .min, nonce: worst)),
+        ]
+        for record in records {
+            let object = try JSONSerialization.jsonObject(with: Data(record)) as? [String: Any]
+            XCTAssertNotNil(object, String(decoding: record, as: UTF8.self))
+        }
+        XCTAssertEqual(try JobEnvelope.open(records[4]).meta.attempts, attempts)
+    }
+
     func testOutcomeRecordsAreJSONWithTheContractFields() throws {
         let ctx = OutcomeRecord.Context(handle: "7", jobID: "j", app: "a", token: "ab", topic: "t", worker: "w", timeMs: 5)
         let ok = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))) as! [String: Any]

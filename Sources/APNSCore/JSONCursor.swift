@@ -1,0 +1,106 @@
+/// Writes JSON through a pointer, into room reserved beforehand for the largest size the value
+/// can take. Outcome records and envelopes are written this way: each piece is a copy, where a
+/// `JSONWriter` pays an array append per piece (`apns-render-bench`: a result record took
+/// 0.25 µs that way, 0.17 µs this way).
+public struct JSONCursor: ~Copyable {
+    private var p: UnsafeMutablePointer<UInt8>
+    /// The end of the room: debug builds (the tests) check every write against it.
+    private let end: UnsafeMutablePointer<UInt8>
+    private var needsComma = false
+
+    /// Room that `string` may need for a value of `utf8Count` bytes: each byte may take six
+    /// (`\u00XX`), plus the quotes.
+    public static func room(forString utf8Count: Int) -> Int { 6 * utf8Count + 2 }
+    public static func room(for value: String?) -> Int { value.map { room(forString: $0.utf8.count) } ?? 0 }
+
+    /// Appends to `out` what `body` writes, in at most `maxCount` bytes.
+    public static func append(to out: inout [UInt8], maxCount: Int, _ body: (inout JSONCursor) -> Void) {
+        let start = out.count
+        // Growing the array by a copy of zeros is one memcpy; appending repeated zeros goes byte
+        // by byte, and writing on the stack first cost more than both.
+        if maxCount <= zeroCount {
+            out.append(contentsOf: UnsafeBufferPointer(start: zeros, count: maxCount))
+        } else {
+            out.append(contentsOf: repeatElement(0, count: maxCount))
+        }
+        let written = out.withUnsafeMutableBufferPointer { buf in
+            var cursor = JSONCursor(p: buf.baseAddress! + start, end: buf.baseAddress! + start + maxCount)
+            body(&cursor)
+            return cursor.p - (buf.baseAddress! + start)
+        }
+        out.removeLast(maxCount - written)
+    }
+
+    private static let zeroCount = 4096
+    nonisolated(unsafe) private static let zeros: UnsafePointer<UInt8> = { // never written after this
+        let p = UnsafeMutablePointer<UInt8>.allocate(capacity: zeroCount)
+        p.initialize(repeating: 0, count: zeroCount)
+        return UnsafePointer(p)
+    }()
+
+    private init(p: UnsafeMutablePointer<UInt8>, end: UnsafeMutablePointer<UInt8>) {
+        self.p = p
+        self.end = end
+    }
+
+    public mutating func beginObject() { separate(); put(UInt8(ascii: "{")); needsComma = false }
+    public mutating func endObject() { put(UInt8(ascii: "}")); needsComma = true }
+    public mutating func beginArray() { separate(); put(UInt8(ascii: "[")); needsComma = false }
+    public mutating func endArray() { put(UInt8(ascii: "]")); needsComma = true }
+
+    /// A key written in the source: copied with no escape check.
+    public mutating func key(literal name: StaticString) {
+        separate()
+        put(UInt8(ascii: "\""))
+        copy(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        put(UInt8(ascii: "\""))
+        put(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
+    public mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
+        separate()
+        assert(p + JSONCursor.room(forString: value.count) <= end, "a JSON value overran the room reserved for it")
+        p += JSONWriter.writeEscaped(value, to: p)
+        needsComma = true
+    }
+
+    public mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { string(utf8: $0) }
+    }
+
+    public mutating func int(_ value: Int64) {
+        separate()
+        JSONWriter.withDecimal(value) { copy(UnsafeRawBufferPointer($0)) }
+        needsComma = true
+    }
+
+    /// Bytes that are already valid JSON.
+    public mutating func raw(_ json: UnsafeBufferPointer<UInt8>) {
+        separate()
+        copy(UnsafeRawBufferPointer(json))
+        needsComma = true
+    }
+
+    public mutating func field(literal name: StaticString, _ value: String) { key(literal: name); string(value) }
+    public mutating func field(literal name: StaticString, _ value: Int) { key(literal: name); int(Int64(value)) }
+    public mutating func field(literal name: StaticString, _ value: Int64) { key(literal: name); int(value) }
+    public mutating func fieldIfPresent(literal name: StaticString, _ value: String?) { if let value { field(literal: name, value) } }
+    public mutating func fieldIfPresent(literal name: StaticString, _ value: Int64?) { if let value { field(literal: name, value) } }
+
+    private mutating func separate() { if needsComma { put(UInt8(ascii: ",")) } }
+
+    private mutating func put(_ b: UInt8) {
+        assert(p < end, "a JSON value overran the room reserved for it")
+        p.pointee = b
+        p += 1
+    }
+
+    private mutating func copy(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        assert(p + bytes.count <= end, "a JSON value overran the room reserved for it")
+        UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: bytes.count)
+        p += bytes.count
+    }
+}
