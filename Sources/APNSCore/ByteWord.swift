@@ -23,5 +23,15 @@ enum ByteWord {
         hasByte(below: 0x20, w) || hasByte(equalTo: UInt8(ascii: "\""), w) || hasByte(equalTo: UInt8(ascii: "\\"), w)
     }
 
-    static func hasNonASCII(_ w: UInt64) -> Bool { w & highs != 0 }
+    /// The offset (0-7, in memory order) of the first byte that is not plain string content:
+    /// a control character, `"`, `\` or a non-ASCII byte; nil if there is none. Each test's
+    /// lowest flagged byte is exact (a borrow only flags bytes above a true match), so the
+    /// lowest of them all is the first such byte.
+    static func firstSpecialOrNonASCII(_ w: UInt64) -> Int? {
+        let below = (w &- ones &* 0x20) & ~w & highs
+        let q = w ^ (ones &* UInt64(UInt8(ascii: "\""))), quote = (q &- ones) & ~q & highs
+        let b = w ^ (ones &* UInt64(UInt8(ascii: "\\"))), backslash = (b &- ones) & ~b & highs
+        let mask = below | quote | backslash | (w & highs)
+        return mask == 0 ? nil : mask.trailingZeroBitCount >> 3
+    }
 }

@@ -14,6 +14,7 @@ public struct JSONScanner: ~Copyable {
 
     public var isAtEnd: Bool { index >= bytes.count }
 
+    @inline(__always)
     public mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
@@ -25,6 +26,7 @@ public struct JSONScanner: ~Copyable {
 
     public func fail(_ message: String) -> JSONSyntaxError { JSONSyntaxError(offset: index, message: message) }
 
+    @inline(__always)
     public mutating func peek() throws(JSONSyntaxError) -> UInt8 {
         skipWhitespace()
         guard index < bytes.count else { throw fail("unexpected end of input") }
@@ -177,10 +179,13 @@ public struct JSONScanner: ~Copyable {
         var decoded: [UInt8]? = nil
         while true {
             if decoded == nil, let base = bytes.baseAddress {
-                // Runs of plain ASCII (most of every job) are passed eight bytes at a time.
+                // Runs of plain ASCII (most of every job) are passed eight bytes at a time, and
+                // the scan stops right at the first byte that needs a look.
                 while index + 8 <= bytes.count {
-                    let w = ByteWord.load(base + index)
-                    if ByteWord.hasNonASCII(w) || ByteWord.hasJSONSpecial(w) { break }
+                    if let offset = ByteWord.firstSpecialOrNonASCII(ByteWord.load(base + index)) {
+                        index += offset
+                        break
+                    }
                     index += 8
                 }
             }
