@@ -49,7 +49,7 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
     public var defaultPriority: Priority { self == .background ? .conserve : .immediate }
 
     /// The topic for a bundle id. MDM topics are the certificate's UID and take no suffix.
-    public func topic(forBundle bundle: String) -> String { bundle + topicSuffix }
+    public func topic(forBundle bundle: String) -> String { topicSuffix.isEmpty ? bundle : bundle + topicSuffix }
 
     /// Whether `topic` has the suffix this push type requires.
     public func matches(topic: String) -> Bool {

@@ -147,6 +147,7 @@ final class ProtocolCoverageTests: XCTestCase {
             (#"{"token":"12345","payload":{"a":1}}"#, "BadDeviceToken"),
             (#"{"token":"","payload":{"a":1}}"#, "MissingDeviceToken"),
             (#"{"token":"\#(t)","topic":"com.someone.else","payload":{"a":1}}"#, "TopicDisallowed"),
+            (#"{"token":"\#(t)","topic":"com.example.appx","payload":{"a":1}}"#, "TopicDisallowed"),
         ]
         try f.enqueue(cases.map(\.0))
         try f.waitForOutcomes(cases.count)
