@@ -212,8 +212,10 @@ final class SendLoop: @unchecked Sendable {
         logger.warning("APNs connection did not answer a PING; replacing it", ["apps": .string(poolNames[c.poolIndex])])
     }
 
+    /// Gauges and readiness follow connections at once, not at the next timer scan.
     func connectionBecameReady(_ c: APNSConnection) {
         if let s = slot(of: c) { backoffs[c.poolIndex][s].reset() }
+        publishGauges()
     }
 
     func connectionDraining(_ c: APNSConnection, reason: String) {
@@ -230,6 +232,7 @@ final class SendLoop: @unchecked Sendable {
         if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
         guard let s = slot(of: c) else { return }
         slots[c.poolIndex][s] = nil
+        publishGauges()
         if !stopping {
             metrics.record { $0.add("apns_reconnects_total", .init(("pool", poolNames[c.poolIndex]))) }
             if let error { logger.warning("APNs connection closed", ["apps": .string(poolNames[c.poolIndex]), "error": .string("\(error)")]) }
