@@ -97,7 +97,7 @@ final class WorkerValuesTests: XCTestCase {
 
     /// Records and envelopes are written into room sized beforehand: every field at its
     /// longest (each byte escaped as six, numbers of 20 characters) must still fit, and read
-    /// back. Debug builds check each write against the room.
+    /// back. The cursor checks each write against the room.
     func testRecordsWithEveryFieldAtItsLongestFitTheirRoom() throws {
         let worst = String(repeating: "\u{1}", count: 40)
         let ctx = OutcomeRecord.Context(handle: worst, jobID: worst, app: worst, token: worst, topic: worst, worker: worst, timeMs: .min)
