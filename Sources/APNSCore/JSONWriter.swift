@@ -38,6 +38,7 @@ public struct JSONWriter {
     public mutating func field(_ name: String, _ value: Bool) { key(name); bool(value) }
     public mutating func fieldIfPresent(_ name: String, _ value: String?) { if let value { field(name, value) } }
     public mutating func fieldIfPresent<I: BinaryInteger>(_ name: String, _ value: I?) { if let value { field(name, value) } }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }

@@ -185,7 +185,7 @@ final class Fetcher: @unchecked Sendable {
         // A topic the push type derives from the bundle is the app's; one the job names must be
         // the bundle or start with it and a dot.
         guard let topic = job.topic else { return (index, job.pushType.topic(forBundle: bundle)) }
-        guard topic == bundle || (topic.hasPrefix(bundle) && topic.utf8.dropFirst(bundle.utf8.count).first == UInt8(ascii: ".")) else {
+        guard topic == bundle || topic.hasPrefix(bundle + ".") else {
             throw JobRejection(.topicDisallowed, "topic \"\(topic)\" is not a topic of app \(apps[index].name) (bundle \(bundle))")
         }
         return (index, topic)

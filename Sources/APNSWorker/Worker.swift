@@ -37,7 +37,7 @@ public final class Worker: @unchecked Sendable {
             providers[id] = jwt
             return try AppRuntime(app, jwt: jwt)
         }
-        let gate = InflightGate(sendingCapacity: configuration.inflightCapacity, recordingCapacity: configuration.recordingCapacity)
+        let gate = InflightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
         let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate,
                                   metrics: metrics, logger: logger)

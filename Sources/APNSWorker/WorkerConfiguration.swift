@@ -49,7 +49,7 @@ public struct WorkerConfiguration: Sendable {
 
     /// Jobs a process hands to its connections at most: about twice what they can have in
     /// flight (one set of connections per pool, however many apps share it).
-    public var inflightCapacity: Int { max(batchSize, 2 * streamCapacity) }
+    public var sendingCapacity: Int { max(batchSize, 2 * streamCapacity) }
 
     /// Answered jobs a process holds at most while their outcomes wait for Redis: about what
     /// its connections can have in flight.

@@ -187,8 +187,8 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertNotEqual(APNSID(uuid), APNSID(uuid.uppercased()))
     }
 
-    /// In-flight room follows connection pools: apps sharing endpoint and credential share one.
-    func testInflightCapacityCountsPoolsNotApps() {
+    /// The gate's room follows connection pools: apps sharing endpoint and credential share one.
+    func testGateCapacitiesCountPoolsNotApps() {
         let endpoint = APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil)
         func app(_ name: String, key: String) -> AppConfiguration {
             AppConfiguration(name: name, bundleID: "com.example.\(name)", endpoint: endpoint,
@@ -198,12 +198,12 @@ final class WorkerValuesTests: XCTestCase {
         config.connections = 2
         config.streams = 100
         config.apps = [app("a", key: "KEY1")]
-        XCTAssertEqual(config.inflightCapacity, 400)
+        XCTAssertEqual(config.sendingCapacity, 400)
         XCTAssertEqual(config.recordingCapacity, 256, "at least one batch")
         config.apps = [app("a", key: "KEY1"), app("b", key: "KEY1")]
-        XCTAssertEqual(config.inflightCapacity, 400, "one shared pool")
+        XCTAssertEqual(config.sendingCapacity, 400, "one shared pool")
         config.apps = [app("a", key: "KEY1"), app("b", key: "KEY2")]
-        XCTAssertEqual(config.inflightCapacity, 800, "two pools")
+        XCTAssertEqual(config.sendingCapacity, 800, "two pools")
         config.streams = 500
         XCTAssertEqual(config.recordingCapacity, 2000)
     }
