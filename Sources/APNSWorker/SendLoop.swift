@@ -42,7 +42,7 @@ final class SendLoop: @unchecked Sendable {
     private var draining: [ObjectIdentifier: APNSConnection] = [:]
     private var finishedBatch: [FinishedJob] = []
     /// Apps with a delivery in `finishedBatch`: readiness is told once per batch, not per push.
-    private lazy var deliveredApps = Array(repeating: false, count: apps.count)
+    private var deliveredApps: [Bool]
     private var stopping = false
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
@@ -57,6 +57,7 @@ final class SendLoop: @unchecked Sendable {
         self.settings = settings
         self.logger = logger
         self.sink = sink
+        deliveredApps = Array(repeating: false, count: apps.count)
         loop = try EventLoop()
         var keys: [String] = [], representatives: [AppRuntime] = [], names: [[String]] = [], poolOf: [Int] = []
         for app in apps {

@@ -32,7 +32,8 @@ public extension HTTP2SessionDelegate {
 public final class HTTP2Session {
     /// nghttp2_session*, owned by this object's thread.
     private var session: OpaquePointer!
-    unowned let delegate: HTTP2SessionDelegate
+    /// Unowned without checks: the delegate owns the connection that owns this session.
+    unowned(unsafe) let delegate: HTTP2SessionDelegate
     public let isServer: Bool
     /// Bodies being sent. A slice shares the job's buffer: queuing a body copies nothing.
     private var bodies = StreamTable<ArraySlice<UInt8>>(capacity: 256)
@@ -57,31 +58,31 @@ public final class HTTP2Session {
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
-            let me = HTTP2Session.from(user)
             if frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame!.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                me.delegate.http2BeginStream(frame!.pointee.hd.stream_id)
+                HTTP2Session.with(user) { $0.delegate.http2BeginStream(frame!.pointee.hd.stream_id) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, namelen, value, valuelen, _, user in
-            HTTP2Session.from(user).delegate.http2Header(
-                stream: frame!.pointee.hd.stream_id,
-                name: UnsafeBufferPointer(start: name, count: namelen),
-                value: UnsafeBufferPointer(start: value, count: valuelen))
+            HTTP2Session.with(user) {
+                $0.delegate.http2Header(stream: frame!.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: namelen),
+                                        value: UnsafeBufferPointer(start: value, count: valuelen))
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, len, user in
-            HTTP2Session.from(user).delegate.http2Data(stream: stream, bytes: UnsafeBufferPointer(start: data, count: len))
+            HTTP2Session.with(user) { $0.delegate.http2Data(stream: stream, bytes: UnsafeBufferPointer(start: data, count: len)) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, user in
-            HTTP2Session.from(user).frameReceived(session!, frame!)
+            HTTP2Session.with(user) { $0.frameReceived(session!, frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
-            let me = HTTP2Session.from(user)
-            me.bodies[stream] = nil
-            me.delegate.http2StreamClosed(stream, errorCode: code)
+            HTTP2Session.with(user) { me in
+                me.bodies[stream] = nil
+                me.delegate.http2StreamClosed(stream, errorCode: code)
+            }
             return 0
         }
         var created: OpaquePointer?
@@ -113,8 +114,10 @@ public final class HTTP2Session {
         pool.deallocate()
     }
 
-    private static func from(_ user: UnsafeMutableRawPointer?) -> HTTP2Session {
-        Unmanaged<HTTP2Session>.fromOpaque(user!).takeUnretainedValue()
+    /// The session behind a callback's user pointer, borrowed: nghttp2 calls back only from
+    /// within this session's own calls, so it is alive and needs no retain.
+    private static func with<R>(_ user: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> R) -> R {
+        Unmanaged<HTTP2Session>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
     }
 
     private func frameReceived(_ s: OpaquePointer, _ frame: UnsafePointer<nghttp2_frame>) {
@@ -184,18 +187,21 @@ public final class HTTP2Session {
     }
 
     private static let readBody: nghttp2_data_source_read_callback = { _, stream, buf, length, flags, _, user in
-        let me = HTTP2Session.from(user)
-        guard let body = me.bodies[stream] else {
-            flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+        HTTP2Session.with(user) { $0.copyBody(stream: stream, into: buf!, length: length, flags: flags!) }
+    }
+
+    private func copyBody(stream: Int32, into buf: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let body = bodies[stream] else {
+            flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
         let n = min(length, body.count)
-        body.withUnsafeBufferPointer { src in buf!.update(from: src.baseAddress!, count: n) }
+        body.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress!, count: n) }
         if n == body.count {
-            flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-            me.bodies[stream] = nil
+            flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
+            bodies[stream] = nil
         } else {
-            me.bodies[stream] = body.dropFirst(n)
+            bodies[stream] = body.dropFirst(n)
         }
         return n
     }

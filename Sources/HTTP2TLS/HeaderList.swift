@@ -36,11 +36,13 @@ public struct HeaderList {
         entries.append((n0..<v0, v0..<storage.count, sensitive))
     }
 
-    /// Copies a string's bytes in one go; `withUTF8` also reaches small (inline) strings, such as
-    /// most header names, which `append(contentsOf: s.utf8)` would copy byte by byte.
+    /// Copies a string's bytes in one go. Native strings, inline (small) ones included, lend
+    /// their bytes without a copy of the string; `append(contentsOf: s.utf8)` would go byte by byte.
     private mutating func append(_ text: String) {
-        var text = text
-        text.withUTF8 { storage.append(contentsOf: $0) }
+        if text.utf8.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil {
+            var text = text
+            text.withUTF8 { storage.append(contentsOf: $0) }
+        }
     }
 
     public var count: Int { entries.count }
