@@ -14,8 +14,9 @@ extension HeaderSink {
 /// The HTTP/2 headers of one device push (apns-protocol.md §2.1, §2.3).
 public enum APNSRequestHeaders {
     /// Writes the request's headers. Values that change per request (`:path`, `apns-id`) are
-    /// marked sensitive so they never enter the HPACK table; `authorization` is indexed since
-    /// it changes once per 50 minutes.
+    /// marked sensitive so they never enter the HPACK table. `authorization` is not marked, but
+    /// nghttp2 never indexes it either: the JWT goes out as a literal in every request, as
+    /// Apple's "Sending notification requests" page asks (§2.3), and is Huffman-coded each time.
     public static func write<S: HeaderSink>(job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S) {
         sink.add(":method", "POST", sensitive: false)
         sink.add(":scheme", "https", sensitive: false)

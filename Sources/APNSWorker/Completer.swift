@@ -169,9 +169,9 @@ final class Completer: @unchecked Sendable {
             if current < 0 || latencies[current].app != app {
                 current = latencies.firstIndex { $0.app == app } ?? { latencies.append(AppLatencies(app: app)); return latencies.count - 1 }()
             }
-            if f.sentAtNs >= f.takenAtNs { latencies[current].waits.append(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
-            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.append(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
-            if now >= f.takenAtNs { latencies[current].totals.append(Double(now - f.takenAtNs) / 1e9) }
+            if f.sentAtNs >= f.takenAtNs { latencies[current].waits.observe(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
+            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.observe(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
+            if now >= f.takenAtNs { latencies[current].totals.observe(Double(now - f.takenAtNs) / 1e9) }
         }
         if let r = run { series[r.key, default: 0] += r.count }
         metrics.record { m in
@@ -187,17 +187,17 @@ final class Completer: @unchecked Sendable {
             }
             for l in latencies {
                 let labels = Metrics.Labels(("app", l.app))
-                m.observe("apns_queue_wait_seconds", labels, seconds: l.waits)
-                m.observe("apns_round_trip_seconds", labels, seconds: l.trips)
-                m.observe("apns_end_to_end_seconds", labels, seconds: l.totals)
+                m.add("apns_queue_wait_seconds", labels, l.waits)
+                m.add("apns_round_trip_seconds", labels, l.trips)
+                m.add("apns_end_to_end_seconds", labels, l.totals)
             }
         }
     }
 
-    /// One app's latency samples from one batch, in seconds.
+    /// One app's latencies from one batch, bucketed outside the metrics lock.
     private struct AppLatencies {
         let app: String
-        var waits: [Double] = [], trips: [Double] = [], totals: [Double] = []
+        var waits = Metrics.Histogram(), trips = Metrics.Histogram(), totals = Metrics.Histogram()
     }
 
     /// Fan-out pieces of one handle still to come; the job is acked with its last piece.

@@ -22,13 +22,27 @@ public final class Metrics: Sendable {
 
     struct Histogram: Sendable {
         static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-        var buckets = [UInt64](repeating: 0, count: Histogram.bounds.count)
+        /// One more than the bounds: the last counts what is above them all (+Inf only).
+        var buckets = [UInt64](repeating: 0, count: Histogram.bounds.count + 1)
         var count: UInt64 = 0
         var sum: Double = 0
+
+        /// Most samples fall in the first buckets, so a forward scan stops early.
         mutating func observe(_ seconds: Double) {
             count += 1
             sum += seconds
-            if let i = Histogram.bounds.firstIndex(where: { seconds <= $0 }) { buckets[i] += 1 }
+            let i = Histogram.bounds.withUnsafeBufferPointer { b in
+                var i = 0
+                while i < b.count && seconds > b[i] { i += 1 }
+                return i
+            }
+            buckets[i] += 1
+        }
+
+        mutating func add(_ other: Histogram) {
+            count += other.count
+            sum += other.sum
+            for i in buckets.indices { buckets[i] += other.buckets[i] }
         }
     }
 
@@ -43,14 +57,10 @@ public final class Metrics: Sendable {
         public mutating func set(_ name: String, _ labels: Labels = Labels(), _ value: Double) {
             gauges[name, default: [:]][labels] = value
         }
-        public mutating func observe(_ name: String, _ labels: Labels = Labels(), seconds: Double) {
-            histograms[name, default: [:]][labels, default: Histogram()].observe(seconds)
-        }
-        public mutating func observe(_ name: String, _ labels: Labels = Labels(), seconds: [Double]) {
-            guard !seconds.isEmpty else { return }
-            var h = histograms[name, default: [:]][labels, default: Histogram()]
-            for s in seconds { h.observe(s) }
-            histograms[name, default: [:]][labels] = h
+        /// Adds samples observed elsewhere (a batch's, outside the lock).
+        mutating func add(_ name: String, _ labels: Labels, _ samples: Histogram) {
+            guard samples.count > 0 else { return }
+            histograms[name, default: [:]][labels, default: Histogram()].add(samples)
         }
     }
 

@@ -23,9 +23,12 @@ public struct RedisArgs {
     public var count: Int { ends.count }
 
     public mutating func append(_ text: String) {
-        // withUTF8 copies small (inline) strings whole too; `text.utf8` would go byte by byte.
-        var text = text
-        text.withUTF8 { storage.append(contentsOf: $0) }
+        // Native strings, inline ones included, lend their bytes whole, without a copy of the
+        // string; `append(contentsOf: text.utf8)` would go byte by byte.
+        if text.utf8.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil {
+            var text = text
+            text.withUTF8 { storage.append(contentsOf: $0) }
+        }
         ends.append(storage.count)
     }
 
