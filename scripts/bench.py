@@ -1,6 +1,7 @@
 """apns-worker benchmark: every figure next to a reference measured in the same run.
 
-(a) end to end: jobs/s from a pre-filled queue to the last result, worker CPU us/notification, peak RSS
+(a) end to end: jobs/s from a pre-filled queue to the last result, worker CPU us/notification, peak RSS;
+    again with jemalloc preloaded, and again with the worker reaching Redis on its unix socket
 (b) h2load on the same mock, same connections, streams, headers and body: req/s, CPU us/request;
     once with one path for every request (HPACK indexes it) and once with each job's own device
     token in the path, as the worker sends (h2load -i)
@@ -66,8 +67,25 @@ def stat_cpu_us(path):
     return (int(fields[11]) + int(fields[12])) * 1e6 / HZ
 
 
+def task_cpu_us(task):
+    """CPU us of one thread: the scheduler's nanosecond count where the kernel keeps it (stat's
+    figures come in 10 ms ticks, 0.05 us per job over 200,000 jobs), else stat's."""
+    try:
+        return int(open(task + "/schedstat").read().split()[0]) / 1000
+    except (OSError, ValueError, IndexError):
+        return stat_cpu_us(task + "/stat")
+
+
 def proc_cpu_us(pid):
-    return stat_cpu_us("/proc/%d/stat" % pid)
+    """CPU us of a process: the sum of its live threads (the processes measured keep theirs)."""
+    base = "/proc/%d/task" % pid
+    total = 0
+    for tid in os.listdir(base):
+        try:
+            total += task_cpu_us("%s/%s" % (base, tid))
+        except OSError:
+            continue
+    return total
 
 
 def thread_cpu_us(pid):
@@ -76,7 +94,7 @@ def thread_cpu_us(pid):
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
             name = open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip()
-            cpu = stat_cpu_us("/proc/%d/task/%s/stat" % (pid, tid))
+            cpu = task_cpu_us("/proc/%d/task/%s" % (pid, tid))
         except OSError:
             continue
         out[name] = out.get(name, 0) + cpu
@@ -108,7 +126,9 @@ class Bench:
         subprocess.run([BIN + "/apns-mock", "make-credentials", "--dir", self.dir], check=True, stdout=subprocess.DEVNULL)
         self.base_mock = json.load(open(self.path("mock.json")))
         self.redis_port = free_port()
-        self.redis_proc = self.spawn(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        self.redis_socket = self.path("redis.sock")
+        self.redis_proc = self.spawn(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                      "--unixsocket", self.redis_socket, "--unixsocketperm", "700"],
                    "redis.log")
         wait_port(self.redis_port)
         self.r = redis.Redis(port=self.redis_port)
@@ -155,9 +175,9 @@ class Bench:
 
     # -- the worker ---------------------------------------------------------------------------
 
-    def worker_config(self, queue, mock_port, connections=CONNECTIONS, streams=STREAMS, **extra):
+    def worker_config(self, queue, mock_port, connections=CONNECTIONS, streams=STREAMS, unix_socket=False, **extra):
         cfg = {
-            "redis": {"port": self.redis_port}, "queue": queue, "connections": connections, "streams": streams,
+            "redis": {"socket": self.redis_socket} if unix_socket else {"port": self.redis_port}, "queue": queue, "connections": connections, "streams": streams,
             "results_max": max(100000, JOBS + 1000), "log_level": "warning",
             "apps": [{"name": "default", "bundle_id": TOPIC,
                       "endpoint": {"host": "127.0.0.1", "port": mock_port, "ca_file": self.path("ca.pem"), "server_name": "localhost"},
@@ -179,10 +199,11 @@ class Bench:
                 pipe.execute()
         pipe.execute()
 
-    def end_to_end(self, queue, port, **options):
-        """Fills a queue of JOBS jobs, runs a worker on it to the end (run_worker), then drops it."""
+    def end_to_end(self, queue, port, unix_socket=False, **options):
+        """Fills a queue of JOBS jobs, runs a worker on it to the end (run_worker), then drops it.
+        `unix_socket`: the worker reaches Redis on its unix socket, not over TCP."""
         self.fill(queue, JOBS)
-        run = self.run_worker(queue, self.worker_config(queue, port), JOBS, **options)
+        run = self.run_worker(queue, self.worker_config(queue, port, unix_socket=unix_socket), JOBS, **options)
         self.drop(queue)
         return run
 
@@ -358,10 +379,11 @@ def main():
         b.h2load(port, 2000)  # warm-up
         # The machine's speed drifts: each figure is the median of rounds that interleave the
         # references with the worker, so that a slow spell hits both sides.
-        h2s, h2ts, e2es, jes = [], [], [], []
+        h2s, h2ts, e2es, jes, uxs = [], [], [], [], []
         for r in range(ROUNDS):
             log("round %d of %d: (b) h2load on the mock, one path and a path per token; (a) end to end, "
-                "%d jobs pre-filled, with glibc's malloc and with jemalloc preloaded" % (r + 1, ROUNDS, JOBS))
+                "%d jobs pre-filled, with glibc's malloc, with jemalloc preloaded, and with Redis on its unix socket"
+                % (r + 1, ROUNDS, JOBS))
             h2s.append(b.h2load(port, JOBS))
             h2ts.append(b.h2load(port, JOBS, per_token=True))
             for ref in (h2s[-1], h2ts[-1]):
@@ -380,9 +402,12 @@ def main():
                          "threads": {t: us / JOBS for t, us in threads.items()}})
             je = b.end_to_end("e2e-je%d" % r, port, env=dict(os.environ, LD_PRELOAD=JEMALLOC), must_load=JEMALLOC)
             jes.append({"rate": JOBS / je[0], "cpu": je[1] / JOBS})
+            ux = b.end_to_end("e2e-unix%d" % r, port, unix_socket=True, watch=(b.redis_proc,))
+            uxs.append({"rate": JOBS / ux[0], "cpu": ux[1] / JOBS, "redis": ux[4][0] / JOBS})
             log("  h2load %.0f req/s %.2f us/req; per token %.0f req/s %.2f us/req; end to end %.0f jobs/s %.2f us/job; "
-                "with jemalloc %.0f jobs/s %.2f us/job" % (h2s[-1]["req_s"], h2s[-1]["cpu_us"], h2ts[-1]["req_s"], h2ts[-1]["cpu_us"],
-                                                        e2es[-1]["rate"], e2es[-1]["cpu"], jes[-1]["rate"], jes[-1]["cpu"]))
+                "with jemalloc %.0f jobs/s %.2f us/job; Redis on its unix socket %.0f jobs/s %.2f us/job"
+                % (h2s[-1]["req_s"], h2s[-1]["cpu_us"], h2ts[-1]["req_s"], h2ts[-1]["cpu_us"], e2es[-1]["rate"], e2es[-1]["cpu"],
+                   jes[-1]["rate"], jes[-1]["cpu"], uxs[-1]["rate"], uxs[-1]["cpu"]))
         h2 = {k: median(x[k] for x in h2s) for k in ("req_s", "cpu_us")}
         h2t = {k: median(x[k] for x in h2ts) for k in ("req_s", "cpu_us")}
         e2e_rate, e2e_cpu = median(x["rate"] for x in e2es), median(x["cpu"] for x in e2es)
@@ -391,6 +416,7 @@ def main():
         names = set().union(*(x["threads"] for x in e2es))
         threads = {t: median(x["threads"].get(t, 0) for x in e2es) for t in names}
         je_rate, je_cpu = median(x["rate"] for x in jes), median(x["cpu"] for x in jes)
+        ux = {k: median(x[k] for x in uxs) for k in ("rate", "cpu", "redis")}
 
         log("(c) aioapns on the mock: %d notifications" % AIOAPNS_N)
         aio = b.aioapns(port, AIOAPNS_N)
@@ -455,6 +481,10 @@ def main():
     row("(a) worker peak RSS MiB", rss / 1024, None, "-", "%.1f")
     row("(a) with jemalloc preloaded: jobs/s vs glibc malloc", je_rate, e2e_rate, ratio(je_rate, e2e_rate))
     row("(a) with jemalloc preloaded: CPU us/notification vs glibc", je_cpu, e2e_cpu, ratio(je_cpu, e2e_cpu), "%.2f")
+    row("(a) Redis on a unix socket: jobs/s vs over TCP", ux["rate"], e2e_rate, ratio(ux["rate"], e2e_rate))
+    row("(a) Redis on a unix socket: CPU us/notification vs TCP", ux["cpu"], e2e_cpu, ratio(ux["cpu"], e2e_cpu), "%.2f")
+    row("(a) Redis on a unix socket: CPU vs (b) h2load per token", ux["cpu"], h2t["cpu_us"], ratio(ux["cpu"], h2t["cpu_us"]), "%.2f")
+    row("(a) Redis on a unix socket: Redis CPU us/job vs TCP", ux["redis"], redis_cpu, ratio(ux["redis"], redis_cpu), "%.2f")
     aio_per_cpu, ours_per_cpu = 1e6 / aio["cpu_us"], 1e6 / e2e_cpu
     row("(c) notifications per CPU-second vs aioapns", ours_per_cpu, aio_per_cpu, ratio(ours_per_cpu, aio_per_cpu))
     row("(c) notifications/s vs aioapns", e2e_rate, aio["n_s"], ratio(e2e_rate, aio["n_s"]))

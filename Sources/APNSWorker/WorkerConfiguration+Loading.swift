@@ -27,9 +27,10 @@ extension WorkerConfiguration {
                              "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir",
                              "metrics_port", "metrics_host"])
         if let r = try f.object("redis") {
-            try r.rejectUnknown(["host", "port", "password", "database"])
+            try r.rejectUnknown(["host", "port", "socket", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
             redis.port = try r.int("port") ?? redis.port
+            redis.socket = try r.string("socket")
             redis.password = try r.string("password")
             redis.database = try r.int("database") ?? redis.database
         }
@@ -81,6 +82,7 @@ extension WorkerConfiguration {
         }
         redis.host = env["APNSW_REDIS_HOST"] ?? redis.host
         redis.port = try int("APNSW_REDIS_PORT") ?? redis.port
+        redis.socket = env["APNSW_REDIS_SOCKET"] ?? redis.socket
         redis.password = env["APNSW_REDIS_PASSWORD"] ?? redis.password
         redis.database = try int("APNSW_REDIS_DB") ?? redis.database
         queue = env["APNSW_QUEUE"] ?? queue

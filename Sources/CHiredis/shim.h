@@ -13,6 +13,10 @@ static inline redisContext *apnsw_redis_connect(const char *host, int port, long
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     return redisConnectWithTimeout(host, port, tv);
 }
+static inline redisContext *apnsw_redis_connect_unix(const char *path, long timeout_ms) {
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    return redisConnectUnixWithTimeout(path, tv);
+}
 static inline int apnsw_redis_set_timeout(redisContext *c, long timeout_ms) {
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     return redisSetTimeout(c, tv);

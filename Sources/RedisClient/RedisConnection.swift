@@ -49,15 +49,22 @@ public enum RedisError: Error, CustomStringConvertible, Sendable {
 public struct RedisEndpoint: Sendable, CustomStringConvertible {
     public var host: String
     public var port: Int
+    /// A unix socket path; when set, host and port are not used. A Redis on the same machine
+    /// costs both sides less CPU per command this way than over TCP.
+    public var socket: String?
     public var password: String?
     public var database: Int
-    public init(host: String = "127.0.0.1", port: Int = 6379, password: String? = nil, database: Int = 0) {
+    public init(host: String = "127.0.0.1", port: Int = 6379, socket: String? = nil, password: String? = nil, database: Int = 0) {
         self.host = host
         self.port = port
+        self.socket = socket
         self.password = password
         self.database = database
     }
-    public var description: String { "redis://\(host):\(port)/\(database)" }
+    public var description: String {
+        if let socket { return "redis+unix://\(socket)?db=\(database)" }
+        return "redis://\(host):\(port)/\(database)"
+    }
 }
 
 /// One blocking hiredis connection. Used by one thread at a time (hiredis is not thread-safe).
@@ -78,7 +85,8 @@ public final class RedisConnection {
     /// must stay above any blocking command's timeout or the context dies (DESIGN.md §2).
     public init(_ endpoint: RedisEndpoint, timeoutMs: Int = 5000) throws(RedisError) {
         self.endpoint = endpoint
-        guard let ctx = apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs) else {
+        let made = endpoint.socket.map { apnsw_redis_connect_unix($0, timeoutMs) } ?? apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs)
+        guard let ctx = made else {
             throw .io("cannot allocate a context")
         }
         if apnsw_redis_context_error(ctx) != 0 {

@@ -13,12 +13,16 @@ public final class TestRedis: @unchecked Sendable {
     /// `persistent` turns on the append-only file so a restart keeps the data.
     private let password: String?
 
-    /// `password` turns on `requirepass` (dedicated servers only).
-    public init(dedicated: Bool = false, persistent: Bool = false, password: String? = nil) throws {
+    /// `password` turns on `requirepass` (dedicated servers only); `unixSocket` starts a dedicated
+    /// server that listens on a unix socket only, with no TCP port.
+    public init(dedicated: Bool = false, persistent: Bool = false, password: String? = nil, unixSocket: Bool = false) throws {
         directory = try TemporaryDirectory("apnsw-redis")
         self.persistent = persistent
         self.password = password
-        if !dedicated, password == nil, let shared = ProcessInfo.processInfo.environment["APNSW_TEST_REDIS"] {
+        if unixSocket {
+            endpoint = RedisEndpoint(socket: directory.file("redis.sock"), password: password)
+            try startServer()
+        } else if !dedicated, password == nil, let shared = ProcessInfo.processInfo.environment["APNSW_TEST_REDIS"] {
             let parts = shared.split(separator: ":")
             endpoint = RedisEndpoint(host: String(parts[0]), port: Int(parts.last!) ?? 6379)
         } else {
@@ -33,7 +37,9 @@ public final class TestRedis: @unchecked Sendable {
     private func startServer() throws {
         let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let binary else { throw TestSupportError("redis-server is not installed; scripts/test installs it") }
-        server = try ChildProcess(binary, ["--port", String(endpoint.port), "--bind", "127.0.0.1", "--dir", directory.path,
+        let listen = endpoint.socket.map { ["--port", "0", "--unixsocket", $0, "--unixsocketperm", "700"] }
+            ?? ["--port", String(endpoint.port), "--bind", "127.0.0.1"]
+        server = try ChildProcess(binary, listen + ["--dir", directory.path,
                                            "--save", "", "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always"]
                                            + (password.map { ["--requirepass", $0] } ?? []),
                                   outputFile: directory.file("redis.log"))

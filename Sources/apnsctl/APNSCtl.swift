@@ -10,7 +10,7 @@ import RedisClient
 
 let help: [String: String] = [
     "": """
-    usage: apnsctl [--config FILE] [--redis HOST:PORT] [--db N] [--queue NAME] [--json] COMMAND ...
+    usage: apnsctl [--config FILE] [--redis HOST:PORT|/SOCKET] [--db N] [--queue NAME] [--json] COMMAND ...
 
     commands:
       enqueue         add one job from flags, or JSON lines from --file FILE (or - for stdin)
@@ -84,7 +84,7 @@ struct APNSCtl {
         var config: WorkerConfiguration?
         var endpoint = RedisEndpoint()
         var queue = "default"
-        var environment = ProcessInfo.processInfo.environment
+        let environment = ProcessInfo.processInfo.environment
         if let path = option("config") ?? environment["APNSW_CONFIG"] {
             do {
                 config = try WorkerConfiguration.load(path: path)
@@ -97,14 +97,20 @@ struct APNSCtl {
         } else {
             endpoint.host = environment["APNSW_REDIS_HOST"] ?? endpoint.host
             endpoint.port = environment["APNSW_REDIS_PORT"].flatMap(Int.init) ?? endpoint.port
+            endpoint.socket = environment["APNSW_REDIS_SOCKET"]
             endpoint.password = environment["APNSW_REDIS_PASSWORD"]
             endpoint.database = environment["APNSW_REDIS_DB"].flatMap(Int.init) ?? 0
             queue = environment["APNSW_QUEUE"] ?? queue
         }
         if let r = option("redis") {
-            let parts = r.split(separator: ":")
-            endpoint.host = String(parts[0])
-            if parts.count > 1 { endpoint.port = Int(parts[1]) ?? endpoint.port }
+            if r.hasPrefix("/") {
+                endpoint.socket = r
+            } else {
+                let parts = r.split(separator: ":")
+                endpoint.host = String(parts[0])
+                if parts.count > 1 { endpoint.port = Int(parts[1]) ?? endpoint.port }
+                endpoint.socket = nil
+            }
         }
         if let db = option("db") { endpoint.database = Int(db) ?? 0 }
         if let q = option("queue") { queue = q }

@@ -7,8 +7,8 @@ import XCTest
 final class AdminCLITests: XCTestCase {
     private func ctl(_ f: WorkerFixture, _ args: [String], stdinFile: String? = nil, env: [String: String] = [:]) throws -> (code: Int32, out: String) {
         let out = f.directory.file("ctl-\(UInt32.random(in: 0...UInt32.max)).out")
-        let p = try ChildProcess(ChildProcess.productsDirectory + "/apnsctl",
-                                 ["--redis", "\(f.redis.endpoint.host):\(f.redis.endpoint.port)", "--queue", f.queue] + args,
+        let redis = f.redis.endpoint.socket ?? "\(f.redis.endpoint.host):\(f.redis.endpoint.port)"
+        let p = try ChildProcess(ChildProcess.productsDirectory + "/apnsctl", ["--redis", redis, "--queue", f.queue] + args,
                                  environment: env, outputFile: out)
         let code = p.wait(timeout: 30) ?? -1
         return (code, p.output)
@@ -17,6 +17,24 @@ final class AdminCLITests: XCTestCase {
     private func json(_ text: String) throws -> Any {
         let line = text.split(separator: "\n").first { $0.hasPrefix("{") || $0.hasPrefix("[") } ?? ""
         return try JSONSerialization.jsonObject(with: Data(line.utf8))
+    }
+
+    /// A Redis on the same machine may listen on a unix socket only: the worker and apnsctl both
+    /// reach it there (`"redis": {"socket": …}`, `--redis /path`).
+    func testWorkerAndApnsctlUseARedisUnixSocket() throws {
+        let f = try WorkerFixture(redis: try TestRedis(unixSocket: true))
+        XCTAssertNotNil(f.redis.endpoint.socket)
+        let jobs = (0..<40).map { WorkerFixture.job($0) }
+        try jobs.joined(separator: "\n").write(toFile: f.directory.file("jobs.jsonl"), atomically: true, encoding: .utf8)
+        XCTAssertEqual(try ctl(f, ["enqueue", "--file", f.directory.file("jobs.jsonl")]).code, 0)
+        let before = try json(try ctl(f, ["--json", "stats"]).out) as! [String: Any]
+        XCTAssertEqual(before["depth"] as? Int, 40)
+        try f.startWorker()
+        try f.waitForOutcomes(40)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 40])
+        XCTAssertEqual(try f.records(f.keys.results).filter { $0["status"] as? String == "ok" }.count, 40)
+        let after = try json(try ctl(f, ["--json", "stats"]).out) as! [String: Any]
+        XCTAssertEqual(after["depth"] as? Int, 0)
     }
 
     func testEnqueueStatsAndTheDeadLetterRoundTrip() throws {

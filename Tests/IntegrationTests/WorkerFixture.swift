@@ -28,6 +28,7 @@ final class WorkerFixture: @unchecked Sendable {
         let endpoint: [String: Any] = ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"]
         self.endpoint = endpoint
         var redisSettings: [String: Any] = ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port]
+        if let socket = self.redis.endpoint.socket { redisSettings = ["socket": socket] }
         if let password = self.redis.endpoint.password { redisSettings["password"] = password }
         var config: [String: Any] = [
             "redis": redisSettings,

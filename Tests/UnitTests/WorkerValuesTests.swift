@@ -73,6 +73,11 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual(c.streams, 50)
         XCTAssertEqual(c.apps.first?.endpoint, APNSEndpoint(host: "127.0.0.1", port: 8443, caFile: nil))
         XCTAssertEqual(APNSEndpoint.development.host, "api.sandbox.push.apple.com")
+        XCTAssertNil(c.redis.socket)
+        let local = try WorkerConfiguration.load(path: path, environment: ["APNSW_REDIS_SOCKET": "/run/redis/redis.sock"])
+        XCTAssertEqual(local.redis.socket, "/run/redis/redis.sock")
+        XCTAssertEqual(local.redis.description, "redis+unix:///run/redis/redis.sock?db=0")
+        XCTAssertFalse(local.redis.description.contains("s3cret"))
     }
 
     func testConfigurationErrorsAreClear() throws {
