@@ -1,18 +1,30 @@
 /// Every Redis key of one queue. Nothing else in the code writes key strings.
 ///
 /// All keys share the hash tag `{queue}`, so each multi-key script is legal on Redis Cluster.
-/// The README's "Redis keys" table documents each one.
+/// The README's "Redis keys" table documents each one. The queue's own keys are built once, as
+/// hot paths read them for every batch.
 public struct QueueKeys: Sendable, Equatable {
     public let queue: String
     public let prefix: String
 
     public init(queue: String, namespace: String = "apns") {
         self.queue = queue
-        prefix = "\(namespace):{\(queue)}"
+        let prefix = "\(namespace):{\(queue)}"
+        self.prefix = prefix
+        jobs = prefix + ":jobs"
+        handleCounter = prefix + ":seq"
+        holders = prefix + ":holders"
+        workers = prefix + ":workers"
+        results = prefix + ":results"
+        invalidTokens = prefix + ":invalid-tokens"
+        deadLetters = prefix + ":dead"
+        scheduled = prefix + ":scheduled"
+        templates = prefix + ":templates"
+        stats = prefix + ":stats"
     }
 
     /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
-    public var jobs: String { "\(prefix):jobs" }
+    public let jobs: String
     /// HASH batch id → first handle. The worker's fetched batches with jobs not yet finished.
     public func batches(worker: String) -> String { "\(prefix):batches:\(worker)" }
     /// LIST. One fetch's jobs, in the order taken (job i has handle first + i).
@@ -28,22 +40,22 @@ public struct QueueKeys: Sendable, Equatable {
     /// LIST. A worker's blocking wait moves one job here (BLMOVE); its next fetch takes it.
     public func staging(worker: String) -> String { "\(prefix):staging:\(worker)" }
     /// STRING counter that hands out unique in-flight handles.
-    public var handleCounter: String { "\(prefix):seq" }
+    public let handleCounter: String
     /// SET of the workers that hold batches. A holder without a lease (its registry entry
     /// removed by a worker of key layout 1, which knows no batches) is taken back all the same.
-    public var holders: String { "\(prefix):holders" }
+    public let holders: String
     /// ZSET worker id → lease expiry (ms). A worker renews its lease while it lives.
-    public var workers: String { "\(prefix):workers" }
+    public let workers: String
     /// STREAM of result records (ok or failed), oldest first, capped.
-    public var results: String { "\(prefix):results" }
+    public let results: String
     /// STREAM of device tokens APNs called invalid, for the app's backend.
-    public var invalidTokens: String { "\(prefix):invalid-tokens" }
+    public let invalidTokens: String
     /// STREAM of dead letters: the original job, its attempts and the final reason.
-    public var deadLetters: String { "\(prefix):dead" }
+    public let deadLetters: String
     /// ZSET envelope → due time (UNIX ms): retries and scheduled sends. Any worker promotes due ones.
-    public var scheduled: String { "\(prefix):scheduled" }
+    public let scheduled: String
     /// HASH template key (`name` or `name.locale`) → template JSON. Workers reload it every second.
-    public var templates: String { "\(prefix):templates" }
+    public let templates: String
     /// HASH of counters (taken, delivered, failed, dead, …).
-    public var stats: String { "\(prefix):stats" }
+    public let stats: String
 }
