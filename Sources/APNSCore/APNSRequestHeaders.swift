@@ -1,12 +1,13 @@
-/// Where request headers go: nghttp2's header list in production, an array in tests.
+/// Where request headers go: nghttp2's header list in production, an array in tests. Names are
+/// lowercase literals, which live as long as the program: nghttp2 sends them without a copy.
 public protocol HeaderSink {
-    mutating func add(_ name: String, _ value: String, sensitive: Bool)
+    mutating func add(_ name: StaticString, _ value: String, sensitive: Bool)
     /// A value in two parts, so that the hot path builds no joined string.
-    mutating func add(_ name: String, _ prefix: String, _ value: String, sensitive: Bool)
+    mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool)
 }
 
 extension HeaderSink {
-    public mutating func add(_ name: String, _ prefix: String, _ value: String, sensitive: Bool) {
+    public mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool) {
         add(name, prefix + value, sensitive: sensitive)
     }
 }

@@ -3,8 +3,9 @@ import CNghttp2
 /// Header fields for one HTTP/2 request or response, kept in one contiguous buffer so that
 /// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.
 public struct HeaderList {
+    /// The values, end to end; names are literals and stay where the program keeps them.
     private var storage: [UInt8] = []
-    private var entries: [(name: Range<Int>, value: Range<Int>, sensitive: Bool)] = []
+    private var entries: [(name: StaticString, value: Range<Int>, sensitive: Bool)] = []
 
     public init() {
         storage.reserveCapacity(1024)
@@ -16,24 +17,24 @@ public struct HeaderList {
         entries.removeAll(keepingCapacity: true)
     }
 
-    /// Adds a field. `sensitive` fields are never put into the HPACK table: values that change
-    /// per request (`:path`, `apns-id`) would evict the useful entries (apns-protocol.md §2.3).
-    public mutating func add(_ name: String, _ value: String, sensitive: Bool = false) {
-        let n0 = storage.count
-        append(name)
+    /// Adds a field. `name` must be a lowercase literal: nghttp2 sends it as it is, without the
+    /// copy and the lowercasing it gives other names. `sensitive` fields are never put into the
+    /// HPACK table: values that change per request (`:path`, `apns-id`) would evict the useful
+    /// entries (apns-protocol.md §2.3).
+    public mutating func add(_ name: StaticString, _ value: String, sensitive: Bool = false) {
+        precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")
         let v0 = storage.count
         append(value)
-        entries.append((n0..<v0, v0..<storage.count, sensitive))
+        entries.append((name, v0..<storage.count, sensitive))
     }
 
     /// A value in two parts, written one after the other.
-    public mutating func add(_ name: String, _ prefix: String, _ value: String, sensitive: Bool = false) {
-        let n0 = storage.count
-        append(name)
+    public mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool = false) {
+        precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")
         let v0 = storage.count
         append(prefix)
         append(value)
-        entries.append((n0..<v0, v0..<storage.count, sensitive))
+        entries.append((name, v0..<storage.count, sensitive))
     }
 
     /// Copies a string's bytes in one go. Native strings, inline (small) ones included, lend
@@ -54,9 +55,10 @@ public struct HeaderList {
             let base = UnsafeMutablePointer(mutating: buf.baseAddress!)
             return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: entries.count) { nva in
                 for (i, e) in entries.enumerated() {
-                    let flags = e.sensitive ? UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) : UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
-                    nva.initializeElement(at: i, to: nghttp2_nv(name: base + e.name.lowerBound, value: base + e.value.lowerBound,
-                                                                namelen: e.name.count, valuelen: e.value.count, flags: flags))
+                    var flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
+                    if e.sensitive { flags |= UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) }
+                    nva.initializeElement(at: i, to: nghttp2_nv(name: UnsafeMutablePointer(mutating: e.name.utf8Start), value: base + e.value.lowerBound,
+                                                                namelen: e.name.utf8CodeUnitCount, valuelen: e.value.count, flags: flags))
                 }
                 return body(UnsafePointer(nva.baseAddress!), entries.count)
             }

@@ -50,7 +50,7 @@ final class ReasonTableTests: XCTestCase {
     func testRequestHeaders() throws {
         struct Sink: HeaderSink {
             var fields: [(String, String, Bool)] = []
-            mutating func add(_ name: String, _ value: String, sensitive: Bool) { fields.append((name, value, sensitive)) }
+            mutating func add(_ name: StaticString, _ value: String, sensitive: Bool) { fields.append(("\(name)", value, sensitive)) }
         }
         let token = String(repeating: "0f", count: 32)
         let job = try Job.parse(Array(#"{"token":"\#(token)","push_type":"voip","priority":5,"expiration":0,"collapse_id":"c","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":{"a":1}}"#.utf8))
