@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 
 /// hiredis 0.14 keeps the error kind in a field; expose the I/O-vs-protocol split as a call.
 static inline int apnsw_redis_context_error(const redisContext *c) { return c ? c->err : REDIS_ERR_OTHER; }
@@ -16,6 +19,24 @@ static inline redisContext *apnsw_redis_connect(const char *host, int port, long
 static inline redisContext *apnsw_redis_connect_unix(const char *path, long timeout_ms) {
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     return redisConnectUnixWithTimeout(path, tv);
+}
+/// Sends a formatted command (or many) straight from the caller's buffer: hiredis 0.14 would
+/// copy it into its output buffer, grown from empty for each call, before the same write.
+/// Falls back to that copy if hiredis still holds unsent bytes. An error leaves the context
+/// in error, as hiredis's own write would.
+static inline int apnsw_redis_send(redisContext *c, const char *buf, size_t len) {
+    if (c->err) return REDIS_ERR;
+    if (sdslen(c->obuf) > 0) return redisAppendFormattedCommand(c, buf, len);
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(c->fd, buf + done, len - done);
+        if (n > 0) { done += (size_t)n; continue; }
+        if (n < 0 && errno == EINTR) continue;
+        c->err = REDIS_ERR_IO;
+        snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? strerror(errno) : "write returned 0");
+        return REDIS_ERR;
+    }
+    return REDIS_OK;
 }
 static inline int apnsw_redis_set_timeout(redisContext *c, long timeout_ms) {
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };

@@ -138,10 +138,14 @@ public final class RedisConnection {
         try appendEncoded(encoded)
     }
 
-    /// Queues commands already in RESP.
+    /// Queues commands already in RESP (sent by the next reply read). A large batch (a
+    /// completion's transaction) is written at once from `resp`, not copied into hiredis first.
     func appendEncoded(_ resp: [UInt8]) throws(RedisError) {
         let rc = resp.withUnsafeBufferPointer { b in
-            b.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
+            b.withMemoryRebound(to: CChar.self) {
+                $0.count >= 16 * 1024 ? apnsw_redis_send(context, $0.baseAddress, $0.count)
+                                      : redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
+            }
         }
         guard rc == REDIS_OK else { throw .io(lastError) }
     }
