@@ -22,7 +22,7 @@ public struct HeaderList {
     /// HPACK table: values that change per request (`:path`, `apns-id`) would evict the useful
     /// entries (apns-protocol.md §2.3).
     public mutating func add(_ name: StaticString, _ value: String, sensitive: Bool = false) {
-        precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")
+        Self.check(name)
         let v0 = storage.count
         append(value)
         entries.append((name, v0..<storage.count, sensitive))
@@ -30,11 +30,16 @@ public struct HeaderList {
 
     /// A value in two parts, written one after the other.
     public mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool = false) {
-        precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")
+        Self.check(name)
         let v0 = storage.count
         append(prefix)
         append(value)
         entries.append((name, v0..<storage.count, sensitive))
+    }
+
+    /// A one-character literal may be kept as a scalar, with no bytes to point at.
+    private static func check(_ name: StaticString) {
+        precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")
     }
 
     /// Copies a string's bytes in one go. Native strings, inline (small) ones included, lend
