@@ -54,6 +54,26 @@ final class RedisReplyReadingTests: XCTestCase {
         counted = nil
     }
 
+    /// A command of 16 KB or more is written straight from its buffer, unless smaller ones are
+    /// still queued in hiredis: either way the commands reach Redis, and answer, in order.
+    func testLargeAndSmallCommandsMixedInOnePipelineKeepTheirOrder() throws {
+        let redis = try TestRedis()
+        let r = try redis.connect()
+        let key = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max)):order"
+        defer { _ = try? r.command(["DEL", key]) }
+        let big = String(repeating: "x", count: 40_000)
+        func push(_ value: String) -> RedisArgs { RedisArgs(["RPUSH", key, value]) }
+        let counts = try r.commands([push("a"), push(big), push("b"), push(big), push("c")]) { (reply) throws(RedisError) in
+            (0..<reply.count).compactMap { reply.integer($0) }
+        }
+        XCTAssertEqual(counts, [1, 2, 3, 4, 5])
+        let lengths = try r.command(["LRANGE", key, "0", "-1"]).array.compactMap(\.text).map(\.count)
+        XCTAssertEqual(lengths, [1, 40_000, 1, 40_000, 1])
+        // A large command first, while nothing is queued, then a small one after it.
+        let more = try r.commands([push(big), push("d")]) { (reply) throws(RedisError) in (0..<reply.count).compactMap { reply.integer($0) } }
+        XCTAssertEqual(more, [6, 7])
+    }
+
     func testATransactionRunsWholeUnlessAWatchedKeyChangedAndErrorsAreThrown() throws {
         let redis = try TestRedis()
         let a = try redis.connect(), b = try redis.connect()
