@@ -78,14 +78,7 @@ def task_cpu_us(task):
 
 def proc_cpu_us(pid):
     """CPU us of a process: the sum of its live threads (the processes measured keep theirs)."""
-    base = "/proc/%d/task" % pid
-    total = 0
-    for tid in os.listdir(base):
-        try:
-            total += task_cpu_us("%s/%s" % (base, tid))
-        except OSError:
-            continue
-    return total
+    return sum(thread_cpu_us(pid).values())
 
 
 def thread_cpu_us(pid):

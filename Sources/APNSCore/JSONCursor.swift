@@ -66,13 +66,7 @@ public struct JSONCursor: ~Copyable {
         needsComma = true
     }
 
-    /// Native strings, inline ones included, lend their bytes without a copy of the string.
-    public mutating func string(_ value: String) {
-        if value.utf8.withContiguousStorageIfAvailable({ string(utf8: $0) }) == nil {
-            var value = value
-            value.withUTF8 { string(utf8: $0) }
-        }
-    }
+    public mutating func string(_ value: String) { value.withUTF8Bytes { string(utf8: $0) } }
 
     public mutating func int(_ value: Int64) {
         separate()

@@ -46,12 +46,7 @@ public struct JSONWriter {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     public static func appendEscaped(_ s: String, to out: inout [UInt8]) {
-        // Native strings, inline ones (most keys and ids) included, lend their bytes without a
-        // copy of the string; only one that is not contiguous UTF-8 is copied.
-        if s.utf8.withContiguousStorageIfAvailable({ appendEscaped(bytes: $0, to: &out) }) == nil {
-            var s = s
-            s.withUTF8 { appendEscaped(bytes: $0, to: &out) }
-        }
+        s.withUTF8Bytes { appendEscaped(bytes: $0, to: &out) }
     }
 
     public static func appendEscaped(bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {

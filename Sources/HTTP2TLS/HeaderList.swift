@@ -1,4 +1,5 @@
 import CNghttp2
+import APNSCore
 
 /// Header fields for one HTTP/2 request or response, kept in one contiguous buffer so that
 /// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.
@@ -42,13 +43,9 @@ public struct HeaderList {
         precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")
     }
 
-    /// Copies a string's bytes in one go. Native strings, inline (small) ones included, lend
-    /// their bytes without a copy of the string; `append(contentsOf: s.utf8)` would go byte by byte.
+    /// Copies a string's bytes in one go; `append(contentsOf: s.utf8)` would go byte by byte.
     private mutating func append(_ text: String) {
-        if text.utf8.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil {
-            var text = text
-            text.withUTF8 { storage.append(contentsOf: $0) }
-        }
+        text.withUTF8Bytes { storage.append(contentsOf: $0) }
     }
 
     public var count: Int { entries.count }

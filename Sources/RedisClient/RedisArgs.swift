@@ -24,7 +24,8 @@ public struct RedisArgs {
 
     public mutating func append(_ text: String) {
         // Native strings, inline ones included, lend their bytes whole, without a copy of the
-        // string; `append(contentsOf: text.utf8)` would go byte by byte.
+        // string; `append(contentsOf: text.utf8)` would go byte by byte. (APNSCore's
+        // `String.withUTF8Bytes` does the same; this edge does not import the domain module.)
         if text.utf8.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil {
             var text = text
             text.withUTF8 { storage.append(contentsOf: $0) }
