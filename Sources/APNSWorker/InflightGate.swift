@@ -14,6 +14,9 @@ final class InflightGate: @unchecked Sendable {
     private var recording = 0
     let sendingCapacity: Int
     let recordingCapacity: Int
+    /// The room the fetcher waits for (0: it does not wait), and whether shutdown waits to drain.
+    private var roomWanted = 0
+    private var awaitingDrain = false
 
     init(sendingCapacity: Int, recordingCapacity: Int) {
         self.sendingCapacity = sendingCapacity
@@ -31,9 +34,18 @@ final class InflightGate: @unchecked Sendable {
         defer { condition.unlock() }
         let deadline = Date(timeIntervalSinceNow: timeout)
         while !fits(n) {
-            if !condition.wait(until: deadline) { return fits(n) }
+            roomWanted = n
+            let woken = condition.wait(until: deadline)
+            roomWanted = 0
+            if !woken { return fits(n) }
         }
         return true
+    }
+
+    /// Wakes the waiters only once what they wait for is true: answers arrive every turn of an
+    /// I/O loop, and waking the fetcher for each cost two futex calls and a context switch.
+    private func wakeWaitersThatCanGo() {
+        if (roomWanted > 0 && fits(roomWanted)) || (awaitingDrain && sending + recording == 0) { condition.broadcast() }
     }
 
     /// Fetched jobs: `sent` go to the I/O threads, `decided` (dead letters, schedules) straight
@@ -44,12 +56,12 @@ final class InflightGate: @unchecked Sendable {
 
     /// `n` sends were answered and go to the completer.
     func answered(_ n: Int) {
-        condition.lock(); sending -= n; recording += n; condition.broadcast(); condition.unlock()
+        condition.lock(); sending -= n; recording += n; wakeWaitersThatCanGo(); condition.unlock()
     }
 
     /// `n` outcomes are in Redis.
     func recorded(_ n: Int) {
-        condition.lock(); recording -= n; condition.broadcast(); condition.unlock()
+        condition.lock(); recording -= n; wakeWaitersThatCanGo(); condition.unlock()
     }
 
     /// Waits until nothing is held, or `timeout` passes. Returns whether it drained.
@@ -57,6 +69,8 @@ final class InflightGate: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date(timeIntervalSinceNow: timeout)
+        awaitingDrain = true
+        defer { awaitingDrain = false }
         while sending + recording > 0 {
             if !condition.wait(until: deadline) { return sending + recording == 0 }
         }

@@ -230,6 +230,33 @@ final class WorkerValuesTests: XCTestCase {
         gate.recorded(5)
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 1))
     }
+
+    /// Waiters are woken only once what they wait for holds, so no wake may be missed: answers
+    /// that free room a little at a time wake the fetcher when the last of it comes, and the
+    /// last record wakes a shutdown waiting to drain.
+    func testGateWakesEachWaiterWhenItsConditionHolds() {
+        let gate = InflightGate(sendingCapacity: 10, recordingCapacity: 100)
+        gate.add(sent: 10, decided: 0)
+        let answers = DispatchGroup()
+        DispatchQueue.global().async(group: answers) {
+            for _ in 0..<5 {
+                usleep(10_000)
+                gate.answered(1)
+            }
+        }
+        XCTAssertTrue(gate.waitForRoom(5, timeout: 10), "five answers of one make room for five")
+        answers.wait()
+        XCTAssertEqual(gate.current, 10)
+        DispatchQueue.global().async {
+            gate.answered(5)
+            for _ in 0..<10 {
+                usleep(5_000)
+                gate.recorded(1)
+            }
+        }
+        XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the last record wakes the drain")
+        XCTAssertEqual(gate.current, 0)
+    }
 }
 
 final class RetryAndEnvelopeTests: XCTestCase {
