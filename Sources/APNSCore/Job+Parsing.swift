@@ -35,8 +35,11 @@ extension Job {
         "payload", "notification", "template", "truncate", "send_at", "max_attempts",
     ]
 
-    /// Parses and checks one job in a single pass over its bytes.
-    public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job {
+    public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job { try parse(bytes[...]) }
+
+    /// Parses and checks one job in a single pass over its bytes. Ranges found are relative to
+    /// the slice's start.
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JobRejection) -> Job {
         var fields = RawFields()
         do {
             try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
@@ -173,7 +176,7 @@ extension Job {
             }
         }
 
-        func build(raw: [UInt8]) throws(JobRejection) -> Job {
+        func build(raw: ArraySlice<UInt8>) throws(JobRejection) -> Job {
             if let version, version != Job.schemaVersion {
                 throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
             }
@@ -242,7 +245,7 @@ extension Job {
             }
             let job = Job(raw: raw, id: id, app: app, token: first, otherTokens: others, topic: topic, pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID,
-                          apnsID: apnsID.map { $0.lowercased() }, payloadRange: payload ?? 0..<0, content: content,
+                          apnsID: apnsID.map { $0.lowercased() }, payload: raw.dropFirst(payload?.lowerBound ?? 0).prefix(payload?.count ?? 0), content: content,
                           truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
             try RequestRules.check(job: job)
             return job

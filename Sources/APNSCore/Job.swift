@@ -1,12 +1,13 @@
 /// One notification job as a producer wrote it (schema v1: README "Jobs", schema/job-v1.schema.json).
 ///
-/// The job keeps its original bytes. A raw payload is a range into them and is sent as is;
-/// structured and template jobs get their payload from `PayloadRenderer`.
+/// The job keeps its original bytes: a slice of the buffer its fetch read, shared by the
+/// batch's jobs, so that taking a job copies and allocates nothing. A raw payload is a range of
+/// them and is sent as is; structured and template jobs get their payload from `PayloadRenderer`.
 /// A class, so that handing a job between threads and queues costs one reference count.
 public final class Job: Sendable {
     public static let schemaVersion: Int64 = 1
 
-    public let raw: [UInt8]
+    public let raw: ArraySlice<UInt8>
     public let id: String?
     public let app: String?
     /// The job's token, or the first of a fan-out list (one outcome per token); the rest of the
@@ -19,9 +20,8 @@ public final class Job: Sendable {
     public let expiration: Int64?
     public let collapseID: String?
     public let apnsID: String?
-    /// Where the payload bytes live: `raw` for raw payloads, the rendered bytes otherwise.
-    public let payloadStorage: [UInt8]
-    public let payloadRange: Range<Int>
+    /// The bytes that go to APNs: part of `raw` for raw payloads, the rendered bytes otherwise.
+    public let payload: ArraySlice<UInt8>
     /// What the job asked to send.
     public let content: Content
     /// Shorten the alert body to fit the size limit (nil: the app's setting).
@@ -44,11 +44,10 @@ public final class Job: Sendable {
         case template(name: String, locale: String?, data: Range<Int>?)
     }
 
-    public init(raw: [UInt8], id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
+    public init(raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
                 pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-                payloadStorage: [UInt8]? = nil, payloadRange: Range<Int>, content: Content = .raw, truncate: Bool? = nil,
-                sendAt: Int64?, maxAttempts: Int?) {
-        self.payloadStorage = payloadStorage ?? raw
+                payload: ArraySlice<UInt8>, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
+        self.payload = payload
         self.content = content
         self.truncate = truncate
         self.raw = raw
@@ -62,12 +61,9 @@ public final class Job: Sendable {
         self.expiration = expiration
         self.collapseID = collapseID
         self.apnsID = apnsID
-        self.payloadRange = payloadRange
         self.sendAt = sendAt
         self.maxAttempts = maxAttempts
     }
-
-    public var payload: ArraySlice<UInt8> { payloadStorage[payloadRange] }
 
     /// Every token of the job, in order.
     public var tokens: [DeviceToken] { [token] + otherTokens }
@@ -76,8 +72,8 @@ public final class Job: Sendable {
     /// The same job with a rendered payload.
     public func rendered(_ payload: [UInt8]) -> Job {
         Job(raw: raw, id: id, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
-            expiration: expiration, collapseID: collapseID, apnsID: apnsID, payloadStorage: payload,
-            payloadRange: 0..<payload.count, content: content, truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
+            expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload[...], content: content,
+            truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
     }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }
 }

@@ -24,17 +24,17 @@ public enum JobEnvelope {
 
     static let prefix: [UInt8] = Array(#"{"_apnsw":"#.utf8)
 
-    public static func isEnvelope(_ bytes: [UInt8]) -> Bool {
-        bytes.count > prefix.count && bytes[0..<prefix.count].elementsEqual(prefix)
+    public static func isEnvelope(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.count > prefix.count && bytes.prefix(prefix.count).elementsEqual(prefix)
     }
 
-    public static func wrap(job: [UInt8], meta: Meta) -> [UInt8] {
+    public static func wrap(job: ArraySlice<UInt8>, meta: Meta) -> [UInt8] {
         var out: [UInt8] = []
         wrap(job: job, meta: meta, into: &out)
         return out
     }
 
-    public static func wrap(job: [UInt8], meta: Meta, into out: inout [UInt8]) {
+    public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout [UInt8]) {
         let room = 128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
             + OutcomeRecord.room(for: meta.attempts)
         JSONCursor.append(to: &out, maxCount: room) { w in
@@ -52,8 +52,8 @@ public enum JobEnvelope {
         }
     }
 
-    /// Splits an envelope into its meta and the original job bytes.
-    public static func open(_ bytes: [UInt8]) throws(JobRejection) -> (meta: Meta, job: [UInt8]) {
+    /// Splits an envelope into its meta and the original job bytes (a slice of `bytes`).
+    public static func open(_ bytes: ArraySlice<UInt8>) throws(JobRejection) -> (meta: Meta, job: ArraySlice<UInt8>) {
         var meta = Meta()
         var jobRange: Range<Int>?
         do {
@@ -71,7 +71,7 @@ public enum JobEnvelope {
             throw JobRejection(JobRejection.malformedJSON, "a worker envelope is damaged: \(error)")
         }
         guard let jobRange else { throw JobRejection(JobRejection.malformedJSON, "a worker envelope has no job") }
-        return (meta, Array(bytes[jobRange]))
+        return (meta, bytes.dropFirst(jobRange.lowerBound).prefix(jobRange.count))
     }
 
     private static func readMeta(_ s: inout JSONScanner, into meta: inout Meta) throws(JSONSyntaxError) {

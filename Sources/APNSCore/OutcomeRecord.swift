@@ -84,13 +84,13 @@ public enum OutcomeRecord {
     }
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
-    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt]) -> [UInt8] {
+    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8] {
         var out: [UInt8] = []
         deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out)
         return out
     }
 
-    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: [UInt8], attempts: [Attempt], into out: inout [UInt8]) {
+    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout [UInt8]) {
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
             return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil

@@ -30,7 +30,7 @@ enum StructuredPayload {
         (Array(apsFields.keys) + Array(flagFields.keys) + ["alert", "sound", "content_changed", "data"]).sorted()
     }
 
-    static func render(_ raw: [UInt8], _ range: Range<Int>, pushType: PushType) throws(JobRejection) -> [UInt8] {
+    static func render(_ raw: ArraySlice<UInt8>, _ range: Range<Int>, pushType: PushType) throws(JobRejection) -> [UInt8] {
         var w = JSONWriter(capacity: 512)
         var data: Range<Int>?
         var apsStart = 0
@@ -81,7 +81,7 @@ enum StructuredPayload {
     }
 
     /// Custom keys go beside `aps`, never inside it.
-    private static func customData(_ raw: [UInt8], _ range: Range<Int>, _ w: inout JSONWriter) throws(JobRejection) {
+    private static func customData(_ raw: ArraySlice<UInt8>, _ range: Range<Int>, _ w: inout JSONWriter) throws(JobRejection) {
         do {
             try raw.withUnsafeBufferPointer { (all) throws(RenderError) in
                 let buf = UnsafeBufferPointer(rebasing: all[range])

@@ -195,7 +195,8 @@ final class Fetcher: @unchecked Sendable {
 /// The jobs one fetch took, in order: job i has handle `first + i`.
 struct TakenJobs {
     var first: Int64 = 0
-    var jobs: [[UInt8]] = []
+    /// Slices of one buffer: a batch's jobs cost one allocation, and share it until the last is done.
+    var jobs: [ArraySlice<UInt8>] = []
 
     var isEmpty: Bool { jobs.isEmpty }
 
@@ -214,9 +215,6 @@ struct TakenJobs {
         }
         guard first > 0 else { return }
         guard list < reply.count, reply.isArray(list) else { throw .server("the batch's jobs came back as no list") }
-        jobs.reserveCapacity(Int(reply.integer(list) ?? 0))
-        for i in (list + 1)..<reply.count {
-            if let job = reply.bytes(i) { jobs.append(job) }
-        }
+        jobs = reply.sharedStrings((list + 1)..<reply.count)
     }
 }

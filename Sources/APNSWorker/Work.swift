@@ -90,7 +90,7 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         let handle: String
         let batch: TakenBatch
         let index: Int
-        let raw: [UInt8]
+        let raw: ArraySlice<UInt8>
         let job: Job?
         let appName: String?
         let topic: String?
@@ -98,7 +98,7 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         let attempts: [OutcomeRecord.Attempt]
         let recoveries: Int
 
-        init(handle: String, batch: TakenBatch, index: Int, raw: [UInt8], job: Job?, appName: String?, topic: String?,
+        init(handle: String, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
              outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) {
             self.handle = handle
             self.batch = batch
@@ -113,7 +113,7 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         }
     }
 
-    static func unsent(handle: String, batch: TakenBatch, index: Int, raw: [UInt8], job: Job?, appName: String?, topic: String?,
+    static func unsent(handle: String, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
                        outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) -> FinishedJob {
         .unsent(Unsent(handle: handle, batch: batch, index: index, raw: raw, job: job, appName: appName, topic: topic,
                        outcome: outcome, attempts: attempts, recoveries: recoveries))
@@ -123,7 +123,7 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
     var batch: TakenBatch { switch self { case .sent(let r): r.batch; case .unsent(let u): u.batch } }
     var index: Int { switch self { case .sent(let r): r.index; case .unsent(let u): u.index } }
     /// The producer's job bytes (inside any envelope).
-    var raw: [UInt8] { switch self { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
+    var raw: ArraySlice<UInt8> { switch self { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
     var job: Job? { switch self { case .sent(let r): r.job; case .unsent(let u): u.job } }
     var token: DeviceToken? { if case .sent(let r) = self { r.token } else { nil } }
     var appName: String? { switch self { case .sent(let r): r.appName; case .unsent(let u): u.appName } }

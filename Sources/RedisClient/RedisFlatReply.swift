@@ -24,6 +24,20 @@ public struct RedisFlatReply {
         return Array(UnsafeBufferPointer(start: storage.pointee.bytes + it.offset, count: it.length))
     }
 
+    /// The string items among `items`, as slices of one copy of their bytes: one allocation
+    /// for all of them, not one each. Items that are not strings are left out.
+    public func sharedStrings(_ items: Range<Int>) -> [ArraySlice<UInt8>] {
+        let strings = items.lazy.map { self.item($0) }.filter { $0.type == REDIS_REPLY_STRING }
+        guard let first = strings.first else { return [] }
+        // Strings are stored in reading order: the span runs from the first to the end of the last.
+        let start = first.offset, end = strings.reduce(start) { max($0, $1.offset + $1.length) }
+        let shared = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: end - start))
+        var out: [ArraySlice<UInt8>] = []
+        out.reserveCapacity(items.count)
+        for it in strings { out.append(shared[(it.offset - start)..<(it.offset - start + it.length)]) }
+        return out
+    }
+
     /// The message of an error reply at the top.
     public var error: String? {
         guard count > 0, item(0).type == REDIS_REPLY_ERROR else { return nil }

@@ -198,7 +198,7 @@ final class CompleterTests: XCTestCase {
     }
 
     private func unsent(_ handle: Int, _ batch: TakenBatch, _ index: Int, _ outcome: Outcome) -> FinishedJob {
-        .unsent(handle: String(handle), batch: batch, index: index, raw: Array("{}".utf8), job: nil, appName: "default", topic: nil,
+        .unsent(handle: String(handle), batch: batch, index: index, raw: Array("{}".utf8)[...], job: nil, appName: "default", topic: nil,
                 outcome: outcome, attempts: [], recoveries: 0)
     }
 

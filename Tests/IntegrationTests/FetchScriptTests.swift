@@ -54,5 +54,5 @@ final class FetchScriptTests: XCTestCase {
         RedisArgs(kind == "hget" ? ["HGET", keys.batches(worker: worker), id] : ["LRANGE", keys.batch(worker: worker, id: id), "0", "-1"])
     }
 
-    private func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+    private func text(_ bytes: ArraySlice<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
 }

@@ -113,6 +113,28 @@ final class RenderTests: XCTestCase {
         XCTAssertEqual(TemplateLibrary.candidates(name: "w", locale: "zh-Hant-TW"), ["w.zh-Hant-TW", "w.zh-Hant", "w.zh", "w"])
     }
 
+    /// A fetched job is a slice of its batch's buffer, starting anywhere in it: its payload,
+    /// and what structured fields and templates render, are the same as for the job alone.
+    func testAJobInsideALargerBufferRendersAsOnItsOwn() throws {
+        var lib = TemplateLibrary()
+        try lib.set("hi", source: Array(#"{"aps":{"alert":{"body":"Hi {{name}}"}}}"#.utf8))
+        let jobs = [
+            #"{"token":"\#(Self.token)","payload":{"aps":{"alert":"raw"},"n":1}}"#,
+            #"{"token":"\#(Self.token)","notification":{"alert":{"body":"B"},"badge":2,"data":{"k":"v"}}}"#,
+            #"{"token":"\#(Self.token)","template":{"name":"hi","data":{"name":"Ana"}}}"#,
+        ]
+        let buffer = Array(jobs.joined(separator: "\n").utf8)
+        var start = 0
+        for text in jobs {
+            let alone = try PayloadRenderer.render(try Job.parse(Array(text.utf8)), templates: lib)
+            let slice = buffer[start..<(start + text.utf8.count)]
+            let inside = try PayloadRenderer.render(try Job.parse(slice), templates: lib)
+            XCTAssertEqual(Array(inside.payload), Array(alone.payload), text)
+            XCTAssertEqual(Array(inside.raw), Array(text.utf8))
+            start += text.utf8.count + 1
+        }
+    }
+
     func testPlaceholdersAreEscapedAndTyped() throws {
         var lib = TemplateLibrary()
         try lib.set("t", source: Array(##"{"aps":{"alert":{"body":"{{greeting}}, {{name}}!","title":"{{name}}"},"badge":"{{count}}"},"meta":"{{meta}}","n":"#{{count}}"}"##.utf8))

@@ -111,15 +111,15 @@ final class WorkerValuesTests: XCTestCase {
         let records = [
             OutcomeRecord.result(ctx, delivered: APNSID(worst), rejection: r, attempts: .min),
             OutcomeRecord.invalidToken(ctx, rejection: r),
-            OutcomeRecord.deadLetter(ctx, reason: worst, detail: worst, job: Array(worst.utf8) + [0xFF], attempts: attempts),
-            OutcomeRecord.deadLetter(ctx, reason: worst, detail: worst, job: Array("[1]".utf8), attempts: []),
-            JobEnvelope.wrap(job: Array("{}".utf8), meta: JobEnvelope.Meta(token: worst, attempts: attempts, recoveries: .min, nonce: worst)),
+            OutcomeRecord.deadLetter(ctx, reason: worst, detail: worst, job: (Array(worst.utf8) + [0xFF])[...], attempts: attempts),
+            OutcomeRecord.deadLetter(ctx, reason: worst, detail: worst, job: Array("[1]".utf8)[...], attempts: []),
+            JobEnvelope.wrap(job: Array("{}".utf8)[...], meta: JobEnvelope.Meta(token: worst, attempts: attempts, recoveries: .min, nonce: worst)),
         ]
         for record in records {
             let object = try JSONSerialization.jsonObject(with: Data(record)) as? [String: Any]
             XCTAssertNotNil(object, String(decoding: record, as: UTF8.self))
         }
-        XCTAssertEqual(try JobEnvelope.open(records[4]).meta.attempts, attempts)
+        XCTAssertEqual(try JobEnvelope.open(records[4][...]).meta.attempts, attempts)
     }
 
     func testOutcomeRecordsAreJSONWithTheContractFields() throws {
@@ -134,7 +134,7 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual(failed["http_status"] as? Int, 410)
         XCTAssertEqual(failed["reason"] as? String, "Unregistered")
         XCTAssertEqual(failed["apns_timestamp"] as? Int, 99)
-        let dead = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.deadLetter(ctx, reason: "X", detail: "d", job: Array("not json".utf8),
+        let dead = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.deadLetter(ctx, reason: "X", detail: "d", job: Array("not json".utf8)[...],
                                                                                        attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
         XCTAssertEqual(dead["job_text"] as? String, "not json")
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
@@ -290,18 +290,26 @@ final class RetryAndEnvelopeTests: XCTestCase {
     }
 
     func testEnvelopeRoundTripKeepsTheJobBytes() throws {
-        let job = Array(#"{"token":"ab","payload":{"x":1.50,"y":"é"}}"#.utf8)
+        let job = Array(#"{"token":"ab","payload":{"x":1.50,"y":"é"}}"#.utf8)[...]
         let meta = JobEnvelope.Meta(token: "abcd", attempts: [.init(timeMs: 1_700_000_000_000, status: 429, reason: "TooManyRequests")],
                                     recoveries: 2, nonce: "w/1")
         let wrapped = JobEnvelope.wrap(job: job, meta: meta)
-        XCTAssertTrue(JobEnvelope.isEnvelope(wrapped))
+        XCTAssertTrue(JobEnvelope.isEnvelope(wrapped[...]))
         XCTAssertFalse(JobEnvelope.isEnvelope(job))
-        let (m, inner) = try JobEnvelope.open(wrapped)
+        let (m, inner) = try JobEnvelope.open(wrapped[...])
         XCTAssertEqual(m, meta)
         XCTAssertEqual(inner, job)
+        // Inside a batch's shared buffer the envelope starts past index 0, and so does its job.
+        let before = Array("[\"x\",".utf8)
+        let shared = before + wrapped + Array("]".utf8)
+        let slice = shared[before.count..<(before.count + wrapped.count)]
+        XCTAssertTrue(JobEnvelope.isEnvelope(slice))
+        let (m3, inner3) = try JobEnvelope.open(slice)
+        XCTAssertEqual(m3, meta)
+        XCTAssertTrue(inner3.elementsEqual(job))
         // The Lua recovery script writes an empty list as {} and adds fields in its own order.
         let lua = Array(#"{"_apnsw":{"recoveries":1,"attempts":{}},"job":{"token":"ab","payload":{}}}"#.utf8)
-        let (m2, inner2) = try JobEnvelope.open(lua)
+        let (m2, inner2) = try JobEnvelope.open(lua[...])
         XCTAssertEqual(m2.recoveries, 1)
         XCTAssertEqual(m2.attempts, [])
         XCTAssertEqual(String(decoding: inner2, as: UTF8.self), #"{"token":"ab","payload":{}}"#)
