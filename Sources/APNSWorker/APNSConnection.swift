@@ -11,7 +11,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.
-    private var streams: StreamTable<SendRequest>
+    private var streams: OpenRequests
     private var headers = HeaderList()
     private var jwtGeneration = 0
     private(set) var isReady = false
@@ -25,7 +25,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         self.poolIndex = poolIndex
         self.owner = owner
         budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
-        self.streams = StreamTable(capacity: streams)
+        self.streams = OpenRequests(capacity: streams)
     }
 
     func connect(loop: EventLoop) throws {
@@ -48,7 +48,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         if let authorization { jwtGeneration = authorization.generation }
         let stream = try http.session.submitRequest(headers, body: job.payload)
         request.beginSend(atNs: http.loop.iterationNs)
-        streams[stream] = request
+        streams.open(stream, request)
         budget.opened()
     }
 
@@ -90,37 +90,43 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
         isClosed = true
         isReady = false
-        let unanswered = streams.entries.map(\.value).filter { !$0.answered }
-        streams.removeAll()
+        http = nil // it holds this object through its session (the loop keeps it to the end of the turn)
+        let unanswered = streams.closeAll().filter { !$0.answered }
         owner.connectionClosed(self, error: error, unanswered: unanswered)
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let s = streams[stream] else { return }
-        if name.elementsEqual(Self.statusName) {
-            s.status = Self.parseStatus(value)
-        } else if name.elementsEqual(Self.apnsIDName) {
-            s.apnsID = APNSID(value)
+        streams.with(stream) { s in
+            if name.elementsEqual(Self.statusName) {
+                s.status = Self.parseStatus(value)
+            } else if name.elementsEqual(Self.apnsIDName) {
+                s.apnsID = APNSID(value)
+            }
         }
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        guard let s = streams[stream], s.responseBody.count < 4096 else { return }
-        s.responseBody.append(contentsOf: bytes)
+        streams.with(stream) { s in
+            if s.responseBody.count < 4096 { s.responseBody.append(contentsOf: bytes) }
+        }
     }
 
     func http2EndStream(_ stream: Int32) {
         guard let loop = http?.loop else { return }
         lastReadMs = loop.iterationNs / 1_000_000
-        guard let s = streams[stream], s.status != 0 else { return }
-        s.answered = true
-        s.answeredAtNs = loop.iterationNs
-        let now = loop.iterationWallMs
-        if s.status == 200 {
-            budget.succeeded()
-            owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? APNSID(s.job.apnsID ?? "")))
-            return
+        let refused = streams.with(stream) { s -> SendRequest? in
+            guard s.status != 0 else { return nil }
+            s.answered = true
+            s.answeredAtNs = loop.iterationNs
+            guard s.status != 200 else {
+                budget.succeeded()
+                owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? APNSID(s.job.apnsID ?? "")))
+                return nil
+            }
+            return s // a reference of its own: handling a rejection may close this connection's streams
         }
+        guard let s = refused ?? nil else { return }
+        let now = loop.iterationWallMs
         let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID?.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
@@ -139,7 +145,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
-        guard let s = streams.removeValue(forKey: stream) else { return }
+        guard let s = streams.close(stream) else { return }
         budget.closed()
         if !s.answered {
             // Refused, cut by GOAWAY, cancelled on timeout or reset: never processed, send again.

@@ -4,7 +4,8 @@ import Glibc
 public protocol HTTP2ConnectionDelegate: HTTP2SessionDelegate {
     /// TLS is up with ALPN `h2`; requests may be submitted.
     func connectionReady(_ connection: HTTP2Connection)
-    /// The connection is gone. Called once; `error` is nil for an orderly close.
+    /// The connection is gone. Called once; `error` is nil for an orderly close. The delegate
+    /// must let go of the connection here: its session holds the delegate.
     func connectionClosed(_ connection: HTTP2Connection, error: Error?)
 }
 

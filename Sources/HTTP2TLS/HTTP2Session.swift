@@ -28,12 +28,14 @@ public extension HTTP2SessionDelegate {
 }
 
 /// An nghttp2 session driven through `mem_recv`/`mem_send`, so nghttp2 never touches a socket.
-/// Owned by one I/O thread; the delegate is unowned and must outlive it.
+/// Owned by one I/O thread.
 public final class HTTP2Session {
     /// nghttp2_session*, owned by this object's thread.
     private var session: OpaquePointer!
-    /// Unowned without checks: the delegate owns the connection that owns this session.
-    unowned(unsafe) let delegate: HTTP2SessionDelegate
+    /// Strong, so that each callback borrows it: an unowned one was retained per call, about
+    /// eight times per request. The delegate owns the connection that owns this session; it
+    /// drops the connection once told it closed (`connectionClosed`), which ends the cycle.
+    let delegate: HTTP2SessionDelegate
     public let isServer: Bool
     /// Bodies being sent. A slice shares the job's buffer: queuing a body copies nothing.
     private var bodies = StreamTable<ArraySlice<UInt8>>(capacity: 256)

@@ -140,6 +140,41 @@ final class TLSVerificationTests: XCTestCase {
         return probe
     }
 
+    /// A session holds its delegate, and a delegate that owns its connection (as the worker's
+    /// does) lets go of it when told it closed: after that turn, neither is left alive.
+    func testAClosedConnectionAndItsDelegateAreFreed() throws {
+        final class Owner: HTTP2ConnectionDelegate {
+            var connection: HTTP2Connection?
+            var closed = false
+            func connectionReady(_ c: HTTP2Connection) { c.shutdown(error: nil) }
+            func connectionClosed(_ c: HTTP2Connection, error: Error?) { closed = true; connection = nil }
+            func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
+            func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
+            func http2EndStream(_ stream: Int32) {}
+            func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
+            func http2RemoteSettings(maxConcurrentStreams: Int) {}
+            func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
+        }
+        let mock = try MockFixture()
+        let loop = try EventLoop()
+        weak var owner: Owner?
+        weak var connection: HTTP2Connection?
+        var closed = false
+        do {
+            let o = Owner()
+            o.connection = try HTTP2Connection(connectingTo: "127.0.0.1", port: mock.port, tls: try TLSContext(clientWithCAFile: mock.files.caFile),
+                                               serverName: "localhost", loop: loop, delegate: o)
+            owner = o
+            connection = o.connection
+            loop.afterEvents = { if owner?.closed ?? true { closed = true; loop.stop() } }
+        }
+        loop.schedule(afterMilliseconds: 5000) { loop.stop() }
+        loop.run() // its last turn lets go of what it kept alive for the closing turn
+        XCTAssertTrue(closed, "the connection closed")
+        XCTAssertNil(connection, "the closed connection was freed")
+        XCTAssertNil(owner, "its delegate was freed")
+    }
+
     func testConnectsWithTheRightCAAndName() throws {
         let mock = try MockFixture()
         let p = try connect(caFile: mock.files.caFile, serverName: "localhost", port: mock.port)
