@@ -25,11 +25,15 @@ ensure_swift() {
     command -v swift >/dev/null 2>&1 || { echo "swift not found (expected /opt/swift/usr/bin)" >&2; exit 1; }
 }
 
-# Builds the release programs as the image ships them (scripts/build-release): the Swift runtime
-# and Foundation linked in. That binary starts in 7 ms instead of 12 and calls the runtime
-# directly, not through the PLT: 0.07 us less worker CPU per notification (8 interleaved pairs).
+# How release programs are built, here and for the image (scripts/build-release):
+# - the Swift runtime and Foundation linked in: the binary starts in 7 ms instead of 12 and calls
+#   the runtime directly, not through the PLT (worker CPU -0.07 us per notification);
+# - whole-program LTO across our modules: inlining between the Redis, HTTP/2 and domain modules
+#   (worker CPU -0.09 us per notification, fetch and completion threads; 6 interleaved pairs).
+RELEASE_FLAGS=(-c release --static-swift-stdlib --experimental-lto-mode=full)
+
 build_release() {
-    swift build -c release --static-swift-stdlib "$@" 2>&1 | grep -E 'error|Build complete' || true
+    swift build "${RELEASE_FLAGS[@]}" "$@" 2>&1 | grep -E 'error|Build complete' || true
 }
 
 # A free TCP port on 127.0.0.1.
