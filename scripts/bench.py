@@ -12,7 +12,8 @@
 (g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd
 
 Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000),
-ROUNDS (3): (a) and (b) run this many times, interleaved, and each figure is the median.
+ROUNDS (5): (a) and (b) run this many times, interleaved, and each figure is the median; the two
+headline ratios are also given paired (the median of each round's own ratio).
 
 `--compare DIR` measures only (a), for this build and for the apns-worker in DIR (another build,
 scripts/bench-compare makes one of any commit), in PAIRS (8) interleaved pairs, and prints the
@@ -45,7 +46,7 @@ TOKEN = "ab" * 32
 TOPIC = "com.example.app"
 # An optional allocator for deployments (Debian package libjemalloc2); the loader finds it by name.
 JEMALLOC = "libjemalloc.so.2"
-ROUNDS = int(os.environ.get("ROUNDS", "3"))
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -397,10 +398,15 @@ def main():
             jes.append({"rate": JOBS / je[0], "cpu": je[1] / JOBS})
             ux = b.end_to_end("e2e-unix%d" % r, port, unix_socket=True, watch=(b.redis_proc,))
             uxs.append({"rate": JOBS / ux[0], "cpu": ux[1] / JOBS, "redis": ux[4][0] / JOBS})
-            log("  h2load %.0f req/s %.2f us/req; per token %.0f req/s %.2f us/req; end to end %.0f jobs/s %.2f us/job; "
-                "with jemalloc %.0f jobs/s %.2f us/job; Redis on its unix socket %.0f jobs/s %.2f us/job"
+            log("  h2load %.0f req/s %.2f us/req; per token %.0f req/s %.2f us/req; end to end %.0f jobs/s %.2f us/job "
+                "(%.2fx h2load's jobs/s, %.2fx its CPU per token); with jemalloc %.0f jobs/s %.2f us/job; "
+                "Redis on its unix socket %.0f jobs/s %.2f us/job"
                 % (h2s[-1]["req_s"], h2s[-1]["cpu_us"], h2ts[-1]["req_s"], h2ts[-1]["cpu_us"], e2es[-1]["rate"], e2es[-1]["cpu"],
+                   e2es[-1]["rate"] / h2s[-1]["req_s"], e2es[-1]["cpu"] / h2ts[-1]["cpu_us"],
                    jes[-1]["rate"], jes[-1]["cpu"], uxs[-1]["rate"], uxs[-1]["cpu"]))
+        # Paired: a slow spell that lands on one side of a round cancels out of that round's ratio.
+        paired_rate = median(e["rate"] / h["req_s"] for e, h in zip(e2es, h2s))
+        paired_cpu = median(e["cpu"] / h["cpu_us"] for e, h in zip(e2es, h2ts))
         h2 = {k: median(x[k] for x in h2s) for k in ("req_s", "cpu_us")}
         h2t = {k: median(x[k] for x in h2ts) for k in ("req_s", "cpu_us")}
         e2e_rate, e2e_cpu = median(x["rate"] for x in e2es), median(x["cpu"] for x in e2es)
@@ -464,6 +470,8 @@ def main():
     row("(a) end to end jobs/s vs (b) h2load, a path per token", e2e_rate, h2t["req_s"], ratio(e2e_rate, h2t["req_s"]))
     row("(a) worker CPU us/notification vs (b) h2load CPU us/req", e2e_cpu, h2["cpu_us"], ratio(e2e_cpu, h2["cpu_us"]), "%.2f")
     row("(a) worker CPU us/notification vs (b) h2load, a path per token", e2e_cpu, h2t["cpu_us"], ratio(e2e_cpu, h2t["cpu_us"]), "%.2f")
+    print("%-58s %14s %14s %8s" % ("(a)/(b) paired, median of the rounds' ratios: jobs/s", "", "", "%.2fx" % paired_rate))
+    print("%-58s %14s %14s %8s" % ("(a)/(b) paired: CPU vs h2load, a path per token", "", "", "%.2fx" % paired_cpu))
     for name in sorted(t for t in threads if threads[t] >= 0.05):
         row("      of which thread %s, us/notification" % name, threads[name], None, "-", "%.2f")
     row("(a) during the run: mock CPU us/notification", mock_cpu, None, "-", "%.2f")
