@@ -37,8 +37,14 @@ public final class HTTP2Session {
     /// drops the connection once told it closed (`connectionClosed`), which ends the cycle.
     let delegate: HTTP2SessionDelegate
     public let isServer: Bool
-    /// Bodies being sent. A slice shares the job's buffer: queuing a body copies nothing.
-    private var bodies = StreamTable<ArraySlice<UInt8>>(capacity: 256)
+    /// A body being sent: its bytes not yet sent, and what keeps them alive. A request's body is
+    /// borrowed (no owner): its caller holds the bytes until the stream closes, so sending it
+    /// counts no reference on a buffer that other threads count too (a batch's jobs share one).
+    private struct Body {
+        var unsent: UnsafeRawBufferPointer
+        let owner: [UInt8]?
+    }
+    private var bodies = StreamTable<Body>(capacity: 256)
     /// The blocks nghttp2 allocates, reused per size class (this session's thread only).
     private let pool: UnsafeMutablePointer<apnsw_pool> = {
         let p = UnsafeMutablePointer<apnsw_pool>.allocate(capacity: 1)
@@ -147,12 +153,13 @@ public final class HTTP2Session {
 
     // MARK: Submitting
 
-    /// Queues a request; returns its stream id. The body's bytes are read when frames are written.
+    /// Queues a request; returns its stream id. The body's bytes are read when frames are
+    /// written: the caller keeps `body`'s storage alive and unchanged until the stream closes.
     public func submitRequest(_ headers: HeaderList, body: ArraySlice<UInt8>) throws(ProtocolError) -> Int32 {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
         guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
-        bodies[stream] = body
+        bodies[stream] = Body(unsent: body.withUnsafeBytes { $0 }, owner: nil)
         return stream
     }
 
@@ -161,7 +168,7 @@ public final class HTTP2Session {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let rc: Int32
         if let body {
-            bodies[stream] = body[...]
+            bodies[stream] = Body(unsent: body.withUnsafeBytes { $0 }, owner: body)
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, &provider) }
         } else {
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, nil) }
@@ -193,17 +200,18 @@ public final class HTTP2Session {
     }
 
     private func copyBody(stream: Int32, into buf: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let body = bodies[stream] else {
+        guard var body = bodies[stream] else {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
-        let n = min(length, body.count)
-        body.withUnsafeBufferPointer { src in buf.update(from: src.baseAddress!, count: n) }
-        if n == body.count {
+        let n = min(length, body.unsent.count)
+        if n > 0 { UnsafeMutableRawPointer(buf).copyMemory(from: body.unsent.baseAddress!, byteCount: n) }
+        if n == body.unsent.count {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             bodies[stream] = nil
         } else {
-            bodies[stream] = body.dropFirst(n)
+            body.unsent = UnsafeRawBufferPointer(rebasing: body.unsent[n...])
+            bodies[stream] = body
         }
         return n
     }
