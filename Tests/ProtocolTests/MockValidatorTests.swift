@@ -118,8 +118,10 @@ final class TLSVerificationTests: XCTestCase {
         var ready = false
         var closedError: Error?
         var closed = false
+        /// Set when the probe owns its connection, as the worker's connections do.
+        var connection: HTTP2Connection?
         func connectionReady(_ c: HTTP2Connection) { ready = true; c.shutdown(error: nil) }
-        func connectionClosed(_ c: HTTP2Connection, error: Error?) { closed = true; closedError = error }
+        func connectionClosed(_ c: HTTP2Connection, error: Error?) { closed = true; closedError = error; connection = nil }
         func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
         func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
         func http2EndStream(_ stream: Int32) {}
@@ -143,25 +145,13 @@ final class TLSVerificationTests: XCTestCase {
     /// A session holds its delegate, and a delegate that owns its connection (as the worker's
     /// does) lets go of it when told it closed: after that turn, neither is left alive.
     func testAClosedConnectionAndItsDelegateAreFreed() throws {
-        final class Owner: HTTP2ConnectionDelegate {
-            var connection: HTTP2Connection?
-            var closed = false
-            func connectionReady(_ c: HTTP2Connection) { c.shutdown(error: nil) }
-            func connectionClosed(_ c: HTTP2Connection, error: Error?) { closed = true; connection = nil }
-            func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
-            func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
-            func http2EndStream(_ stream: Int32) {}
-            func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
-            func http2RemoteSettings(maxConcurrentStreams: Int) {}
-            func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
-        }
         let mock = try MockFixture()
         let loop = try EventLoop()
-        weak var owner: Owner?
+        weak var owner: Probe?
         weak var connection: HTTP2Connection?
         var closed = false
         do {
-            let o = Owner()
+            let o = Probe()
             o.connection = try HTTP2Connection(connectingTo: "127.0.0.1", port: mock.port, tls: try TLSContext(clientWithCAFile: mock.files.caFile),
                                                serverName: "localhost", loop: loop, delegate: o)
             owner = o
