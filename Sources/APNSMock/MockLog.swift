@@ -8,7 +8,7 @@ final class MockLog {
 
     init(path: String?) throws {
         guard let path else { handle = nil; return }
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil) // the open below reports a failure
         guard let h = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
         }

@@ -54,7 +54,7 @@ final class Completer: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while queue.isEmpty && runner.isRunning { condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
+            while queue.isEmpty && runner.isRunning { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
             if queue.isEmpty && !runner.isRunning { condition.unlock(); return }
             let batch = queue
             queue.removeAll(keepingCapacity: true)

@@ -12,7 +12,7 @@ public final class ChildProcess: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env
-        FileManager.default.createFile(atPath: outputFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputFile, contents: nil) // the open below reports a failure
         let handle = FileHandle(forWritingAtPath: outputFile)!
         process.standardOutput = handle
         process.standardError = handle

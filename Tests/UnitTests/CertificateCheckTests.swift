@@ -21,7 +21,7 @@ final class CertificateCheckTests: XCTestCase {
         }
         var config = WorkerConfiguration()
         config.apps = apps
-        FileManager.default.createFile(atPath: "\(dir)/log", contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: "\(dir)/log", contents: nil))
         let log = try XCTUnwrap(FileHandle(forWritingAtPath: "\(dir)/log"))
         let worker = try Worker(configuration: config, logger: Logger(level: .info, output: log))
         XCTAssertEqual(worker.checkCertificates(), ["expired"])
