@@ -29,6 +29,13 @@ final class MockValidatorTests: XCTestCase {
         token = try jwt(issuedAt: now)
     }
 
+    /// XCTest keeps each test's case object to the end of the run: let go of the directory now,
+    /// or every test leaves one in /tmp.
+    override func tearDown() {
+        dir = nil
+        super.tearDown()
+    }
+
     private func jwt(issuedAt: Int64, keyFile: String? = nil, team: String? = nil, kid: String? = nil) throws -> String {
         let pem = try XCTUnwrap(FileManager.default.contents(atPath: keyFile ?? files.p8File))
         let key = try ES256PrivateKey(pem: [UInt8](pem))
