@@ -33,7 +33,7 @@ ensure_swift() {
 RELEASE_FLAGS=(-c release --static-swift-stdlib --experimental-lto-mode=full)
 
 build_release() {
-    swift build "${RELEASE_FLAGS[@]}" "$@" 2>&1 | grep -E 'error|Build complete' || true
+    swift build "${RELEASE_FLAGS[@]}" "$@" 2>&1 | grep -E 'error|complete' || true
 }
 
 # A free TCP port on 127.0.0.1.
