@@ -44,8 +44,10 @@ public final class ChildProcess: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
     }
 
-    /// The directory holding the package's built executables (next to the test bundle).
+    /// The directory holding the executables the tests start: `APNSW_TEST_PRODUCTS` if set (the
+    /// release build that ships, in `scripts/test`), else the build's own, next to the test bundle.
     public static var productsDirectory: String {
+        if let dir = ProcessInfo.processInfo.environment["APNSW_TEST_PRODUCTS"], !dir.isEmpty { return dir }
         let bundle = Bundle.main.bundleURL
         // The .xctest bundle (or runner) lives in the build products directory.
         var dir = bundle.deletingLastPathComponent()
