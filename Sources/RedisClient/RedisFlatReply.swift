@@ -27,15 +27,12 @@ public struct RedisFlatReply {
     /// The string items among `items`, as slices of one copy of their bytes: one allocation
     /// for all of them, not one each. Items that are not strings are left out.
     public func sharedStrings(_ items: Range<Int>) -> [ArraySlice<UInt8>] {
-        let strings = items.lazy.map { self.item($0) }.filter { $0.type == REDIS_REPLY_STRING }
-        guard let first = strings.first else { return [] }
+        let strings = items.map { item($0) }.filter { $0.type == REDIS_REPLY_STRING }
+        guard let first = strings.first, let last = strings.last else { return [] }
         // Strings are stored in reading order: the span runs from the first to the end of the last.
-        let start = first.offset, end = strings.reduce(start) { max($0, $1.offset + $1.length) }
-        let shared = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: end - start))
-        var out: [ArraySlice<UInt8>] = []
-        out.reserveCapacity(items.count)
-        for it in strings { out.append(shared[(it.offset - start)..<(it.offset - start + it.length)]) }
-        return out
+        let start = first.offset
+        let shared = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: last.offset + last.length - start))
+        return strings.map { shared[($0.offset - start)..<($0.offset - start + $0.length)] }
     }
 
     /// The message of an error reply at the top.
