@@ -38,18 +38,33 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     var liveStreamLimit: Int { isReady && !isClosed ? budget.limit : 0 }
     var isDraining: Bool { budget.draining }
 
-    /// Opens a stream for `request`. The caller flushes once per batch.
-    func send(_ request: SendRequest, authorization: (token: String, generation: Int)?) throws {
-        guard let http else { return }
-        let job = request.job
-        headers.clear()
-        APNSRequestHeaders.write(job: job, token: request.token, topic: request.topic, authority: app.configuration.endpoint.serverName,
-                                 bearer: authorization?.token, into: &headers)
+    /// Opens streams for up to `limit` requests from `queue` and returns how many it opened; a
+    /// request nghttp2 refuses goes back to the front. The caller flushes once per batch. What
+    /// every request shares (session, header buffer, credential) is taken once per batch: read
+    /// per request from this object's properties, each cost a reference count.
+    func send(from queue: inout PendingQueue, limit: Int, authorization: (token: String, generation: Int)?) -> Int {
+        guard let http, let session = http.session, limit > 0 else { return 0 }
+        let now = http.loop.iterationNs
+        let authority = app.configuration.endpoint.serverName, bearer = authorization?.token
         if let authorization { jwtGeneration = authorization.generation }
-        let stream = try http.session.submitRequest(headers, body: job.payload)
-        request.beginSend(atNs: http.loop.iterationNs)
-        streams.open(stream, request)
-        budget.opened()
+        var headers = HeaderList.unreserved
+        swap(&headers, &self.headers)
+        defer { swap(&headers, &self.headers) }
+        var opened = 0
+        while opened < limit, let request = queue.popFirst() {
+            headers.clear()
+            APNSRequestHeaders.write(job: request.job, token: request.token, topic: request.topic, authority: authority,
+                                     bearer: bearer, into: &headers)
+            guard let stream = try? session.submitRequest(headers, body: request.job.payload) else {
+                queue.pushFront(request)
+                break
+            }
+            request.beginSend(atNs: now)
+            streams.open(stream, request)
+            budget.opened()
+            opened += 1
+        }
+        return opened
     }
 
     func flush() { http?.flushOrClose() }
@@ -96,7 +111,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        streams.with(stream) { s in
+        streams[stream]?._withUnsafeGuaranteedRef { s in
             if name.elementsEqual(Self.statusName) {
                 s.status = Self.parseStatus(value)
             } else if name.elementsEqual(Self.apnsIDName) {
@@ -106,7 +121,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        streams.with(stream) { s in
+        streams[stream]?._withUnsafeGuaranteedRef { s in
             if s.responseBody.count < 4096 { s.responseBody.append(contentsOf: bytes) }
         }
     }
@@ -114,7 +129,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func http2EndStream(_ stream: Int32) {
         guard let loop = http?.loop else { return }
         lastReadMs = loop.iterationNs / 1_000_000
-        let refused = streams.with(stream) { s -> SendRequest? in
+        // A closure that keeps the request past a close returns a reference of its own.
+        let refused = streams[stream]?._withUnsafeGuaranteedRef { s -> SendRequest? in
             guard s.status != 0 else { return nil }
             s.answered = true
             s.answeredAtNs = loop.iterationNs

@@ -41,7 +41,7 @@ final class Completer: @unchecked Sendable {
     /// Safe from any thread.
     func submit(_ batch: [FinishedJob]) {
         condition.lock()
-        queue.append(contentsOf: batch)
+        queue.adopt(batch)
         condition.signal()
         condition.unlock()
     }
@@ -57,7 +57,7 @@ final class Completer: @unchecked Sendable {
             while queue.isEmpty && runner.isRunning { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
             if queue.isEmpty && !runner.isRunning { condition.unlock(); return }
             let batch = queue
-            queue.removeAll(keepingCapacity: true)
+            queue = []
             condition.unlock()
             var start = 0
             while start < batch.count {

@@ -15,11 +15,10 @@ struct OpenRequests {
         table[stream] = Unmanaged.passRetained(request)
     }
 
-    /// Lends the request of `stream` to `body`. `body` must not close streams; to keep the
-    /// request past a close, it returns a reference of its own.
-    func with<R>(_ stream: Int32, _ body: (SendRequest) -> R) -> R? {
-        table[stream]?._withUnsafeGuaranteedRef(body)
-    }
+    /// The request of `stream`, unretained: valid while the stream is open. A trivial value, so
+    /// the caller lends it on (`_withUnsafeGuaranteedRef`) without holding the table: a lender
+    /// that took a closure kept the table's buffer retained across it, per header.
+    subscript(stream: Int32) -> Unmanaged<SendRequest>? { table[stream] }
 
     mutating func close(_ stream: Int32) -> SendRequest? {
         table.removeValue(forKey: stream)?.takeRetainedValue()

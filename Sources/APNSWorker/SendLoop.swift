@@ -96,7 +96,7 @@ final class SendLoop: @unchecked Sendable {
 
     /// Hands a batch to this thread. Safe from any thread.
     func submit(_ batch: [SendRequest]) {
-        inbox.withLock { $0.append(contentsOf: batch) }
+        inbox.withLock { $0.adopt(batch) }
         loop.wake()
     }
 
@@ -113,7 +113,9 @@ final class SendLoop: @unchecked Sendable {
     // MARK: Loop thread
 
     private func takeInbox() {
-        let batch = inbox.withLock { q -> [SendRequest] in defer { q.removeAll(keepingCapacity: true) }; return q }
+        let batch = inbox.withLock { q -> [SendRequest] in defer { q = [] }; return q }
+        // One pool (the usual case) takes the batch whole: no reference counted per request.
+        if pools.count == 1 { pending[0].append(contentsOf: batch); return }
         for r in batch { pending[poolOf[r.app]].append(r) }
     }
 
@@ -127,17 +129,7 @@ final class SendLoop: @unchecked Sendable {
             guard allowance > 0 else { continue }
             let auth = pools[a].jwt?.current
             for case let c? in slots[a] where c.available > 0 && allowance > 0 {
-                var n = min(c.available, allowance)
-                allowance -= n
-                while n > 0, let request = pending[a].popFirst() {
-                    do {
-                        try c.send(request, authorization: auth)
-                    } catch {
-                        pending[a].pushFront(request)
-                        break
-                    }
-                    n -= 1
-                }
+                allowance -= c.send(from: &pending[a], limit: min(c.available, allowance), authorization: auth)
                 touched.append(c)
                 if pending[a].isEmpty { break }
             }
@@ -149,8 +141,11 @@ final class SendLoop: @unchecked Sendable {
                 health.succeeded(app: apps[app].name)
                 deliveredApps[app] = false
             }
-            sink(finishedBatch)
-            finishedBatch.removeAll(keepingCapacity: true)
+            // Handed over whole, so the completer can adopt the array.
+            var out: [FinishedJob] = []
+            out.reserveCapacity(finishedBatch.capacity)
+            swap(&out, &finishedBatch)
+            sink(out)
         }
     }
 
@@ -310,6 +305,16 @@ struct PendingQueue {
     var count: Int { front.count + items.count - head }
 
     mutating func append(_ r: SendRequest) { items.append(r) }
+
+    /// An empty queue adopts the batch's array instead of copying its references.
+    mutating func append(contentsOf batch: [SendRequest]) {
+        if head == items.count {
+            items = batch
+            head = 0
+        } else {
+            items.append(contentsOf: batch)
+        }
+    }
     mutating func pushFront(_ r: SendRequest) { front.append(r) }
 
     mutating func popFirst() -> SendRequest? {

@@ -137,3 +137,11 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
     var sentAtNs: UInt64 { if case .sent(let r) = self { r.sentAtNs } else { 0 } }
     var answeredAtNs: UInt64 { if case .sent(let r) = self { r.answeredAtNs } else { 0 } }
 }
+
+extension Array {
+    /// Appends `batch`; an empty array takes the batch's buffer instead, so that handing a batch
+    /// between threads counts no reference per element.
+    mutating func adopt(_ batch: [Element]) {
+        if isEmpty { self = batch } else { append(contentsOf: batch) }
+    }
+}

@@ -13,6 +13,11 @@ public struct HeaderList {
         entries.reserveCapacity(12)
     }
 
+    /// A list with no buffers yet, to swap a reused one in and out of a property.
+    public static var unreserved: HeaderList { HeaderList(reserving: false) }
+
+    private init(reserving: Bool) {}
+
     public mutating func clear() {
         storage.removeAll(keepingCapacity: true)
         entries.removeAll(keepingCapacity: true)
