@@ -24,8 +24,13 @@ public enum JobEnvelope {
 
     static let prefix: [UInt8] = Array(#"{"_apnsw":"#.utf8)
 
+    /// Compares through borrowed pointers: a slice of the bytes would count a reference on the
+    /// buffer that every job of the batch shares.
     public static func isEnvelope(_ bytes: ArraySlice<UInt8>) -> Bool {
-        bytes.count > prefix.count && bytes.prefix(prefix.count).elementsEqual(prefix)
+        guard bytes.count > prefix.count else { return false }
+        return bytes.withUnsafeBufferPointer { b in
+            prefix.withUnsafeBufferPointer { p in (0..<p.count).allSatisfy { b[$0] == p[$0] } }
+        }
     }
 
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta) -> [UInt8] {

@@ -1,8 +1,9 @@
 /// The JSON records a worker writes for each outcome (README "Outcome records").
 /// Every record has `"v":1`; fields absent from an outcome are left out.
 public enum OutcomeRecord {
-    /// Context of the job an outcome belongs to.
-    public struct Context: Sendable {
+    /// Context of the job an outcome belongs to. Not copyable: the writers borrow it, so that a
+    /// record costs no reference count per string it names.
+    public struct Context: ~Copyable, Sendable {
         public var handle: String
         public var jobID: String?
         public var app: String?
@@ -34,13 +35,13 @@ public enum OutcomeRecord {
     }
 
     /// `{"v":1,"status":"ok"|"failed",…}` for the results stream.
-    public static func result(_ c: Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
+    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
         var out: [UInt8] = []
         result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out)
         return out
     }
 
-    public static func result(_ c: Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
+    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
         let id = rejection?.apnsID.map { APNSID($0) } ?? apnsID
         let room = c.room + fixedRoom + (id?.withBytes { JSONCursor.room(forString: $0.count) } ?? 0)
             + JSONCursor.room(for: rejection?.reason.rawValue)
@@ -65,13 +66,13 @@ public enum OutcomeRecord {
     }
 
     /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
-    public static func invalidToken(_ c: Context, rejection: APNSRejection) -> [UInt8] {
+    public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection) -> [UInt8] {
         var out: [UInt8] = []
         invalidToken(c, rejection: rejection, into: &out)
         return out
     }
 
-    public static func invalidToken(_ c: Context, rejection: APNSRejection, into out: inout [UInt8]) {
+    public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection, into out: inout [UInt8]) {
         JSONCursor.append(to: &out, maxCount: c.room + fixedRoom + JSONCursor.room(for: rejection.reason.rawValue)) { w in
             w.beginObject()
             w.field(literal: "v", 1)
@@ -84,13 +85,13 @@ public enum OutcomeRecord {
     }
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
-    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8] {
+    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8] {
         var out: [UInt8] = []
         deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out)
         return out
     }
 
-    public static func deadLetter(_ c: Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout [UInt8]) {
+    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout [UInt8]) {
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
             return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
@@ -138,7 +139,7 @@ public enum OutcomeRecord {
         w.endArray()
     }
 
-    private static func common(_ w: inout JSONCursor, _ c: Context) {
+    private static func common(_ w: inout JSONCursor, _ c: borrowing Context) {
         w.fieldIfPresent(literal: "job_id", c.jobID)
         w.field(literal: "handle", c.handle)
         w.fieldIfPresent(literal: "app", c.app)

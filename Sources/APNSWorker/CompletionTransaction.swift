@@ -57,12 +57,15 @@ struct CompletionTransaction {
         var command = RedisArgs(capacity: 1024)
         let result = Self.xadd(keys.results), dead = Self.xadd(keys.deadLetters), invalid = Self.xadd(keys.invalidTokens)
         var anyDead = false, anyInvalid = false
-        for e in entries {
-            t.append(prefix: result, last: records.argument(e.record))
-            switch e.kind {
-            case .deadLetter: t.append(prefix: dead, last: records.argument(e.extra)); anyDead = true
-            case .invalidToken: t.append(prefix: invalid, last: records.argument(e.extra)); anyInvalid = true
-            case .result, .schedule: break
+        records.withBytes { bytes in
+            func record(_ i: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[records.range(of: i)]) }
+            for e in entries {
+                t.append(prefix: result, last: record(e.record))
+                switch e.kind {
+                case .deadLetter: t.append(prefix: dead, last: record(e.extra)); anyDead = true
+                case .invalidToken: t.append(prefix: invalid, last: record(e.extra)); anyInvalid = true
+                case .result, .schedule: break
+                }
             }
         }
         trim(&t, &command, keys.results, configuration.resultsMax)

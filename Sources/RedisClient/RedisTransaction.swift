@@ -27,8 +27,9 @@ public struct RedisTransaction {
 
     /// Appends `prefix` (every argument but the last, from `RedisArgs.prefix`) with `last`:
     /// a run of commands that differ only in their last argument is written without rebuilding.
-    public mutating func append(prefix: RedisArgs.Prefix, last: ArraySlice<UInt8>) {
-        encoded.append(contentsOf: prefix.resp)
+    public mutating func append(prefix: RedisArgs.Prefix, last: UnsafeBufferPointer<UInt8>) {
+        // Lent, not passed: append(contentsOf:) takes an array argument owned, a retain per call.
+        prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
         RedisArgs.appendHeader(UInt8(ascii: "$"), last.count, to: &encoded)
         encoded.append(contentsOf: last)
         encoded.append(13)
