@@ -244,10 +244,11 @@ extension Job {
                 content = .raw
             }
             // The payload's range is relative to the job's start, which need not be index 0.
-            let payloadBytes = raw.dropFirst(payload?.lowerBound ?? 0).prefix(payload?.count ?? 0)
+            let start = raw.startIndex + (payload?.lowerBound ?? 0)
+            let payloadRange = start..<(start + (payload?.count ?? 0))
             let job = Job(raw: raw, id: id, app: app, token: first, otherTokens: others, topic: topic, pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID,
-                          apnsID: apnsID.map { $0.lowercased() }, payload: payloadBytes, content: content,
+                          apnsID: apnsID.map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
                           truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
             try RequestRules.check(job: job)
             return job

@@ -4,7 +4,8 @@
 /// batch's jobs, so that taking a job copies and allocates nothing. A raw payload is a range of
 /// them and is sent as is; structured and template jobs get their payload from `PayloadRenderer`.
 /// A class, so that handing a job between threads and queues costs one reference count.
-public final class Job: Sendable {
+/// Immutable; `payloadBytes` points into buffers the job holds (unchecked Sendable for it).
+public final class Job: @unchecked Sendable {
     public static let schemaVersion: Int64 = 1
 
     public let raw: ArraySlice<UInt8>
@@ -21,7 +22,22 @@ public final class Job: Sendable {
     public let collapseID: String?
     public let apnsID: String?
     /// The bytes that go to APNs: part of `raw` for raw payloads, the rendered bytes otherwise.
-    public let payload: ArraySlice<UInt8>
+    public var payload: ArraySlice<UInt8> { rendered.map { $0[...] } ?? raw[payloadRange] }
+    /// The same bytes, lent without a reference count, for the hot path (the I/O thread sends
+    /// from them). Valid while the job lives: it holds both buffers, and neither ever changes.
+    /// A slice held a second reference on the buffer a batch's jobs share, which the fetch,
+    /// I/O and completion threads each counted.
+    public let payloadBytes: UnsafeRawBufferPointer
+    private let payloadRange: Range<Int>
+    private let rendered: [UInt8]?
+
+    /// Where a job's payload is.
+    public enum Payload {
+        /// A range of `raw` (indices of the slice).
+        case inRaw(Range<Int>)
+        /// Bytes rendered from structured fields or a template.
+        case rendered([UInt8])
+    }
     /// What the job asked to send.
     public let content: Content
     /// Shorten the alert body to fit the size limit (nil: the app's setting).
@@ -46,8 +62,17 @@ public final class Job: Sendable {
 
     public init(raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
                 pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-                payload: ArraySlice<UInt8>, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
-        self.payload = payload
+                payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
+        switch payload {
+        case .inRaw(let range):
+            payloadRange = range
+            rendered = nil
+            payloadBytes = raw.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[(range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)]) }
+        case .rendered(let bytes):
+            payloadRange = raw.startIndex..<raw.startIndex
+            rendered = bytes
+            payloadBytes = bytes.withUnsafeBytes { $0 }
+        }
         self.content = content
         self.truncate = truncate
         self.raw = raw
@@ -72,7 +97,7 @@ public final class Job: Sendable {
     /// The same job with a rendered payload.
     public func rendered(_ payload: [UInt8]) -> Job {
         Job(raw: raw, id: id, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
-            expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload[...], content: content,
+            expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: .rendered(payload), content: content,
             truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
     }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }

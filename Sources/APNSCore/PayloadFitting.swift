@@ -26,7 +26,9 @@ enum PayloadFitting {
     }
 
     /// Push types whose payload has rules (apns-protocol.md §2.2, §4.2).
-    static func checkAgreement(_ payload: ArraySlice<UInt8>, pushType: PushType) throws(JobRejection) {
+    /// Borrows the payload: most push types have no rules, and a raw job's payload is part of
+    /// the buffer its batch shares.
+    static func checkAgreement(_ payload: UnsafeRawBufferPointer, pushType: PushType) throws(JobRejection) {
         let required: Set<String>
         switch pushType {
         case .background: required = ["content-available"]
@@ -34,7 +36,7 @@ enum PayloadFitting {
         case .widgets, .controls: required = ["content-changed"]
         default: return
         }
-        let keys = Set(apsKeys(payload) ?? [])
+        let keys = Set(apsKeys(ArraySlice(payload)) ?? [])
         if let missing = required.subtracting(keys).sorted().first {
             throw JobRejection(JobRejection.badPayloadForPushType, "a \(pushType) push needs aps.\(missing)")
         }

@@ -6,7 +6,7 @@ public enum PayloadRenderer {
         switch job.content {
         case .raw:
             // Sent as is: only the push-type rules are checked, and only where there are any.
-            try PayloadFitting.checkAgreement(job.payload, pushType: job.pushType)
+            try PayloadFitting.checkAgreement(job.payloadBytes, pushType: job.pushType)
             return job
         case .notification(let range):
             bytes = try StructuredPayload.render(job.raw, range, pushType: job.pushType)
@@ -24,7 +24,9 @@ public enum PayloadRenderer {
                 throw JobRejection(JobRejection.malformedJSON, "template \"\(key)\" did not render to a JSON object: \(error)")
             }
         }
-        try PayloadFitting.checkAgreement(bytes[...], pushType: job.pushType)
+        try bytes.withUnsafeBytes { b in
+            Result { () throws(JobRejection) in try PayloadFitting.checkAgreement(b, pushType: job.pushType) }
+        }.get()
         var fitted = bytes
         let limit = job.pushType.maxPayloadBytes
         if fitted.count > limit, job.truncate ?? truncateByDefault {

@@ -9,7 +9,7 @@ public enum RequestRules {
     public static func check(job: Job) throws(JobRejection) {
         try checkHeaders(pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
                          expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
-        if job.content == .raw { try checkPayload(job.payload.count, pushType: job.pushType) }
+        if job.content == .raw { try checkPayload(job.payloadBytes.count, pushType: job.pushType) }
     }
 
     public static func checkPayload(_ size: Int, pushType: PushType) throws(JobRejection) {

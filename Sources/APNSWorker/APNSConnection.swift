@@ -55,7 +55,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             headers.clear()
             APNSRequestHeaders.write(job: request.job, token: request.token, topic: request.topic, authority: authority,
                                      bearer: bearer, into: &headers)
-            guard let stream = try? session.submitRequest(headers, body: request.job.payload) else {
+            guard let stream = try? session.submitRequest(headers, body: request.job.payloadBytes) else {
                 queue.pushFront(request)
                 break
             }

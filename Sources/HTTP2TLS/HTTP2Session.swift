@@ -155,11 +155,11 @@ public final class HTTP2Session {
 
     /// Queues a request; returns its stream id. The body's bytes are read when frames are
     /// written: the caller keeps `body`'s storage alive and unchanged until the stream closes.
-    public func submitRequest(_ headers: HeaderList, body: ArraySlice<UInt8>) throws(ProtocolError) -> Int32 {
+    public func submitRequest(_ headers: HeaderList, body: UnsafeRawBufferPointer) throws(ProtocolError) -> Int32 {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
         guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
-        bodies[stream] = Body(unsent: body.withUnsafeBytes { $0 }, owner: nil)
+        bodies[stream] = Body(unsent: body, owner: nil)
         return stream
     }
 

@@ -130,6 +130,9 @@ final class RenderTests: XCTestCase {
             let slice = buffer[start..<(start + text.utf8.count)]
             let inside = try PayloadRenderer.render(try Job.parse(slice), templates: lib)
             XCTAssertEqual(Array(inside.payload), Array(alone.payload), text)
+            // The bytes the I/O thread sends are the same, lent from the job's own buffers.
+            XCTAssertEqual(Array(inside.payloadBytes), Array(alone.payload), text)
+            XCTAssertFalse(inside.payloadBytes.isEmpty, text)
             XCTAssertEqual(Array(inside.raw), Array(text.utf8))
             start += text.utf8.count + 1
         }
