@@ -4,11 +4,17 @@ public protocol HeaderSink {
     mutating func add(_ name: StaticString, _ value: String, sensitive: Bool)
     /// A value in two parts, so that the hot path builds no joined string.
     mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool)
+    /// A value of a prefix and bytes (a token's digits), without building a String of them.
+    mutating func add(_ name: StaticString, _ prefix: String, utf8 value: UnsafeBufferPointer<UInt8>, sensitive: Bool)
 }
 
 extension HeaderSink {
     public mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool) {
         add(name, prefix + value, sensitive: sensitive)
+    }
+
+    public mutating func add(_ name: StaticString, _ prefix: String, utf8 value: UnsafeBufferPointer<UInt8>, sensitive: Bool) {
+        add(name, prefix, String(decoding: value, as: UTF8.self), sensitive: sensitive)
     }
 }
 
@@ -21,7 +27,7 @@ public enum APNSRequestHeaders {
     public static func write<S: HeaderSink>(job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S) {
         sink.add(":method", "POST", sensitive: false)
         sink.add(":scheme", "https", sensitive: false)
-        sink.add(":path", "/3/device/", token.hex, sensitive: true)
+        token.withHex { sink.add(":path", "/3/device/", utf8: $0, sensitive: true) }
         sink.add(":authority", authority, sensitive: false)
         if let bearer { sink.add("authorization", "bearer ", bearer, sensitive: false) }
         sink.add("apns-push-type", job.pushType.rawValue, sensitive: false)

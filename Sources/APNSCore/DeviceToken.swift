@@ -1,25 +1,54 @@
-/// A device token: the lowercase hex string that goes into `:path` (apns-protocol.md §2.1).
+/// A device token: the lowercase hex that goes into `:path` (apns-protocol.md §2.1).
+///
+/// Today's tokens (64 hex digits) are kept inline, like `APNSID`: a job's token allocates
+/// nothing and counts no reference on its way through the fetch, I/O and completion threads.
+/// A longer one is kept as a String.
 public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
-    public let hex: String
+    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    private var length = 0
+    private var long: String?
+
+    private static let inlineCapacity = 64
 
     /// Apple says not to assume a size; we accept 8 to 200 hex digits (today's are 64).
     public static let lengthRange = 8...200
 
     public init?(_ text: String) {
-        var text = text
-        // One pass over contiguous bytes: every character a hex digit, and is any uppercase?
-        let check: (valid: Bool, upper: Bool) = text.withUTF8 { bytes in
-            guard DeviceToken.lengthRange.contains(bytes.count), bytes.count % 2 == 0 else { return (false, false) }
-            var upper = false
-            for b in bytes {
-                guard hexValue(b) != nil else { return (false, false) }
-                if b >= UInt8(ascii: "A") && b <= UInt8(ascii: "F") { upper = true }
-            }
-            return (true, upper)
-        }
-        guard check.valid else { return nil }
-        hex = check.upper ? text.lowercased() : text
+        guard let token = text.withUTF8Bytes({ DeviceToken(utf8: $0) }) else { return nil }
+        self = token
     }
 
+    /// Hex digits in either case; nil unless there is an even number of them, in `lengthRange`.
+    public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        guard Self.lengthRange.contains(bytes.count), bytes.count % 2 == 0, bytes.allSatisfy({ hexValue($0) != nil }) else { return nil }
+        // Setting bit 5 lowercases A-F and leaves the digits as they are.
+        guard bytes.count <= Self.inlineCapacity else {
+            long = String(decoding: bytes.lazy.map { $0 | 0x20 }, as: UTF8.self)
+            return
+        }
+        length = bytes.count
+        withUnsafeMutableBytes(of: &words) { out in
+            for (i, b) in bytes.enumerated() { out[i] = b | 0x20 }
+        }
+    }
+
+    /// The hex digits' bytes, valid inside `body`.
+    public func withHex<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if let long { return try long.withUTF8Bytes(body) }
+        return try withUnsafeBytes(of: words) { raw in
+            try body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: length))
+        }
+    }
+
+    public var hex: String { long ?? withHex { String(decoding: $0, as: UTF8.self) } }
+    public var utf8Count: Int { long?.utf8.count ?? length }
     public var description: String { hex }
+
+    public static func == (a: DeviceToken, b: DeviceToken) -> Bool {
+        a.withHex { x in b.withHex { y in x.elementsEqual(y) } }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        withHex { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
 }

@@ -172,6 +172,18 @@ public struct JSONScanner: ~Copyable {
         try scanString(decode: true)!
     }
 
+    /// Reads a string and lends its decoded UTF-8 to `body`: the bytes in place when the string
+    /// has no escapes (no String is built), a decoded copy otherwise.
+    public mutating func readString<R>(lending body: (UnsafeBufferPointer<UInt8>) -> R) throws(JSONSyntaxError) -> R {
+        _ = try peek()
+        let open = index
+        try skipString()
+        let content = UnsafeBufferPointer(rebasing: bytes[(open + 1)..<(index - 1)])
+        guard content.contains(UInt8(ascii: "\\")) else { return body(content) }
+        index = open
+        return try readString().withUTF8Bytes(body)
+    }
+
     private mutating func scanString(decode: Bool) throws(JSONSyntaxError) -> String? {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
         index += 1

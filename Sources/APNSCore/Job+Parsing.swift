@@ -52,10 +52,22 @@ extension Job {
         return try fields.build(raw: bytes)
     }
 
+    /// A token as scanned: checked at once, its error raised by the rules that come later.
+    enum ScannedToken {
+        case valid(DeviceToken)
+        case invalid(characters: Int)
+
+        init(_ utf8: UnsafeBufferPointer<UInt8>) {
+            self = DeviceToken(utf8: utf8).map(ScannedToken.valid) ?? .invalid(characters: utf8.count)
+        }
+    }
+
     /// Field values as scanned, before the rules of the schema are applied.
     private struct RawFields {
         var version: Int64?
-        var id: String?, app: String?, token: String?, topic: String?, pushType: String?
+        var id: String?, app: String?, topic: String?, pushType: String?
+        /// The token as scanned: read from the job's bytes without building a String.
+        var token: ScannedToken?
         var collapseID: String?, apnsID: String?
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
@@ -105,7 +117,7 @@ extension Job {
             case .v: if want(.number) { version = try s.readInt(); return }
             case .id: if want(.string) { id = try s.readString(); return }
             case .app: if want(.string) { app = try s.readString(); return }
-            case .token: if want(.string) { token = try s.readString(); return }
+            case .token: if want(.string) { token = try s.readString { ScannedToken($0) }; return }
             case .topic: if want(.string) { topic = try s.readString(); return }
             case .pushType: if want(.string) { pushType = try s.readString(); return }
             case .collapseID: if want(.string) { collapseID = try s.readString(); return }
@@ -190,15 +202,19 @@ extension Job {
             guard count <= Job.maxTokens else {
                 throw JobRejection(JobRejection.tooManyTokens, "\"tokens\" has \(count) entries; the limit is \(Job.maxTokens) per job")
             }
-            func deviceToken(_ text: String) throws(JobRejection) -> DeviceToken {
-                if text.isEmpty { throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)") }
-                guard let t = DeviceToken(text) else {
-                    throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(text.utf8.count) characters")
+            func deviceToken(_ scanned: ScannedToken) throws(JobRejection) -> DeviceToken {
+                switch scanned {
+                case .valid(let t): return t
+                case .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
+                case .invalid(let n):
+                    throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(n) characters")
                 }
-                return t
+            }
+            func deviceToken(_ text: String) throws(JobRejection) -> DeviceToken {
+                try deviceToken(text.withUTF8Bytes { ScannedToken($0) })
             }
             // A single token builds no array.
-            let first = try deviceToken(token ?? tokenList![0])
+            let first = if let token { try deviceToken(token) } else { try deviceToken(tokenList![0]) }
             var others: [DeviceToken] = []
             if let tokenList, tokenList.count > 1 {
                 others.reserveCapacity(tokenList.count - 1)

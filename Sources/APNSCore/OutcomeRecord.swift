@@ -7,11 +7,11 @@ public enum OutcomeRecord {
         public var handle: String
         public var jobID: String?
         public var app: String?
-        public var token: String?
+        public var token: DeviceToken?
         public var topic: String?
         public var worker: String
         public var timeMs: Int64
-        public init(handle: String, jobID: String?, app: String?, token: String?, topic: String?, worker: String, timeMs: Int64) {
+        public init(handle: String, jobID: String?, app: String?, token: DeviceToken?, topic: String?, worker: String, timeMs: Int64) {
             self.handle = handle
             self.jobID = jobID
             self.app = app
@@ -143,7 +143,10 @@ public enum OutcomeRecord {
         w.fieldIfPresent(literal: "job_id", c.jobID)
         w.field(literal: "handle", c.handle)
         w.fieldIfPresent(literal: "app", c.app)
-        w.fieldIfPresent(literal: "token", c.token)
+        if let token = c.token {
+            w.key(literal: "token")
+            token.withHex { w.string(utf8: $0) }
+        }
         w.fieldIfPresent(literal: "topic", c.topic)
         w.field(literal: "worker", c.worker)
         w.field(literal: "time_ms", c.timeMs)
@@ -154,7 +157,7 @@ extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, and their keys, separators and time
     /// (under 100 bytes).
     var room: Int {
-        JSONCursor.room(for: jobID) + JSONCursor.room(for: handle) + JSONCursor.room(for: app) + JSONCursor.room(for: token)
+        JSONCursor.room(for: jobID) + JSONCursor.room(for: handle) + JSONCursor.room(for: app) + (token.map { JSONCursor.room(forString: $0.utf8Count) } ?? 0)
             + JSONCursor.room(for: topic) + JSONCursor.room(for: worker) + 128
     }
 }

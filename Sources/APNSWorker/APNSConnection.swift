@@ -52,10 +52,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         defer { swap(&headers, &self.headers) }
         var opened = 0
         while opened < limit, let request = queue.popFirst() {
-            headers.clear()
-            APNSRequestHeaders.write(job: request.job, token: request.token, topic: request.topic, authority: authority,
-                                     bearer: bearer, into: &headers)
-            guard let stream = try? session.submitRequest(headers, body: request.job.payloadBytes) else {
+            guard let stream = Self.submit(request, session, &headers, authority: authority, bearer: bearer) else {
                 queue.pushFront(request)
                 break
             }
@@ -65,6 +62,16 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             opened += 1
         }
         return opened
+    }
+
+    /// One request's HEADERS and body, nil if nghttp2 refuses it. The request is borrowed here,
+    /// so its job and token are read without a reference count each.
+    private static func submit(_ request: SendRequest, _ session: HTTP2Session, _ headers: inout HeaderList, authority: String,
+                               bearer: String?) -> Int32? {
+        let job = request.job
+        headers.clear()
+        APNSRequestHeaders.write(job: job, token: request.token, topic: request.topic, authority: authority, bearer: bearer, into: &headers)
+        return try? session.submitRequest(headers, body: job.payloadBytes)
     }
 
     func flush() { http?.flushOrClose() }

@@ -53,7 +53,7 @@ struct OutcomeRecords {
 
     /// Appends the outcome's kind and its two records.
     func append(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
-        let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token?.hex,
+        let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token,
                                             topic: f.topic, worker: worker, timeMs: timeMs)
         args.append(d.kind.rawValue)
         args.append { out in

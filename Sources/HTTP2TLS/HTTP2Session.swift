@@ -157,6 +157,7 @@ public final class HTTP2Session {
     /// written: the caller keeps `body`'s storage alive and unchanged until the stream closes.
     public func submitRequest(_ headers: HeaderList, body: UnsafeRawBufferPointer) throws(ProtocolError) -> Int32 {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
+        let session = session // a closure that read self's property retained self, per request
         let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
         guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
         bodies[stream] = Body(unsent: body, owner: nil)
@@ -166,7 +167,7 @@ public final class HTTP2Session {
     /// Queues a response; a nil body ends the stream with the HEADERS frame.
     public func submitResponse(stream: Int32, _ headers: HeaderList, body: [UInt8]?) {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
-        let rc: Int32
+        let rc: Int32, session = session
         if let body {
             bodies[stream] = Body(unsent: body.withUnsafeBytes { $0 }, owner: body)
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, &provider) }

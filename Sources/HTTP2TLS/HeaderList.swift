@@ -43,6 +43,15 @@ public struct HeaderList {
         entries.append((name, v0..<storage.count, sensitive))
     }
 
+    /// A value of a prefix and bytes, written one after the other.
+    public mutating func add(_ name: StaticString, _ prefix: String, utf8 value: UnsafeBufferPointer<UInt8>, sensitive: Bool = false) {
+        Self.check(name)
+        let v0 = storage.count
+        append(prefix)
+        storage.append(contentsOf: value)
+        entries.append((name, v0..<storage.count, sensitive))
+    }
+
     /// A one-character literal may be kept as a scalar, with no bytes to point at.
     private static func check(_ name: StaticString) {
         precondition(name.hasPointerRepresentation && name.utf8CodeUnitCount > 0, "a header name is a literal of at least one byte")

@@ -36,6 +36,25 @@ final class JobParsingTests: XCTestCase {
         XCTAssertEqual(String(decoding: job.payload, as: UTF8.self), #"{"aps":{"alert":"hi"}, "x": [1, 2]}"#)
     }
 
+    /// Today's 64-digit tokens are kept inline and longer ones as a string; both read back
+    /// lowercase, compare and hash by their digits, and bad ones are refused.
+    func testDeviceTokensInlineAndLong() throws {
+        let short = DeviceToken("ABCDEF01"), today = DeviceToken(Self.token.uppercased()), long = DeviceToken(String(repeating: "C0", count: 100))
+        XCTAssertEqual(short?.hex, "abcdef01")
+        XCTAssertEqual(today?.hex, Self.token)
+        XCTAssertEqual(long?.hex, String(repeating: "c0", count: 100))
+        XCTAssertEqual(long?.utf8Count, 200)
+        XCTAssertEqual(today, DeviceToken(Self.token))
+        XCTAssertNotEqual(today, DeviceToken(String(repeating: "ab", count: 31) + "ac"))
+        XCTAssertEqual(Set([today, DeviceToken(Self.token), long, long]).count, 2)
+        XCTAssertEqual(today?.withHex { Array($0) }, Array(Self.token.utf8))
+        for bad in ["", "abc", "abcdef0", "abcdefgh", String(repeating: "a", count: 202), "abcd ef0"] { XCTAssertNil(DeviceToken(bad), bad) }
+        // A token with escapes in its JSON string reads as its decoded digits.
+        let escaped = try parse(#"{"token":"\u0061\u0062\#(String(repeating: "ab", count: 31))","payload":{"a":1}}"#)
+        XCTAssertEqual(escaped.token.hex, Self.token)
+        XCTAssertEqual(reason(#"{"token":"ab\u0000cdef01","payload":{"a":1}}"#), "BadDeviceToken")
+    }
+
     func testDefaults() throws {
         let job = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
         XCTAssertEqual(job.pushType, .alert)

@@ -105,7 +105,8 @@ final class WorkerValuesTests: XCTestCase {
     /// back. The cursor checks each write against the room.
     func testRecordsWithEveryFieldAtItsLongestFitTheirRoom() throws {
         let worst = String(repeating: "\u{1}", count: 40)
-        let ctx = OutcomeRecord.Context(handle: worst, jobID: worst, app: worst, token: worst, topic: worst, worker: worst, timeMs: .min)
+        let longestToken = DeviceToken(String(repeating: "f", count: DeviceToken.lengthRange.upperBound))
+        let ctx = OutcomeRecord.Context(handle: worst, jobID: worst, app: worst, token: longestToken, topic: worst, worker: worst, timeMs: .min)
         let r = APNSRejection(status: .min, reason: APNSReason(worst), apnsID: worst, timestamp: .min)
         let attempts = [OutcomeRecord.Attempt](repeating: .init(timeMs: .min, status: .min, reason: worst), count: 3)
         let records = [
@@ -123,9 +124,10 @@ final class WorkerValuesTests: XCTestCase {
     }
 
     func testOutcomeRecordsAreJSONWithTheContractFields() throws {
-        let ctx = OutcomeRecord.Context(handle: "7", jobID: "j", app: "a", token: "ab", topic: "t", worker: "w", timeMs: 5)
+        let ctx = OutcomeRecord.Context(handle: "7", jobID: "j", app: "a", token: DeviceToken("ABCDEF0123456789"), topic: "t", worker: "w", timeMs: 5)
         let ok = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))) as! [String: Any]
         XCTAssertEqual(ok["status"] as? String, "ok")
+        XCTAssertEqual(ok["token"] as? String, "abcdef0123456789")
         XCTAssertEqual(ok["apns_id"] as? String, "id-1")
         XCTAssertEqual(ok["v"] as? Int, 1)
         let r = APNSRejection(status: 410, reason: .unregistered, apnsID: "id-2", timestamp: 99)
