@@ -20,17 +20,27 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
 
     /// Hex digits in either case; nil unless there is an even number of them, in `lengthRange`.
     public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
-        guard Self.lengthRange.contains(bytes.count), bytes.count % 2 == 0, bytes.allSatisfy({ hexValue($0) != nil }) else { return nil }
-        // Setting bit 5 lowercases A-F and leaves the digits as they are.
+        guard Self.lengthRange.contains(bytes.count), bytes.count % 2 == 0 else { return nil }
         guard bytes.count <= Self.inlineCapacity else {
+            guard bytes.allSatisfy(Self.isHexDigit) else { return nil }
             long = String(decoding: bytes.lazy.map { $0 | 0x20 }, as: UTF8.self)
             return
         }
-        length = bytes.count
-        withUnsafeMutableBytes(of: &words) { out in
-            for (i, b) in bytes.enumerated() { out[i] = b | 0x20 }
+        // Checked and copied in one pass. Setting bit 5 lowercases A-F and leaves digits as they are.
+        let valid = withUnsafeMutableBytes(of: &words) { out in
+            var bad = false
+            for i in 0..<bytes.count {
+                let b = bytes[i]
+                bad = bad || !Self.isHexDigit(b)
+                out[i] = b | 0x20
+            }
+            return !bad
         }
+        guard valid else { return nil }
+        length = bytes.count
     }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 || (b | 0x20) &- 0x61 < 6 }
 
     /// The hex digits' bytes, valid inside `body`.
     public func withHex<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {

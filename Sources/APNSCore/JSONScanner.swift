@@ -175,8 +175,21 @@ public struct JSONScanner: ~Copyable {
     /// Reads a string and lends its decoded UTF-8 to `body`: the bytes in place when the string
     /// has no escapes (no String is built), a decoded copy otherwise.
     public mutating func readString<R>(lending body: (UnsafeBufferPointer<UInt8>) -> R) throws(JSONSyntaxError) -> R {
-        _ = try peek()
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
         let open = index
+        // Plain ASCII up to the closing quote (a token, an id) needs no other look: one pass,
+        // eight bytes at a time.
+        var end = open + 1
+        if let base = bytes.baseAddress {
+            while end + 8 <= bytes.count, ByteWord.firstSpecialOrNonASCII(ByteWord.load(base + end)) == nil { end += 8 }
+        }
+        while end < bytes.count, bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") {
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            index = end + 1
+            return body(UnsafeBufferPointer(rebasing: bytes[(open + 1)..<end]))
+        }
         try skipString()
         let content = UnsafeBufferPointer(rebasing: bytes[(open + 1)..<(index - 1)])
         guard content.contains(UInt8(ascii: "\\")) else { return body(content) }

@@ -34,6 +34,28 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertEqual(s, "a\"b\\c\nd\u{e9}😀")
     }
 
+    /// A lent string is the same as a read one: plain ASCII in place (at every length around
+    /// the eight-byte steps), escapes and multi-byte characters decoded; bad strings fail alike.
+    func testLendsStringsAsItReadsThem() throws {
+        func lend(_ json: String) throws -> (String, Int) {
+            try Array(json.utf8).withUnsafeBufferPointer { (buf) throws -> (String, Int) in
+                var scanner = JSONScanner(buf)
+                let text = try scanner.readString(lending: { String(decoding: $0, as: UTF8.self) })
+                return (text, scanner.index)
+            }
+        }
+        for n in 0...20 {
+            let plain = String(repeating: "ab01", count: 6).prefix(n)
+            XCTAssertEqual(try lend(" \"\(plain)\",1").0, String(plain))
+            XCTAssertEqual(try lend(" \"\(plain)\",1").1, n + 3, "index after the closing quote")
+        }
+        XCTAssertEqual(try lend(#""a\"b\\c\nd\u00e9\ud83d\ude00""#).0, "a\"b\\c\nd\u{e9}😀")
+        XCTAssertEqual(try lend("\"Zoë and 😀 in a longer string\"").0, "Zoë and 😀 in a longer string")
+        for bad in ["\"abc", "\"abcdefghijkl", "\"ab\u{1}cd\"", "abc\"", #""a\x""#] {
+            XCTAssertThrowsError(try lend(bad), bad)
+        }
+    }
+
     func testReadsIntegersAndRejectsFractions() throws {
         try Array("-42".utf8).withUnsafeBufferPointer { buf in
             var s = JSONScanner(buf)
