@@ -7,7 +7,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// The pool's credential and endpoint (the first app of the pool).
     let app: AppRuntime
     let poolIndex: Int
-    unowned let owner: SendLoop
+    /// Unchecked: the loop thread owns its connections (and drops them before it ends); a
+    /// checked unowned reference counted once per answer.
+    unowned(unsafe) let owner: SendLoop
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.

@@ -78,8 +78,9 @@ final class SendLoop: @unchecked Sendable {
         breakers = pools.map { _ in CircuitBreaker(pauseMs: settings.credentialPauseMs, probeTimeoutMs: settings.requestTimeoutMs + 5000) }
         slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = pools.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
-        loop.onWake = { [unowned self] in self.takeInbox() }
-        loop.afterEvents = { [unowned self] in self.dispatch() }
+        // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
+        loop.onWake = { [unowned(unsafe) self] in self.takeInbox() }
+        loop.afterEvents = { [unowned(unsafe) self] in self.dispatch() }
     }
 
     func start() {

@@ -21,8 +21,10 @@ public final class HTTP2Connection: EventHandler {
     public private(set) var session: HTTP2Session!
     private let tls: TLSStream
     private var isServer: Bool { session.isServer }
-    public unowned let loop: EventLoop
-    private unowned let delegate: HTTP2ConnectionDelegate
+    /// Unowned and unchecked: the loop outlives the connections it runs, and a checked unowned
+    /// reference counted once per use, several times per response.
+    public unowned(unsafe) let loop: EventLoop
+    private unowned(unsafe) let delegate: HTTP2ConnectionDelegate
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var waitingForWritable = false
