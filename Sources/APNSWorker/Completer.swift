@@ -2,6 +2,7 @@ import APNSCore
 import Foundation
 import HTTP2TLS
 import RedisClient
+import Synchronization
 
 /// The completion thread: writes decided outcomes to Redis in batches, each job's ack in the
 /// same atomic step as its records (QueueScripts.complete), then frees room in the gate.
@@ -15,6 +16,8 @@ final class Completer: @unchecked Sendable {
     private let redis: RedisLink
     private let condition = NSCondition()
     private var queue: [FinishedJob] = []
+    /// Recorded jobs waiting for the fetch thread to drop them (`dropRecorded`).
+    private let recorded = Mutex<[[FinishedJob]]>([])
     private let runner = ThreadRunner()
     private static let chunk = 500
     /// The completion transaction's RESP, reused from batch to batch.
@@ -56,17 +59,36 @@ final class Completer: @unchecked Sendable {
             condition.lock()
             while queue.isEmpty && runner.isRunning { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
             if queue.isEmpty && !runner.isRunning { condition.unlock(); return }
-            let batch = queue
+            var batch = queue
             queue = []
             condition.unlock()
+            let total = batch.count
             var start = 0
-            while start < batch.count {
-                let end = min(start + Completer.chunk, batch.count)
+            while start < total {
+                let end = min(start + Completer.chunk, total)
                 write(batch[start..<end])
+                if end == total { handOver(&batch) } // before the gate wakes the fetcher
                 gate.recorded(end - start)
                 start = end
             }
         }
+    }
+
+    /// Moves recorded jobs to `recorded`, leaving this thread no reference to them.
+    private func handOver(_ batch: inout [FinishedJob]) {
+        recorded.withLock { q in
+            q.append([])
+            swap(&q[q.count - 1], &batch)
+        }
+    }
+
+    /// Drops the jobs recorded since the last call, on the calling thread. The fetch thread
+    /// calls it: it allocated the jobs, and freeing them there keeps malloc's per-thread cache
+    /// filled and its arena's lock uncontended, where frees from this thread took that lock
+    /// against the fetcher's mallocs (futex calls on both threads).
+    func dropRecorded() {
+        var dead: [[FinishedJob]] = []
+        recorded.withLock { swap(&$0, &dead) }
     }
 
     /// Retries until Redis takes the batch: an outcome is never dropped.

@@ -48,7 +48,9 @@ final class Fetcher: @unchecked Sendable {
     private func run() {
         let batchSize = configuration.batchSize
         while runner.isRunning {
-            guard gate.waitForRoom(batchSize, timeout: 0.5) else { continue }
+            let room = gate.waitForRoom(batchSize, timeout: 0.5)
+            completer.dropRecorded()
+            guard room else { continue }
             batchCount += 1
             let (id, number) = ("\(life)-\(batchCount)", batchCount)
             let taken: TakenJobs

@@ -83,6 +83,33 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["LLEN", keys.jobs]).integer, 2)
     }
 
+    /// Recorded jobs are kept for the fetch thread, which allocated them, and freed only when it
+    /// drops them: the completer holds no reference of its own to them.
+    func testRecordedJobsAreFreedByWhoeverDropsThem() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        let (completer, gate) = startCompleter(keys, redis.endpoint)
+        defer { completer.stop() }
+        let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 2)
+        completer.unfinished.opened(b1)
+        gate.add(sent: 0, decided: 2)
+        weak var first: SendRequest?, second: SendRequest?
+        do {
+            let jobs = [try request(1, b1, 0, fanout: 1), try request(2, b1, 1, fanout: 1)]
+            (first, second) = (jobs[0], jobs[1])
+            completer.submit(jobs.map { $0.decide(.delivered(apnsID: "id"), appName: "default") })
+        }
+        XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the completer recorded both")
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 2)
+        XCTAssertNotNil(first, "kept until dropped")
+        XCTAssertNotNil(second)
+        completer.dropRecorded()
+        XCTAssertNil(first, "freed by the drop")
+        XCTAssertNil(second)
+    }
+
     /// A completion whose EXEC ran but whose reply was lost is written again through the script,
     /// which skips every outcome already marked done: nothing is recorded twice.
     func testACompletionWrittenAgainAfterItsReplyWasLostRecordsNothingTwice() throws {
