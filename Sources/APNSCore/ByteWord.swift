@@ -18,6 +18,22 @@ enum ByteWord {
         return (x &- ones) & ~x & highs != 0
     }
 
+    /// Each byte is at least `lo` and at most `hi` (both below 0x80), for ASCII bytes: a borrow
+    /// cannot cross bytes, since none is above 0x7F.
+    private static func allInRange(_ w: UInt64, _ lo: UInt8, _ hi: UInt8) -> UInt64 {
+        let atLeast = w &+ ones &* UInt64(0x80 - lo), above = w &+ ones &* UInt64(0x7F - hi)
+        return atLeast & ~above & highs
+    }
+
+    /// All eight bytes are hex digits, in either case.
+    static func isHexDigits(_ w: UInt64) -> Bool {
+        guard w & highs == 0 else { return false }
+        // Setting bit 5 folds A-F onto a-f; of the other bytes only 0x10-0x19 fold onto digits,
+        // so digits are checked unfolded.
+        let folded = w | ones &* 0x20
+        return allInRange(w, 0x30, 0x39) | allInRange(folded, 0x61, 0x66) == highs
+    }
+
     /// A control character, `"` or `\`: what a JSON string escapes.
     static func hasJSONSpecial(_ w: UInt64) -> Bool {
         hasByte(below: 0x20, w) || hasByte(equalTo: UInt8(ascii: "\""), w) || hasByte(equalTo: UInt8(ascii: "\\"), w)

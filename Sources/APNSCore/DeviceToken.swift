@@ -26,15 +26,24 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
             long = String(decoding: bytes.lazy.map { $0 | 0x20 }, as: UTF8.self)
             return
         }
-        // Checked and copied in one pass. Setting bit 5 lowercases A-F and leaves digits as they are.
+        // Checked and copied in one pass, eight digits at a time. Setting bit 5 lowercases A-F
+        // and leaves digits as they are.
         let valid = withUnsafeMutableBytes(of: &words) { out in
-            var bad = false
-            for i in 0..<bytes.count {
-                let b = bytes[i]
-                bad = bad || !Self.isHexDigit(b)
-                out[i] = b | 0x20
+            var i = 0
+            if let base = bytes.baseAddress {
+                while i + 8 <= bytes.count {
+                    let w = ByteWord.load(base + i)
+                    guard ByteWord.isHexDigits(w) else { return false }
+                    out.storeBytes(of: w | 0x2020_2020_2020_2020, toByteOffset: i, as: UInt64.self)
+                    i += 8
+                }
             }
-            return !bad
+            while i < bytes.count {
+                guard Self.isHexDigit(bytes[i]) else { return false }
+                out[i] = bytes[i] | 0x20
+                i += 1
+            }
+            return true
         }
         guard valid else { return nil }
         length = bytes.count

@@ -55,6 +55,24 @@ final class JobParsingTests: XCTestCase {
         XCTAssertEqual(reason(#"{"token":"ab\u0000cdef01","payload":{"a":1}}"#), "BadDeviceToken")
     }
 
+    /// The eight-digits-at-a-time check agrees with a byte-by-byte one for every byte value at
+    /// every position of today's token, and of a shorter one with a tail.
+    func testEveryByteAtEveryPositionOfATokenIsCheckedAlike() {
+        let hex = Set(Array("0123456789abcdefABCDEF".utf8))
+        for length in [64, 18] {
+            let valid = Array(String(repeating: "a1", count: length / 2).utf8)
+            for position in 0..<length {
+                for b in UInt8.min...UInt8.max {
+                    var bytes = valid
+                    bytes[position] = b
+                    let token = bytes.withUnsafeBufferPointer { DeviceToken(utf8: $0) }
+                    XCTAssertEqual(token != nil, hex.contains(b), "byte \(b) at \(position) of \(length)")
+                    if let token { XCTAssertEqual(token.hex, String(decoding: bytes.map { $0 | 0x20 }, as: UTF8.self)) }
+                }
+            }
+        }
+    }
+
     func testDefaults() throws {
         let job = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
         XCTAssertEqual(job.pushType, .alert)
