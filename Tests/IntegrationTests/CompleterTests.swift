@@ -61,15 +61,9 @@ final class CompleterTests: XCTestCase {
     /// unfinished batch in the same write, so the next transaction skips that round trip. A
     /// recovery in between must still abort it, and its jobs must then go unrecorded here.
     func testARecoveryAfterATransactionAbortsTheNextOneThatRodeOnItsCheck() throws {
-        let redis = try TestRedis()
-        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? redis.reset(queue: keys.queue) }
-        let r = try redis.connect()
-        let (completer, gate) = startCompleter(keys, redis.endpoint)
-        defer { completer.stop() }
-        let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 3)
-        completer.unfinished.opened(b1)
-        gate.add(sent: 0, decided: 3)
+        let rig = try OneBatch(self, jobs: 3)
+        defer { rig.close() }
+        let (r, keys, completer, gate, b1) = (rig.r, rig.keys, rig.completer, rig.gate, rig.batch)
         completer.submit([delivered(1, b1, 0)])
         try waitFor(r, ["XLEN", keys.results], equals: 1)
         XCTAssertEqual(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text), ["0"])
@@ -86,15 +80,9 @@ final class CompleterTests: XCTestCase {
     /// Recorded jobs are kept for the fetch thread, which allocated them, and freed only when it
     /// drops them: the completer holds no reference of its own to them.
     func testRecordedJobsAreFreedByWhoeverDropsThem() throws {
-        let redis = try TestRedis()
-        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? redis.reset(queue: keys.queue) }
-        let r = try redis.connect()
-        let (completer, gate) = startCompleter(keys, redis.endpoint)
-        defer { completer.stop() }
-        let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 2)
-        completer.unfinished.opened(b1)
-        gate.add(sent: 0, decided: 2)
+        let rig = try OneBatch(self, jobs: 2)
+        defer { rig.close() }
+        let (r, keys, completer, gate, b1) = (rig.r, rig.keys, rig.completer, rig.gate, rig.batch)
         weak var first: SendRequest?, second: SendRequest?
         do {
             let jobs = [try request(1, b1, 0, fanout: 1), try request(2, b1, 1, fanout: 1)]
@@ -192,6 +180,27 @@ final class CompleterTests: XCTestCase {
     }
 
     /// A completer on its own thread, with a gate of its own. The caller stops it.
+    /// A running completer on a fresh queue, with one batch ("b-1") of `jobs` in flight in Redis,
+    /// open in the completer and counted in the gate as decided.
+    private struct OneBatch {
+        let redis: TestRedis, keys: QueueKeys, r: RedisConnection, completer: Completer, gate: InflightGate, batch: TakenBatch
+
+        init(_ test: CompleterTests, jobs: Int) throws {
+            redis = try TestRedis()
+            keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            r = try redis.connect()
+            (completer, gate) = test.startCompleter(keys, redis.endpoint)
+            batch = try test.batch(r, keys, "b-1", number: 1, first: 1, jobs: jobs)
+            completer.unfinished.opened(batch)
+            gate.add(sent: 0, decided: jobs)
+        }
+
+        func close() {
+            completer.stop()
+            try? redis.reset(queue: keys.queue)
+        }
+    }
+
     private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) -> (Completer, InflightGate) {
         var configuration = WorkerConfiguration()
         configuration.redis = endpoint
