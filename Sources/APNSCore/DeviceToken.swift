@@ -22,7 +22,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         guard Self.lengthRange.contains(bytes.count), bytes.count % 2 == 0 else { return nil }
         guard bytes.count <= Self.inlineCapacity else {
-            guard bytes.allSatisfy(Self.isHexDigit) else { return nil }
+            guard bytes.allSatisfy({ hexValue($0) != nil }) else { return nil }
             long = String(decoding: bytes.lazy.map { $0 | 0x20 }, as: UTF8.self)
             return
         }
@@ -39,7 +39,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
                 }
             }
             while i < bytes.count {
-                guard Self.isHexDigit(bytes[i]) else { return false }
+                guard hexValue(bytes[i]) != nil else { return false }
                 out[i] = bytes[i] | 0x20
                 i += 1
             }
@@ -48,8 +48,6 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         guard valid else { return nil }
         length = bytes.count
     }
-
-    private static func isHexDigit(_ b: UInt8) -> Bool { b &- 0x30 < 10 || (b | 0x20) &- 0x61 < 6 }
 
     /// The hex digits' bytes, valid inside `body`.
     public func withHex<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {

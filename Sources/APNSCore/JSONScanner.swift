@@ -176,25 +176,31 @@ public struct JSONScanner: ~Copyable {
     /// has no escapes (no String is built), a decoded copy otherwise.
     public mutating func readString<R>(lending body: (UnsafeBufferPointer<UInt8>) -> R) throws(JSONSyntaxError) -> R {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
-        let open = index
-        // Plain ASCII up to the closing quote (a token, an id) needs no other look: one pass,
-        // eight bytes at a time.
-        var end = open + 1
-        if let base = bytes.baseAddress {
-            while end + 8 <= bytes.count, ByteWord.firstSpecialOrNonASCII(ByteWord.load(base + end)) == nil { end += 8 }
-        }
+        // Plain ASCII up to the closing quote (a token, an id) needs no other look.
+        var end = plainRunEnd(from: index + 1)
         while end < bytes.count, bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") {
             end += 1
         }
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            let content = UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end])
             index = end + 1
-            return body(UnsafeBufferPointer(rebasing: bytes[(open + 1)..<end]))
+            return body(content)
         }
-        try skipString()
-        let content = UnsafeBufferPointer(rebasing: bytes[(open + 1)..<(index - 1)])
-        guard content.contains(UInt8(ascii: "\\")) else { return body(content) }
-        index = open
+        // Escapes or multi-byte characters: read the long way.
         return try readString().withUTF8Bytes(body)
+    }
+
+    /// The first index from `i` on whose byte is not plain string content (a control
+    /// character, `"`, `\` or non-ASCII), passing runs of plain ASCII (most of every job) eight
+    /// bytes at a time. It stops before the last seven bytes, which callers check one by one.
+    private func plainRunEnd(from i: Int) -> Int {
+        guard let base = bytes.baseAddress else { return i }
+        var i = i
+        while i + 8 <= bytes.count {
+            if let offset = ByteWord.firstSpecialOrNonASCII(ByteWord.load(base + i)) { return i + offset }
+            i += 8
+        }
+        return i
     }
 
     private mutating func scanString(decode: Bool) throws(JSONSyntaxError) -> String? {
@@ -203,17 +209,7 @@ public struct JSONScanner: ~Copyable {
         let contentStart = index
         var decoded: [UInt8]? = nil
         while true {
-            if decoded == nil, let base = bytes.baseAddress {
-                // Runs of plain ASCII (most of every job) are passed eight bytes at a time, and
-                // the scan stops right at the first byte that needs a look.
-                while index + 8 <= bytes.count {
-                    if let offset = ByteWord.firstSpecialOrNonASCII(ByteWord.load(base + index)) {
-                        index += offset
-                        break
-                    }
-                    index += 8
-                }
-            }
+            if decoded == nil { index = plainRunEnd(from: index) }
             guard index < bytes.count else { throw fail("unterminated string") }
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {

@@ -307,15 +307,9 @@ struct PendingQueue {
 
     mutating func append(_ r: SendRequest) { items.append(r) }
 
-    /// An empty queue adopts the batch's array instead of copying its references.
-    mutating func append(contentsOf batch: [SendRequest]) {
-        if head == items.count {
-            items = batch
-            head = 0
-        } else {
-            items.append(contentsOf: batch)
-        }
-    }
+    /// An empty queue adopts the batch's array instead of copying its references (`popFirst`
+    /// empties `items` once every item is taken).
+    mutating func append(contentsOf batch: [SendRequest]) { items.adopt(batch) }
     mutating func pushFront(_ r: SendRequest) { front.append(r) }
 
     mutating func popFirst() -> SendRequest? {
