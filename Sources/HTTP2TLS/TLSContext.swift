@@ -50,6 +50,10 @@ public final class TLSContext: @unchecked Sendable {
     private func configureCommon() throws(OpenSSLError) {
         try OpenSSLError.check(Int32(apnsw_ssl_ctx_set_min_tls12(ctx)), "setting TLS 1.2 as the minimum")
         _ = apnsw_ssl_ctx_set_modes(ctx)
+        // One read(2) takes whatever records have arrived (up to 64 KiB), not a header then a
+        // body per record; buffers stay allocated (releasing them freed and reallocated one per read).
+        apnsw_ssl_ctx_set_read_ahead(ctx)
+        SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024)
         _ = apnsw_ssl_ctx_set_options(ctx)
     }
 
