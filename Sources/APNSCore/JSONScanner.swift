@@ -57,6 +57,28 @@ public struct JSONScanner: ~Copyable {
         try expect(UInt8(ascii: "}"))
     }
 
+    /// `forEachMember`, with each key lent as its decoded UTF-8: in place when it has no
+    /// escapes (every key of an ordinary job), so that matching a key builds no String.
+    public mutating func forEachMember(lendingKeys body: (UnsafeBufferPointer<UInt8>, inout JSONScanner) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
+        try expect(UInt8(ascii: "{"))
+        if try consume(UInt8(ascii: "}")) { return }
+        repeat {
+            let key = try readPlainOrDecoded()
+            try expect(UInt8(ascii: ":"))
+            switch key {
+            case .plain(let range):
+                try body(UnsafeBufferPointer(rebasing: bytes[range]), &self)
+            case .decoded(let text):
+                var failure: JSONSyntaxError?
+                text.withUTF8Bytes { key in
+                    do throws(JSONSyntaxError) { try body(key, &self) } catch { failure = error }
+                }
+                if let failure { throw failure }
+            }
+        } while try consume(UInt8(ascii: ","))
+        try expect(UInt8(ascii: "}"))
+    }
+
     /// Requires that only whitespace remains.
     public mutating func expectEnd() throws(JSONSyntaxError) {
         skipWhitespace()
@@ -175,19 +197,32 @@ public struct JSONScanner: ~Copyable {
     /// Reads a string and lends its decoded UTF-8 to `body`: the bytes in place when the string
     /// has no escapes (no String is built), a decoded copy otherwise.
     public mutating func readString<R>(lending body: (UnsafeBufferPointer<UInt8>) -> R) throws(JSONSyntaxError) -> R {
+        switch try readPlainOrDecoded() {
+        case .plain(let range): return body(UnsafeBufferPointer(rebasing: bytes[range]))
+        case .decoded(let text): return text.withUTF8Bytes(body)
+        }
+    }
+
+    private enum ReadString {
+        /// Plain ASCII, in place: the range of its content.
+        case plain(Range<Int>)
+        case decoded(String)
+    }
+
+    private mutating func readPlainOrDecoded() throws(JSONSyntaxError) -> ReadString {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
-        // Plain ASCII up to the closing quote (a token, an id) needs no other look.
+        // Plain ASCII up to the closing quote (a token, an id, a key) needs no other look.
         var end = plainRunEnd(from: index + 1)
         while end < bytes.count, bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") {
             end += 1
         }
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            let content = UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end])
+            let content = (index + 1)..<end
             index = end + 1
-            return body(content)
+            return .plain(content)
         }
         // Escapes or multi-byte characters: read the long way.
-        return try readString().withUTF8Bytes(body)
+        return .decoded(try readString())
     }
 
     /// The first index from `i` on whose byte is not plain string content (a control

@@ -1,3 +1,5 @@
+import Glibc
+
 extension Job {
     /// The fields of schema v1. Unknown fields are rejected so that a typo such as
     /// `"priorty"` cannot silently send with a default.
@@ -5,29 +7,31 @@ extension Job {
         case v, id, app, token, tokens, topic, pushType, priority, expiration, collapseID, apnsID
         case payload, notification, template, truncate, sendAt, maxAttempts
 
-        /// One switch over the key: most keys are matched within a few comparisons.
-        init?(_ key: String) {
-            switch key {
-            case "token": self = .token
-            case "payload": self = .payload
-            case "id": self = .id
-            case "app": self = .app
-            case "tokens": self = .tokens
-            case "notification": self = .notification
-            case "template": self = .template
-            case "v": self = .v
-            case "topic": self = .topic
-            case "push_type": self = .pushType
-            case "priority": self = .priority
-            case "expiration": self = .expiration
-            case "collapse_id": self = .collapseID
-            case "apns_id": self = .apnsID
-            case "truncate": self = .truncate
-            case "send_at": self = .sendAt
-            case "max_attempts": self = .maxAttempts
-            default: return nil
+        /// Matches a key's UTF-8 by its length, then its bytes: no String is built per key.
+        init?(utf8 key: UnsafeBufferPointer<UInt8>) {
+            func matches(_ name: StaticString) -> Bool {
+                name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, key.baseAddress!, key.count) == 0
             }
+            let field: Field?
+            switch key.count {
+            case 1: field = matches("v") ? .v : nil
+            case 2: field = matches("id") ? .id : nil
+            case 3: field = matches("app") ? .app : nil
+            case 5: field = matches("token") ? .token : matches("topic") ? .topic : nil
+            case 6: field = matches("tokens") ? .tokens : nil
+            case 7: field = matches("payload") ? .payload : matches("apns_id") ? .apnsID : matches("send_at") ? .sendAt : nil
+            case 8: field = matches("priority") ? .priority : matches("template") ? .template : matches("truncate") ? .truncate : nil
+            case 9: field = matches("push_type") ? .pushType : nil
+            case 10: field = matches("expiration") ? .expiration : nil
+            case 11: field = matches("collapse_id") ? .collapseID : nil
+            case 12: field = matches("notification") ? .notification : matches("max_attempts") ? .maxAttempts : nil
+            default: field = nil
+            }
+            guard let field else { return nil }
+            self = field
         }
+
+        var name: String { Job.fieldNames[rawValue] }
     }
 
     public static let fieldNames: [String] = [
@@ -85,31 +89,32 @@ extension Job {
                 error = JobRejection(JobRejection.malformedJSON, "the job must be a JSON object")
                 return
             }
-            try s.forEachMember { (key, s) throws(JSONSyntaxError) in
-                guard let field = Field(key) else {
+            try s.forEachMember(lendingKeys: { key, s throws(JSONSyntaxError) in
+                guard let field = Field(utf8: key) else {
                     if error == nil {
-                        error = JobRejection(JobRejection.unknownField, "unknown field \"\(key)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
+                        let name = String(decoding: key, as: UTF8.self)
+                        error = JobRejection(JobRejection.unknownField, "unknown field \"\(name)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
                     }
                     try s.skipValue()
                     return
                 }
                 guard seen & (1 << field.rawValue) == 0 else {
-                    if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(key)\" appears twice") }
+                    if error == nil { error = JobRejection(JobRejection.malformedJSON, "field \"\(field.name)\" appears twice") }
                     try s.skipValue()
                     return
                 }
                 seen |= 1 << field.rawValue
-                try readField(field, key, &s)
-            }
+                try readField(field, &s)
+            })
             try s.expectEnd()
         }
 
-        private mutating func readField(_ field: Field, _ key: String, _ s: inout JSONScanner) throws(JSONSyntaxError) {
+        private mutating func readField(_ field: Field, _ s: inout JSONScanner) throws(JSONSyntaxError) {
             let kind = try Self.kind(of: s.peek())
             func want(_ expected: JSONKind) -> Bool {
                 if kind == expected || kind == .null { return kind == expected }
                 if error == nil {
-                    error = JobRejection(JobRejection.wrongType, "field \"\(key)\" must be a \(expected.rawValue), not a \(kind.rawValue)")
+                    error = JobRejection(JobRejection.wrongType, "field \"\(field.name)\" must be a \(expected.rawValue), not a \(kind.rawValue)")
                 }
                 return false
             }
@@ -127,7 +132,7 @@ extension Job {
             case .sendAt: if want(.number) { sendAt = try s.readInt(); return }
             case .maxAttempts: if want(.number) { maxAttempts = try s.readInt(); return }
             case .tokens:
-                if want(.array) { tokenList = try readStrings(&s, key); return }
+                if want(.array) { tokenList = try readStrings(&s, field.name); return }
             case .payload:
                 if kind == .object { payload = try s.skipValue().range; return }
                 if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not a \(kind.rawValue)") }

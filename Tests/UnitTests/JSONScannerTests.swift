@@ -56,6 +56,29 @@ final class JSONScannerTests: XCTestCase {
         }
     }
 
+    /// Keys lent to a member walk are the keys read: in place when plain, decoded otherwise; an
+    /// error thrown by the walker's body comes out of the walk.
+    func testLendsKeysAsItReadsThem() throws {
+        let json = Array(#"{"id":1, "a\"b":2,"z\u00e9":3,"Zoë":{"x":[4]},"":5}"#.utf8)
+        var keys: [String] = []
+        try json.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
+            var scanner = JSONScanner(buf)
+            try scanner.forEachMember(lendingKeys: { key, s throws(JSONSyntaxError) in
+                keys.append(String(decoding: key, as: UTF8.self))
+                try s.skipValue()
+            })
+            try scanner.expectEnd()
+        }
+        XCTAssertEqual(keys, ["id", "a\"b", "z\u{e9}", "Zoë", ""])
+        for key in [#""plain""#, #""esc\u0061ped""#] {
+            let bytes = Array("{\(key):1}".utf8)
+            XCTAssertThrowsError(try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
+                var scanner = JSONScanner(buf)
+                try scanner.forEachMember(lendingKeys: { _, s throws(JSONSyntaxError) in throw s.fail("refused") })
+            }) { error in XCTAssertEqual((error as? JSONSyntaxError)?.message, "refused", key) }
+        }
+    }
+
     func testReadsIntegersAndRejectsFractions() throws {
         try Array("-42".utf8).withUnsafeBufferPointer { buf in
             var s = JSONScanner(buf)

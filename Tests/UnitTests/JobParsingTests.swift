@@ -131,10 +131,35 @@ final class JobParsingTests: XCTestCase {
     /// The parser's field switch and the published field list agree, name for name and in order
     /// (the order gives each field its bit in the duplicate check).
     func testEveryPublishedFieldNameMapsToItsField() {
+        func field(_ name: String) -> Job.Field? { name.withUTF8Bytes { Job.Field(utf8: $0) } }
         XCTAssertEqual(Job.fieldNames.count, Job.Field.allCases.count)
         for (i, name) in Job.fieldNames.enumerated() {
-            XCTAssertEqual(Job.Field(name)?.rawValue, i, name)
+            XCTAssertEqual(field(name)?.rawValue, i, name)
+            XCTAssertEqual(Job.Field(rawValue: i)?.name, name)
+            // The same length with any one byte changed, and one byte more or less, match nothing.
+            for j in name.utf8.indices {
+                var changed = Array(name.utf8)
+                changed[name.utf8.distance(from: name.utf8.startIndex, to: j)] ^= 0x20
+                XCTAssertNil(field(String(decoding: changed, as: UTF8.self)), name)
+            }
+            for other in [name + "s", String(name.dropLast())] where !Job.fieldNames.contains(other) {
+                XCTAssertNil(field(other), other)
+            }
         }
-        XCTAssertNil(Job.Field("priorty"))
+        XCTAssertNil(field("priorty"))
+        XCTAssertNil(field(""))
+    }
+
+    /// Keys are matched on their decoded text: an escaped key is the field it spells.
+    func testEscapedKeysAreTheFieldsTheySpell() throws {
+        let job = try parse(#"{"\u0074oken":"\#(Self.token)","p\u0061yload":{"a":1},"id":"x"}"#)
+        XCTAssertEqual(job.token.hex, Self.token)
+        XCTAssertEqual(Array(job.payload), Array(#"{"a":1}"#.utf8))
+        XCTAssertEqual(job.id, "x")
+        XCTAssertThrowsError(try parse(#"{"token":"\#(Self.token)","payload":{"a":1},"t\u00f6pic":"x"}"#)) { error in
+            XCTAssertEqual((error as? JobRejection)?.reason, JobRejection.unknownField)
+            XCTAssertTrue((error as? JobRejection)?.detail.contains("\"töpic\"") ?? false, "\(error)")
+        }
+        XCTAssertEqual(reason(#"{"token":"\#(Self.token)","t\u006fken":"\#(Self.token)","payload":{"a":1}}"#), JobRejection.malformedJSON)
     }
 }
