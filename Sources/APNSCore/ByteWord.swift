@@ -8,6 +8,20 @@ enum ByteWord {
         UnsafeRawPointer(p).loadUnaligned(as: UInt64.self)
     }
 
+    /// `count` (2-7) bytes in memory order, the rest of the word spaces. Two overlapping loads
+    /// from the ends, so nothing past the bytes is read and nothing goes through memory (a copy
+    /// into a word on the stack stalled the load that followed it).
+    static func loadPadded(_ p: UnsafePointer<UInt8>, count: Int) -> UInt64 {
+        let raw = UnsafeRawPointer(p)
+        let spaces: UInt64 = 0x2020_2020_2020_2020 << (8 * count)
+        if count >= 4 {
+            let head = UInt64(raw.loadUnaligned(as: UInt32.self)), tail = UInt64(raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+            return head | tail << (8 * (count - 4)) | spaces
+        }
+        let head = UInt64(raw.loadUnaligned(as: UInt16.self)), tail = UInt64(raw.loadUnaligned(fromByteOffset: count - 2, as: UInt16.self))
+        return head | tail << (8 * (count - 2)) | spaces
+    }
+
     /// Some byte is below `limit` (at most 0x80).
     static func hasByte(below limit: UInt8, _ w: UInt64) -> Bool {
         (w &- ones &* UInt64(limit)) & ~w & highs != 0

@@ -68,6 +68,19 @@ public struct JSONCursor: ~Copyable {
 
     public mutating func string(_ value: String) { value.withUTF8Bytes { string(utf8: $0) } }
 
+    /// Bytes that need no escaping by construction (a device token's hex digits): copied
+    /// between quotes, with room for exactly that.
+    public mutating func string(plain value: UnsafeBufferPointer<UInt8>) {
+        separate()
+        precondition(p + value.count + 2 <= end, "a JSON value overran the room reserved for it")
+        p.pointee = UInt8(ascii: "\"")
+        p += 1
+        copy(UnsafeRawBufferPointer(value))
+        p.pointee = UInt8(ascii: "\"")
+        p += 1
+        needsComma = true
+    }
+
     public mutating func int(_ value: Int64) {
         separate()
         JSONWriter.withDecimal(value) { copy(UnsafeRawBufferPointer($0)) }

@@ -70,13 +70,34 @@ public struct JSONWriter {
         p[0] = UInt8(ascii: "\"")
         var o = 1
         guard let base = bytes.baseAddress else { p[1] = UInt8(ascii: "\""); return 2 }
+        let n = bytes.count
         var i = 0
-        while i + 8 <= bytes.count {
+        while i + 8 <= n {
             let w = ByteWord.load(base + i)
             if ByteWord.hasJSONSpecial(w) { break }
             UnsafeMutableRawPointer(p + o).storeBytes(of: w, as: UInt64.self)
             i += 8
             o += 8
+        }
+        // A plain tail of one to seven bytes goes as one word too: the last eight bytes again
+        // when there are that many, else the tail padded with spaces. Either store stays inside
+        // the room (at least 6n + 2 bytes; n >= 2 in the padded case).
+        if i < n, i + 8 > n {
+            if n >= 8 {
+                let w = ByteWord.load(base + n - 8)
+                if !ByteWord.hasJSONSpecial(w) {
+                    UnsafeMutableRawPointer(p + o - i + n - 8).storeBytes(of: w, as: UInt64.self)
+                    o += n - i
+                    i = n
+                }
+            } else if n >= 2 {
+                let w = ByteWord.loadPadded(base, count: n)
+                if !ByteWord.hasJSONSpecial(w) {
+                    UnsafeMutableRawPointer(p + o).storeBytes(of: w, as: UInt64.self)
+                    o += n
+                    i = n
+                }
+            }
         }
         func put(_ b: UInt8) { p[o] = b; o += 1 }
         while i < bytes.count {

@@ -145,7 +145,7 @@ public enum OutcomeRecord {
         w.fieldIfPresent(literal: "app", c.app)
         if let token = c.token {
             w.key(literal: "token")
-            token.withHex { w.string(utf8: $0) }
+            token.withHex { w.string(plain: $0) }
         }
         w.fieldIfPresent(literal: "topic", c.topic)
         w.field(literal: "worker", c.worker)
@@ -157,7 +157,7 @@ extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, and their keys, separators and time
     /// (under 100 bytes).
     var room: Int {
-        JSONCursor.room(for: jobID) + JSONCursor.room(for: handle) + JSONCursor.room(for: app) + (token.map { JSONCursor.room(forString: $0.utf8Count) } ?? 0)
+        JSONCursor.room(for: jobID) + JSONCursor.room(for: handle) + JSONCursor.room(for: app) + (token.map { $0.utf8Count + 2 } ?? 0)
             + JSONCursor.room(for: topic) + JSONCursor.room(for: worker) + 128
     }
 }
