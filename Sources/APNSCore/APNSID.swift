@@ -9,12 +9,30 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
 
     /// The header value's bytes.
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard bytes.count <= Self.inlineCapacity, bytes.allSatisfy({ $0 < 0x80 }), let base = bytes.baseAddress else {
+        // Copied, and checked for ASCII, eight bytes at a time.
+        let inline = bytes.count <= Self.inlineCapacity && withUnsafeMutableBytes(of: &words) { out in
+            var highBits: UInt64 = 0, i = 0
+            if let base = bytes.baseAddress {
+                while i + 8 <= bytes.count {
+                    let w = ByteWord.load(base + i)
+                    highBits |= w
+                    out.storeBytes(of: w, toByteOffset: i, as: UInt64.self)
+                    i += 8
+                }
+            }
+            while i < bytes.count {
+                highBits |= UInt64(bytes[i])
+                out[i] = bytes[i]
+                i += 1
+            }
+            return highBits & 0x8080_8080_8080_8080 == 0
+        }
+        guard inline else {
+            words = (0, 0, 0, 0, 0)
             text = String(decoding: bytes, as: UTF8.self)
             return
         }
         length = bytes.count
-        withUnsafeMutableBytes(of: &words) { $0.baseAddress!.copyMemory(from: base, byteCount: bytes.count) }
     }
 
     public init(_ text: String) {

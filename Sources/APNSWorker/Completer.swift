@@ -114,10 +114,10 @@ final class Completer: @unchecked Sendable {
         stats.reserveCapacity(batch.count)
         var counters = CounterPairs()
         var transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration, capacity: batch.count)
-        for (f, (group, mark)) in zip(batch, marked) {
+        for (f, (group, piece)) in zip(batch, marked) {
             let decision = records.decide(f, worker: workerID)
             args.append(group + 1)
-            args.append(mark)
+            if let piece { args.append(piece) } else { args.append(f.index) }
             args.append(counters.count(stat: decision.stat, app: f.appName ?? "-"))
             transaction.add(decision.kind, recordAt: args.count + 1) // after the kind argument
             records.append(decision, of: f, worker: workerID, timeMs: now, to: &args)

@@ -126,15 +126,16 @@ struct AckGroups {
     private var last = -1
 
     /// Notes the outcome of job `index` of `batch`; `piece`: the token of a fan-out piece that is
-    /// not the job's last (nil: the job is acked). Returns the job's group and its mark.
+    /// not the job's last (nil: the job is acked). Returns the job's group and the mark of a
+    /// piece (an acked job's mark is its index, written as a number).
     /// Neighbours mostly share a batch.
-    mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, mark: String) {
+    mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, piece: String?) {
         if last < 0 || all[last].batch !== batch {
             last = all.firstIndex { $0.batch === batch } ?? { all.append(Group(batch: batch)); return all.count - 1 }()
         }
         guard let piece else {
             all[last].acks.append(index)
-            return (last, String(index))
+            return (last, nil)
         }
         let mark = "\(index):\(piece)"
         all[last].pieces.append(mark)

@@ -148,10 +148,10 @@ final class WorkerValuesTests: XCTestCase {
         let older = TakenBatch(id: "x-3", number: 3, jobs: 3), newer = TakenBatch(id: "x-4", number: 4, jobs: 2)
         var groups = AckGroups()
         XCTAssertNil(groups.oldest)
-        XCTAssertTrue(groups.note(newer, index: 0, piece: nil) == (0, "0"))
-        XCTAssertTrue(groups.note(older, index: 2, piece: nil) == (1, "2"))
+        XCTAssertTrue(groups.note(newer, index: 0, piece: nil) == (0, nil))
+        XCTAssertTrue(groups.note(older, index: 2, piece: nil) == (1, nil))
         XCTAssertTrue(groups.note(newer, index: 1, piece: "ab") == (0, "1:ab"), "a fan-out piece that is not the job's last acks nothing")
-        XCTAssertTrue(groups.note(newer, index: 1, piece: nil) == (0, "1"))
+        XCTAssertTrue(groups.note(newer, index: 1, piece: nil) == (0, nil))
         XCTAssertEqual(groups.all.map(\.batch.id), ["x-4", "x-3"])
         XCTAssertEqual(groups.all.map(\.marks), [["0", "1", "1:ab"], ["2"]])
         XCTAssertEqual(groups.all.map(\.finishes), [true, false])
@@ -178,11 +178,12 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertNil(ledger.oldest(besides: [batches[2]]))
     }
 
-    /// An apns-id is kept inline when short and ASCII (a UUID), as text otherwise; either way it
-    /// reads back and goes into records as APNs sent it.
+    /// An apns-id is kept inline when short and ASCII (a UUID), as text otherwise (a byte
+    /// above 0x7F in any word or in the tail); either way it reads back and goes into records as
+    /// APNs sent it.
     func testAnAPNSIDReadsBackAsSentInlineOrNot() throws {
         let uuid = "1f00193f-cf32-4254-abc1-eefeb1c5c3a4"
-        for text in [uuid, "", "x", String(repeating: "7", count: 40), String(repeating: "7", count: 41), "héllo \"quoted\""] {
+        for text in [uuid, "", "x", String(repeating: "7", count: 40), String(repeating: "7", count: 41), "héllo \"quoted\"", "é", "1234567é", "12345678é"] {
             let id = Array(text.utf8).withUnsafeBufferPointer { APNSID($0) }
             XCTAssertEqual(id.description, text)
             XCTAssertEqual(id, APNSID(text))
