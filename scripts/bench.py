@@ -489,6 +489,10 @@ def main():
     print("%-58s %14s %14s %8s" % ("(a)/(b) paired: CPU vs h2load, a path per token", "", "", "%.2fx" % paired_cpu))
     for name in sorted(t for t in threads if threads[t] >= 0.05):
         row("      of which thread %s, us/notification" % name, threads[name], None, "-", "%.2f")
+    # The I/O threads do what h2load does (HTTP/2 over TLS); the rest is the queue: Redis and JSON.
+    io = sum(us for t, us in threads.items() if t.startswith("apns-io"))
+    row("(a) I/O threads alone (HTTP/2, TLS) vs (b) h2load per token", io, h2t["cpu_us"], ratio(io, h2t["cpu_us"]), "%.2f")
+    row("(a) the rest (Redis, jobs, records) us/notification", e2e_cpu - io, None, "-", "%.2f")
     row("(a) during the run: mock CPU us/notification", mock_cpu, None, "-", "%.2f")
     row("(a) during the run: Redis CPU us/notification", redis_cpu, None, "-", "%.2f")
     # End to end, the worker, Redis and the mock share the machine: their CPU per job sets a ceiling.
