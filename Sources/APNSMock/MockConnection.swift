@@ -7,7 +7,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     unowned let server: MockServer
     let id: Int
     var connection: HTTP2Connection?
-    private var requests: [Int32: MockRequest] = [:]
+    private var requests = StreamTable<MockRequest>(capacity: 256)
     private var auth = MockValidator.ConnectionAuth()
     private var openStreams = 0
     private var streamLimit: Int

@@ -1,14 +1,18 @@
 import APNSCore
 
-/// One request as the mock received it.
-struct MockRequest {
-    var stream: Int32
-    var headers: [(name: String, value: String)] = {
-        var h: [(name: String, value: String)] = []
-        h.reserveCapacity(12)
-        return h
-    }()
-    var body: [UInt8] = []
+/// One request as the mock received it. A class, so that each header and body chunk is added in
+/// place in the connection's stream table.
+final class MockRequest {
+    let stream: Int32
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    init(stream: Int32, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.stream = stream
+        self.headers = headers
+        self.headers.reserveCapacity(12)
+        self.body = body
+    }
 
     func value(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
