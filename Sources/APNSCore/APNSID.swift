@@ -11,21 +11,7 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         // Copied, and checked for ASCII, eight bytes at a time.
         let inline = bytes.count <= Self.inlineCapacity && withUnsafeMutableBytes(of: &words) { out in
-            var highBits: UInt64 = 0, i = 0
-            if let base = bytes.baseAddress {
-                while i + 8 <= bytes.count {
-                    let w = ByteWord.load(base + i)
-                    highBits |= w
-                    out.storeBytes(of: w, toByteOffset: i, as: UInt64.self)
-                    i += 8
-                }
-            }
-            while i < bytes.count {
-                highBits |= UInt64(bytes[i])
-                out[i] = bytes[i]
-                i += 1
-            }
-            return highBits & 0x8080_8080_8080_8080 == 0
+            ByteWord.copy(bytes, to: out, word: { ByteWord.isASCII($0) ? $0 : nil }, byte: { $0 < 0x80 ? $0 : nil })
         }
         guard inline else {
             words = (0, 0, 0, 0, 0)

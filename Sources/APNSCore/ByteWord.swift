@@ -22,6 +22,30 @@ enum ByteWord {
         return head | tail << (8 * (count - 2)) | spaces
     }
 
+    /// Copies `bytes` to `out` eight at a time, each word through `word`, then the last few one
+    /// by one through `byte`; either returning nil stops the copy. Returns whether every byte
+    /// passed. Checking and copying in one pass is how tokens and apns-ids are taken in.
+    static func copy(_ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutableRawBufferPointer,
+                     word: (UInt64) -> UInt64?, byte: (UInt8) -> UInt8?) -> Bool {
+        var i = 0
+        if let base = bytes.baseAddress {
+            while i + 8 <= bytes.count {
+                guard let w = word(load(base + i)) else { return false }
+                out.storeBytes(of: w, toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+        }
+        while i < bytes.count {
+            guard let b = byte(bytes[i]) else { return false }
+            out[i] = b
+            i += 1
+        }
+        return true
+    }
+
+    /// No byte is above 0x7F.
+    static func isASCII(_ w: UInt64) -> Bool { w & highs == 0 }
+
     /// Some byte is below `limit` (at most 0x80).
     static func hasByte(below limit: UInt8, _ w: UInt64) -> Bool {
         (w &- ones &* UInt64(limit)) & ~w & highs != 0

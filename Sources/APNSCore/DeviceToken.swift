@@ -29,21 +29,8 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         // Checked and copied in one pass, eight digits at a time. Setting bit 5 lowercases A-F
         // and leaves digits as they are.
         let valid = withUnsafeMutableBytes(of: &words) { out in
-            var i = 0
-            if let base = bytes.baseAddress {
-                while i + 8 <= bytes.count {
-                    let w = ByteWord.load(base + i)
-                    guard ByteWord.isHexDigits(w) else { return false }
-                    out.storeBytes(of: w | 0x2020_2020_2020_2020, toByteOffset: i, as: UInt64.self)
-                    i += 8
-                }
-            }
-            while i < bytes.count {
-                guard hexValue(bytes[i]) != nil else { return false }
-                out[i] = bytes[i] | 0x20
-                i += 1
-            }
-            return true
+            ByteWord.copy(bytes, to: out, word: { ByteWord.isHexDigits($0) ? $0 | 0x2020_2020_2020_2020 : nil },
+                          byte: { hexValue($0) != nil ? $0 | 0x20 : nil })
         }
         guard valid else { return nil }
         length = bytes.count

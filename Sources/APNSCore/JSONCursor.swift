@@ -72,12 +72,9 @@ public struct JSONCursor: ~Copyable {
     /// between quotes, with room for exactly that.
     public mutating func string(plain value: UnsafeBufferPointer<UInt8>) {
         separate()
-        precondition(p + value.count + 2 <= end, "a JSON value overran the room reserved for it")
-        p.pointee = UInt8(ascii: "\"")
-        p += 1
+        put(UInt8(ascii: "\""))
         copy(UnsafeRawBufferPointer(value))
-        p.pointee = UInt8(ascii: "\"")
-        p += 1
+        put(UInt8(ascii: "\""))
         needsComma = true
     }
 
