@@ -20,6 +20,7 @@ final class Completer: @unchecked Sendable {
     private let recorded = Mutex<[[FinishedJob]]>([])
     private let runner = ThreadRunner()
     private static let chunk = 500
+    private let transaction: CompletionTransaction
     /// The completion transaction's RESP, reused from batch to batch.
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
     /// Batches with unfinished jobs, for the check that rides on each transaction.
@@ -37,6 +38,7 @@ final class Completer: @unchecked Sendable {
         self.metrics = metrics
         self.logger = logger
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
+        transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration)
     }
 
     func start() { runner.start(name: "apns-complete") { [self] in run() } }
@@ -95,6 +97,86 @@ final class Completer: @unchecked Sendable {
     private func write(_ batch: ArraySlice<FinishedJob>) {
         var groups = AckGroups()
         let marked = batch.map { f in groups.note(f.batch, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "") }
+        var decided = Decided(timeMs: WallClock.nowMilliseconds(), capacity: batch.count)
+        for f in batch {
+            let decision = records.decide(f, worker: workerID)
+            decided.decisions.append(decision)
+            decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
+        }
+        let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))
+        var scriptArgs: RedisArgs? // built only if the batch goes to the script
+        // After an I/O error the last write may have run with its reply lost: only the script,
+        // which skips what is marked done, may write the batch again.
+        var uncertain = false
+        while true {
+            do {
+                let recorded = try redis.with { r throws(RedisError) -> Bool in
+                    if recordable && !uncertain {
+                        let next = unfinished.oldest(besides: groups.finishing)
+                        let isChecked = checked.map { $0.connection == ObjectIdentifier(r) && groups.oldest!.number >= $0.number } ?? false
+                        let (result, nextChecked) = try transaction.run(r, groups: groups, counters: decided.counters, checked: isChecked,
+                                                                        next: next, buffer: &transactionBuffer) { t in
+                            appendRecords(batch, decided, to: &t)
+                        }
+                        checked = nextChecked ? (ObjectIdentifier(r), next!.number) : nil
+                        switch result {
+                        case .recorded: return true
+                        case .aborted: return false // jobs were taken back meanwhile: decide again
+                        case .notAllInFlight: break
+                        }
+                    }
+                    if scriptArgs == nil { scriptArgs = scriptArguments(batch, groups: groups, marked: marked, decided) }
+                    _ = try r.run(QueueScripts.complete, scriptArgs!)
+                    return true
+                }
+                guard recorded else { continue }
+                groups.commit()
+                count(batch, decided.decisions)
+                return
+            } catch {
+                checked = nil // the WATCH may be gone with the connection
+                if case .io = error { uncertain = true }
+                // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
+                if !runner.isRunning, case .io = error { return }
+            }
+        }
+    }
+
+    /// A batch's decisions and counts.
+    private struct Decided {
+        let timeMs: Int64
+        var decisions: [OutcomeRecords.Decision] = []
+        /// Each outcome's counter pair (CounterPairs), for the script.
+        var pairs: [Int] = []
+        var counters = CounterPairs()
+
+        init(timeMs: Int64, capacity: Int) {
+            self.timeMs = timeMs
+            decisions.reserveCapacity(capacity)
+            pairs.reserveCapacity(capacity)
+        }
+    }
+
+    /// The records as XADDs, written straight into the transaction.
+    private func appendRecords(_ batch: ArraySlice<FinishedJob>, _ d: Decided, to t: inout RedisTransaction) -> CompletionTransaction.Added {
+        var added = CompletionTransaction.Added()
+        for (f, decision) in zip(batch, d.decisions) {
+            t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decision, of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+            switch decision.kind {
+            case .deadLetter:
+                t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decision, of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                added.deadLetters = true
+            case .invalidToken:
+                t.append(prefix: transaction.invalidToken) { OutcomeRecords.writeSecond(decision, of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                added.invalidTokens = true
+            case .result, .schedule: break
+            }
+        }
+        return added
+    }
+
+    /// The complete script's arguments for the batch (QueueScripts.complete).
+    private func scriptArguments(_ batch: ArraySlice<FinishedJob>, groups: AckGroups, marked: [(group: Int, piece: String?)], _ d: Decided) -> RedisArgs {
         var scriptKeys = [keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID)]
         for g in groups.all {
             scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
@@ -109,53 +191,14 @@ final class Completer: @unchecked Sendable {
             args.append(g.batch.id)
             args.append(g.finishes ? "1" : "0")
         }
-        let now = WallClock.nowMilliseconds()
-        var stats: [String] = []
-        stats.reserveCapacity(batch.count)
-        var counters = CounterPairs()
-        var transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration, capacity: batch.count)
-        for (f, (group, piece)) in zip(batch, marked) {
-            let decision = records.decide(f, worker: workerID)
+        for (i, (f, (group, piece))) in zip(batch, marked).enumerated() {
             args.append(group + 1)
             if let piece { args.append(piece) } else { args.append(f.index) }
-            args.append(counters.count(stat: decision.stat, app: f.appName ?? "-"))
-            transaction.add(decision.kind, recordAt: args.count + 1) // after the kind argument
-            records.append(decision, of: f, worker: workerID, timeMs: now, to: &args)
-            stats.append(decision.stat)
+            args.append(d.pairs[i])
+            OutcomeRecords.append(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, to: &args)
         }
-        counters.append(to: &args)
-        // After an I/O error the last write may have run with its reply lost: only the script,
-        // which skips what is marked done, may write the batch again.
-        var uncertain = false
-        while true {
-            do {
-                let recorded = try redis.with { r throws(RedisError) -> Bool in
-                    if transaction.eligible && !uncertain {
-                        let next = unfinished.oldest(besides: groups.finishing)
-                        let isChecked = checked.map { $0.connection == ObjectIdentifier(r) && groups.oldest!.number >= $0.number } ?? false
-                        let (result, nextChecked) = try transaction.run(r, groups: groups, records: args, counters: counters, checked: isChecked,
-                                                                        next: next, buffer: &transactionBuffer)
-                        checked = nextChecked ? (ObjectIdentifier(r), next!.number) : nil
-                        switch result {
-                        case .recorded: return true
-                        case .aborted: return false // jobs were taken back meanwhile: decide again
-                        case .notAllInFlight: break
-                        }
-                    }
-                    _ = try r.run(QueueScripts.complete, args)
-                    return true
-                }
-                guard recorded else { continue }
-                groups.commit()
-                count(batch, stats)
-                return
-            } catch {
-                checked = nil // the WATCH may be gone with the connection
-                if case .io = error { uncertain = true }
-                // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
-                if !runner.isRunning, case .io = error { return }
-            }
-        }
+        d.counters.append(to: &args)
+        return args
     }
 
     private struct SeriesKey: Hashable {
@@ -165,13 +208,13 @@ final class Completer: @unchecked Sendable {
     /// Counts the batch locally, then records it under one lock: labels are built per series,
     /// not per notification. Neighbours mostly share a series and an app, so runs are counted
     /// before anything is hashed.
-    private func count(_ batch: ArraySlice<FinishedJob>, _ stats: [String]) {
+    private func count(_ batch: ArraySlice<FinishedJob>, _ decisions: [OutcomeRecords.Decision]) {
         let now = MonotonicClock.nowNanoseconds()
         var series: [SeriesKey: Int] = [:]
         var run: (key: SeriesKey, count: Int)?
         var latencies: [AppLatencies] = []
         var current = -1
-        for (f, stat) in zip(batch, stats) {
+        for (f, stat) in zip(batch, decisions.lazy.map(\.stat)) {
             let app = f.appName ?? "-"
             var status = 0, reason = ""
             switch f.outcome {

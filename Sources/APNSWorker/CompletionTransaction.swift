@@ -9,41 +9,38 @@ import RedisClient
 /// transaction. That check rides on the previous transaction's write when it can (`next`).
 /// Retries need Redis's clock, so a batch with a schedule outcome goes to the script.
 struct CompletionTransaction {
-    /// One outcome: its kind, and where its two records sit in the script's arguments.
-    struct Entry {
-        let kind: OutcomeRecords.Kind
-        let record: Int
-        var extra: Int { record + 1 }
-    }
-
     let keys: QueueKeys
     let workerID: String
     let configuration: WorkerConfiguration
-    private(set) var entries: [Entry] = []
-    private(set) var eligible = true
+    /// `XADD <stream> * record`, waiting for the record.
+    let result: RedisArgs.Prefix, deadLetter: RedisArgs.Prefix, invalidToken: RedisArgs.Prefix
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, capacity: Int) {
+    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration) {
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
-        entries.reserveCapacity(capacity)
+        result = Self.xadd(keys.results)
+        deadLetter = Self.xadd(keys.deadLetters)
+        invalidToken = Self.xadd(keys.invalidTokens)
     }
 
-    mutating func add(_ kind: OutcomeRecords.Kind, recordAt record: Int) {
-        if kind == .schedule { eligible = false }
-        entries.append(Entry(kind: kind, record: record))
-    }
+    /// Whether a batch of outcomes of these kinds can be recorded this way.
+    static func canRecord(_ kinds: some Sequence<OutcomeRecords.Kind>) -> Bool { !kinds.contains(.schedule) }
 
     enum Result { case recorded, aborted, notAllInFlight }
 
-    /// `records`: the complete script's arguments; `groups`: the batches touched and the acks.
+    /// What `records` added besides results, for the trims.
+    struct Added { var deadLetters = false, invalidTokens = false }
+
+    /// `records`: appends the XADDs of the outcomes (with this type's prefixes), written straight
+    /// into the transaction; `groups`: the batches touched and the acks.
     /// `checked`: the take-back key is WATCHed on `r` and a batch no newer than any touched was
     /// found in Redis since; if false, both are done first, with a round trip of their own.
     /// `next`: the batch to check the same way after EXEC, in the same write, for the next call.
     /// Returns the result, and whether `next` was found (the take-back key WATCHed again).
     /// `buffer`: kept by the caller across batches, so that its capacity is reused.
-    func run(_ r: RedisConnection, groups: AckGroups, records: RedisArgs, counters: CounterPairs, checked: Bool, next: TakenBatch?,
-             buffer t: inout RedisTransaction) throws(RedisError) -> (Result, nextChecked: Bool) {
+    func run(_ r: RedisConnection, groups: AckGroups, counters: CounterPairs, checked: Bool, next: TakenBatch?,
+             buffer t: inout RedisTransaction, records: (inout RedisTransaction) -> Added) throws(RedisError) -> (Result, nextChecked: Bool) {
         guard let oldest = groups.oldest else { return (.notAllInFlight, false) }
         if !checked {
             guard try r.commands(check(oldest), flat: { $0.integer(1) }) == 1 else {
@@ -54,23 +51,11 @@ struct CompletionTransaction {
         // Records first, acks last: Redis does not roll back, so a command failing halfway
         // (out of memory, say) leaves jobs in flight to be recorded again, never acked unrecorded.
         t.removeAll()
+        let added = records(&t)
         var command = RedisArgs(capacity: 1024)
-        let result = Self.xadd(keys.results), dead = Self.xadd(keys.deadLetters), invalid = Self.xadd(keys.invalidTokens)
-        var anyDead = false, anyInvalid = false
-        records.withBytes { bytes in
-            func record(_ i: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[records.range(of: i)]) }
-            for e in entries {
-                t.append(prefix: result, last: record(e.record))
-                switch e.kind {
-                case .deadLetter: t.append(prefix: dead, last: record(e.extra)); anyDead = true
-                case .invalidToken: t.append(prefix: invalid, last: record(e.extra)); anyInvalid = true
-                case .result, .schedule: break
-                }
-            }
-        }
         trim(&t, &command, keys.results, configuration.resultsMax)
-        if anyDead { trim(&t, &command, keys.deadLetters, configuration.deadLettersMax) }
-        if anyInvalid { trim(&t, &command, keys.invalidTokens, configuration.invalidTokensMax) }
+        if added.deadLetters { trim(&t, &command, keys.deadLetters, configuration.deadLettersMax) }
+        if added.invalidTokens { trim(&t, &command, keys.invalidTokens, configuration.invalidTokensMax) }
         counters.forEach { name, count in words(&t, &command, ["HINCRBY", keys.stats, name, String(count)]) }
         var finished: [String] = []
         for g in groups.all {
@@ -78,7 +63,12 @@ struct CompletionTransaction {
                 finished.append(g.batch.id)
                 words(&t, &command, ["DEL", keys.batch(worker: workerID, id: g.batch.id), keys.batchDone(worker: workerID, id: g.batch.id)])
             } else if !g.acks.isEmpty || !g.pieces.isEmpty {
-                words(&t, &command, ["SADD", keys.batchDone(worker: workerID, id: g.batch.id)] + g.marks)
+                command.removeAll()
+                command.append("SADD")
+                command.append(keys.batchDone(worker: workerID, id: g.batch.id))
+                for i in g.acks { command.append(i) }
+                for piece in g.pieces { command.append(piece) }
+                t.append(command)
             }
         }
         if !finished.isEmpty { words(&t, &command, ["HDEL", keys.batches(worker: workerID)] + finished) }
@@ -92,7 +82,6 @@ struct CompletionTransaction {
         [RedisArgs(["WATCH", keys.takeback(worker: workerID)]), RedisArgs(["EXISTS", keys.batch(worker: workerID, id: batch.id)])]
     }
 
-    /// `XADD <stream> * record`, waiting for the record.
     private static func xadd(_ stream: String) -> RedisArgs.Prefix {
         RedisArgs(["XADD", stream, "*", "record"]).prefix
     }
@@ -119,7 +108,6 @@ struct AckGroups {
         var pieces: [String] = []
         /// This completion acks every job of the batch still unfinished: the batch's keys go.
         var finishes: Bool { acks.count == batch.unfinished }
-        var marks: [String] { acks.map(String.init) + pieces }
     }
 
     private(set) var all: [Group] = []

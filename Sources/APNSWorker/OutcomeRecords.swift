@@ -52,26 +52,37 @@ struct OutcomeRecords {
     }
 
     /// Appends the outcome's kind and its two records.
-    func append(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
-        let context = OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token,
-                                            topic: f.topic, worker: worker, timeMs: timeMs)
+    static func append(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
         args.append(d.kind.rawValue)
-        args.append { out in
-            switch d.plan {
-            case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)
-            case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
-            case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
-            }
+        args.append { writeFirst(d, of: f, worker: worker, timeMs: timeMs, into: &$0) }
+        args.append { writeSecond(d, of: f, worker: worker, timeMs: timeMs, into: &$0) }
+    }
+
+    /// The first record: the result (or, for a schedule, the job in its envelope).
+    static func writeFirst(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, into out: inout [UInt8]) {
+        let context = Self.context(f, worker: worker, timeMs: timeMs)
+        switch d.plan {
+        case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)
+        case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
+        case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
         }
-        args.append { out in
-            switch d.plan {
-            case .delivered: break
-            case .failed(let r, let detail?):
-                OutcomeRecord.deadLetter(context, reason: r.reason.rawValue, detail: detail, job: f.raw, attempts: f.attempts, into: &out)
-            case .failed(let r, nil): OutcomeRecord.invalidToken(context, rejection: r, into: &out)
-            case .schedule(_, let at, _): out.append(contentsOf: at.utf8)
-            }
+    }
+
+    /// The second record: the dead letter or invalid-token record (for a schedule, its time);
+    /// nothing for a delivery.
+    static func writeSecond(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, into out: inout [UInt8]) {
+        switch d.plan {
+        case .delivered: break
+        case .failed(let r, let detail?):
+            OutcomeRecord.deadLetter(Self.context(f, worker: worker, timeMs: timeMs), reason: r.reason.rawValue, detail: detail, job: f.raw,
+                                     attempts: f.attempts, into: &out)
+        case .failed(let r, nil): OutcomeRecord.invalidToken(Self.context(f, worker: worker, timeMs: timeMs), rejection: r, into: &out)
+        case .schedule(_, let at, _): out.append(contentsOf: at.utf8)
         }
+    }
+
+    private static func context(_ f: FinishedJob, worker: String, timeMs: Int64) -> OutcomeRecord.Context {
+        OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token, topic: f.topic, worker: worker, timeMs: timeMs)
     }
 
     private mutating func plan(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {

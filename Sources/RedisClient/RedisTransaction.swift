@@ -36,6 +36,36 @@ public struct RedisTransaction {
         encoded.append(10)
         count += 1
     }
+
+    /// Appends `prefix` with a last argument that `body` writes in place (it only appends), so
+    /// that a record goes into the transaction without a buffer of its own. Its length comes
+    /// first: room for three digits is kept, and the bytes move only when the length has
+    /// another number of digits (records are mostly 100-999 bytes).
+    public mutating func append(prefix: RedisArgs.Prefix, writing body: (inout [UInt8]) -> Void) {
+        prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
+        let header = encoded.count
+        encoded.append(contentsOf: RedisTransaction.placeholder)
+        let start = encoded.count
+        body(&encoded)
+        let length = encoded.count - start
+        RedisArgs.withDecimal(length, before: UInt8(ascii: "$"), after: true) { digits in
+            let room = RedisTransaction.placeholder.count
+            if digits.count < room {
+                encoded.removeSubrange(header..<(header + room - digits.count))
+            } else if digits.count > room {
+                encoded.insert(contentsOf: repeatElement(0, count: digits.count - room), at: header)
+            }
+            encoded.withUnsafeMutableBufferPointer { out in
+                _ = UnsafeMutableBufferPointer(rebasing: out[header..<(header + digits.count)]).initialize(from: digits)
+            }
+        }
+        encoded.append(13)
+        encoded.append(10)
+        count += 1
+    }
+
+    /// `$ddd\r\n`: where a bulk string's header goes before its length is known.
+    private static let placeholder: [UInt8] = Array("$000\r\n".utf8)
 }
 
 extension RedisConnection {

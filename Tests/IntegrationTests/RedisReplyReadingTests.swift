@@ -103,4 +103,25 @@ final class RedisReplyReadingTests: XCTestCase {
         XCTAssertEqual(try items(), ["1", "2", "4"], "Redis does not roll back what ran before the error")
         XCTAssertEqual(try a.command(["PING"]).text, "PONG", "the connection stays usable")
     }
+
+    /// An argument written in place gets its length put in front afterwards: lengths of one to
+    /// five digits (room is kept for three) all reach Redis whole, next to the other forms.
+    func testArgumentsWrittenInPlaceReachRedisWholeWhateverTheirLength() throws {
+        let redis = try TestRedis()
+        let r = try redis.connect()
+        let list = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max)):written"
+        defer { _ = try? r.command(["DEL", list]) }
+        let lengths = [0, 1, 9, 10, 99, 100, 101, 999, 1000, 1001, 9999, 10_000, 54_321]
+        var t = RedisTransaction()
+        let prefix = RedisArgs(["RPUSH", list]).prefix
+        for (i, n) in lengths.enumerated() {
+            t.append(prefix: prefix) { out in out.append(contentsOf: (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }) }
+            t.append(RedisArgs(["RPUSH", list, "-"])) // each followed by a command written the usual way
+        }
+        XCTAssertEqual(t.count, 2 * lengths.count)
+        XCTAssertTrue(try r.exec(&t))
+        let items = try r.command(["LRANGE", list, "0", "-1"]).array.compactMap(\.text)
+        let expected = lengths.enumerated().flatMap { i, n in [String(decoding: (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }, as: UTF8.self), "-"] }
+        XCTAssertEqual(items, expected)
+    }
 }
