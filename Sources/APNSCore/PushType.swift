@@ -3,19 +3,22 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
     /// Appended to the bundle id to form `apns-topic`.
     public let topicSuffix: String
+    /// Which of `all` this is: compared and hashed instead of the strings, since every push
+    /// type is one of the list (a job's is checked several times on the way to APNs).
+    private let code: UInt8
     public var description: String { rawValue }
 
-    public static let alert = PushType(rawValue: "alert", topicSuffix: "")
-    public static let background = PushType(rawValue: "background", topicSuffix: "")
-    public static let voip = PushType(rawValue: "voip", topicSuffix: ".voip")
-    public static let complication = PushType(rawValue: "complication", topicSuffix: ".complication")
-    public static let fileprovider = PushType(rawValue: "fileprovider", topicSuffix: ".pushkit.fileprovider")
-    public static let liveactivity = PushType(rawValue: "liveactivity", topicSuffix: ".push-type.liveactivity")
-    public static let location = PushType(rawValue: "location", topicSuffix: ".location-query")
-    public static let mdm = PushType(rawValue: "mdm", topicSuffix: "")
-    public static let pushtotalk = PushType(rawValue: "pushtotalk", topicSuffix: ".voip-ptt")
-    public static let widgets = PushType(rawValue: "widgets", topicSuffix: ".push-type.widgets")
-    public static let controls = PushType(rawValue: "controls", topicSuffix: ".push-type.controls")
+    public static let alert = PushType(rawValue: "alert", topicSuffix: "", code: 0)
+    public static let background = PushType(rawValue: "background", topicSuffix: "", code: 1)
+    public static let voip = PushType(rawValue: "voip", topicSuffix: ".voip", code: 2)
+    public static let complication = PushType(rawValue: "complication", topicSuffix: ".complication", code: 3)
+    public static let fileprovider = PushType(rawValue: "fileprovider", topicSuffix: ".pushkit.fileprovider", code: 4)
+    public static let liveactivity = PushType(rawValue: "liveactivity", topicSuffix: ".push-type.liveactivity", code: 5)
+    public static let location = PushType(rawValue: "location", topicSuffix: ".location-query", code: 6)
+    public static let mdm = PushType(rawValue: "mdm", topicSuffix: "", code: 7)
+    public static let pushtotalk = PushType(rawValue: "pushtotalk", topicSuffix: ".voip-ptt", code: 8)
+    public static let widgets = PushType(rawValue: "widgets", topicSuffix: ".push-type.widgets", code: 9)
+    public static let controls = PushType(rawValue: "controls", topicSuffix: ".push-type.controls", code: 10)
 
     public static let all: [PushType] = [
         .alert, .background, .voip, .complication, .fileprovider, .liveactivity,
@@ -27,10 +30,14 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         self = known
     }
 
-    private init(rawValue: String, topicSuffix: String) {
+    private init(rawValue: String, topicSuffix: String, code: UInt8) {
         self.rawValue = rawValue
         self.topicSuffix = topicSuffix
+        self.code = code
     }
+
+    public static func == (a: PushType, b: PushType) -> Bool { a.code == b.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The payload limit of apns-protocol.md §4.1.
     public var maxPayloadBytes: Int { self == .voip ? 5120 : 4096 }

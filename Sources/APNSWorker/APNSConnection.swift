@@ -15,6 +15,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// Open streams; each request carries its answer as it arrives.
     private var streams: OpenRequests
     private var headers = HeaderList()
+    /// The header values the last requests shared, kept in `headers`.
+    private var shared: APNSRequestHeaders.Shared<HeaderList.Kept>?
     private var jwtGeneration = 0
     private(set) var isReady = false
     private(set) var isClosed = false
@@ -49,12 +51,12 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         let now = http.loop.iterationNs
         let authority = app.configuration.endpoint.serverName, bearer = authorization?.token
         if let authorization { jwtGeneration = authorization.generation }
-        var headers = HeaderList.unreserved
+        var headers = HeaderList.unreserved, shared = self.shared
         swap(&headers, &self.headers)
-        defer { swap(&headers, &self.headers) }
+        defer { swap(&headers, &self.headers); self.shared = shared }
         var opened = 0
         while opened < limit, let request = queue.popFirst() {
-            guard let stream = Self.submit(request, session, &headers, authority: authority, bearer: bearer) else {
+            guard let stream = Self.submit(request, session, &headers, &shared, authority: authority, bearer: bearer) else {
                 queue.pushFront(request)
                 break
             }
@@ -68,11 +70,16 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     /// One request's HEADERS and body, nil if nghttp2 refuses it. The request is borrowed here,
     /// so its job and token are read without a reference count each.
-    private static func submit(_ request: SendRequest, _ session: HTTP2Session, _ headers: inout HeaderList, authority: String,
-                               bearer: String?) -> Int32? {
+    private static func submit(_ request: SendRequest, _ session: HTTP2Session, _ headers: inout HeaderList,
+                               _ shared: inout APNSRequestHeaders.Shared<HeaderList.Kept>?, authority: String, bearer: String?) -> Int32? {
         let job = request.job
         headers.clear()
-        APNSRequestHeaders.write(job: job, token: request.token, topic: request.topic, authority: authority, bearer: bearer, into: &headers)
+        if shared?.fits(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic, priority: job.priority) != true {
+            headers.clearAll()
+            shared = APNSRequestHeaders.share(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic,
+                                              priority: job.priority, into: &headers)
+        }
+        APNSRequestHeaders.write(job: job, token: request.token, shared: shared!, into: &headers)
         return try? session.submitRequest(headers, body: job.payloadBytes)
     }
 

@@ -5,7 +5,9 @@ import APNSCore
 /// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.
 public struct HeaderList {
     /// The values, end to end; names are literals and stay where the program keeps them.
+    /// The first `keptEnd` bytes are kept values (`keep(_:)`), which `clear()` leaves.
     private var storage: [UInt8] = []
+    private var keptEnd = 0
     private var entries: [(name: StaticString, value: Range<Int>, sensitive: Bool)] = []
 
     public init() {
@@ -18,9 +20,36 @@ public struct HeaderList {
 
     private init(reserving: Bool) {}
 
+    /// Empties the list for the next request; kept values stay in the buffer.
     public mutating func clear() {
-        storage.removeAll(keepingCapacity: true)
+        storage.removeLast(storage.count - keptEnd)
         entries.removeAll(keepingCapacity: true)
+    }
+
+    /// Empties the list and forgets the kept values.
+    public mutating func clearAll() {
+        keptEnd = 0
+        clear()
+    }
+
+    /// A value kept in the buffer across `clear()`, added to each request by `add(_:kept:)`
+    /// without copying its bytes again: for values a run of requests shares (the credential,
+    /// the topic).
+    public struct Kept {
+        fileprivate let range: Range<Int>
+    }
+
+    /// Keeps `value`. Values are kept on an empty list (after `clear()`), before any field.
+    public mutating func keep(_ value: String) -> Kept {
+        precondition(storage.count == keptEnd && entries.isEmpty, "values are kept before the fields of a request")
+        append(value)
+        keptEnd = storage.count
+        return Kept(range: (keptEnd - value.utf8.count)..<keptEnd)
+    }
+
+    public mutating func add(_ name: StaticString, kept value: Kept, sensitive: Bool = false) {
+        Self.check(name)
+        entries.append((name, value.range, sensitive))
     }
 
     /// Adds a field. `name` must be a lowercase literal: nghttp2 sends it as it is, without the
@@ -30,15 +59,6 @@ public struct HeaderList {
     public mutating func add(_ name: StaticString, _ value: String, sensitive: Bool = false) {
         Self.check(name)
         let v0 = storage.count
-        append(value)
-        entries.append((name, v0..<storage.count, sensitive))
-    }
-
-    /// A value in two parts, written one after the other.
-    public mutating func add(_ name: StaticString, _ prefix: String, _ value: String, sensitive: Bool = false) {
-        Self.check(name)
-        let v0 = storage.count
-        append(prefix)
         append(value)
         entries.append((name, v0..<storage.count, sensitive))
     }

@@ -110,10 +110,17 @@ final class ProtocolCoverageTests: XCTestCase {
         })
         try f.waitForOutcomes(cases.count)
         XCTAssertEqual(try f.finalStats(), ["delivered": cases.count])
-        let topics = Dictionary(uniqueKeysWithValues: try f.mock.logEntries().map { e -> (String, String) in
+        let headers = Dictionary(uniqueKeysWithValues: try f.mock.logEntries().map { e -> (String, [String: String]) in
             let h = e["headers"] as! [String: String]
-            return (h["apns-push-type"]!, h["apns-topic"]!)
+            return (h["apns-push-type"]!, h)
         })
+        let topics = headers.mapValues { $0["apns-topic"]! }
+        // Neighbouring requests share header values where they can: each still has its own.
+        for (type, fields) in cases {
+            let priority = fields.firstMatch(of: /"priority":(\d+)/).map { String($0.1) }
+            XCTAssertEqual(headers[type]?["apns-priority"], priority, type)
+            XCTAssertEqual(headers[type]?["apns-expiration"], fields.contains("expiration") ? "0" : nil, type)
+        }
         XCTAssertEqual(topics["voip"], "com.example.app.voip")
         XCTAssertEqual(topics["complication"], "com.example.app.complication")
         XCTAssertEqual(topics["fileprovider"], "com.example.app.pushkit.fileprovider")

@@ -128,6 +128,15 @@ final class JobParsingTests: XCTestCase {
         XCTAssertEqual(PushType.all.count, 11)
     }
 
+    /// Push types compare by which one they are: each name reads back as itself and no other.
+    func testEachPushTypeEqualsOnlyItself() {
+        for (i, a) in PushType.all.enumerated() {
+            XCTAssertEqual(PushType(a.rawValue), a)
+            for (j, b) in PushType.all.enumerated() { XCTAssertEqual(a == b, i == j, "\(a) vs \(b)") }
+        }
+        XCTAssertEqual(Set(PushType.all).count, PushType.all.count)
+    }
+
     /// The parser's field switch and the published field list agree, name for name and in order
     /// (the order gives each field its bit in the duplicate check).
     func testEveryPublishedFieldNameMapsToItsField() {
