@@ -127,7 +127,7 @@ public final class RedisConnection {
     public func command(_ args: RedisArgs) throws(RedisError) -> RedisReply {
         try append(args)
         var raw: UnsafeMutableRawPointer?
-        guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
+        guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
         defer { freeReplyObject(raw) }
         return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
     }
@@ -161,7 +161,7 @@ public final class RedisConnection {
         replies.reserveCapacity(commands.count)
         for _ in commands {
             var raw: UnsafeMutableRawPointer?
-            guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
+            guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
             replies.append(RedisReply(raw.assumingMemoryBound(to: redisReply.self)))
             freeReplyObject(raw)
         }

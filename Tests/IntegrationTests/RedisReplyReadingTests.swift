@@ -124,4 +124,20 @@ final class RedisReplyReadingTests: XCTestCase {
         let expected = lengths.enumerated().flatMap { i, n in [String(decoding: (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }, as: UTF8.self), "-"] }
         XCTAssertEqual(items, expected)
     }
+
+    /// Replies are read into the reader's buffer up to 256 KiB at a time: one of several reads,
+    /// and small replies queued behind it, come back whole and in order.
+    func testRepliesLargerThanOneReadComeBackWhole() throws {
+        let redis = try TestRedis()
+        let r = try redis.connect()
+        let key = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max)):large"
+        defer { _ = try? r.command(["DEL", key]) }
+        let value = String((0..<1_300_000).map { Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8($0 % 26))) })
+        _ = try r.command(["SET", key, value])
+        let replies = try r.pipeline([["GET", key], ["STRLEN", key], ["GET", key]].map { $0.map { Array($0.utf8) } })
+        XCTAssertEqual(replies.count, 3)
+        XCTAssertTrue(replies[0].text == value && replies[2].text == value, "both copies whole")
+        XCTAssertEqual(replies[1].integer, Int64(value.utf8.count))
+        XCTAssertEqual(try r.command(["PING"]).text, "PONG")
+    }
 }
