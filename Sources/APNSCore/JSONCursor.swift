@@ -84,6 +84,15 @@ public struct JSONCursor: ~Copyable {
         needsComma = true
     }
 
+    /// An integer as a string of its digits (a handle).
+    public mutating func quoted(_ value: Int64) {
+        separate()
+        put(UInt8(ascii: "\""))
+        JSONWriter.withDecimal(value) { copy(UnsafeRawBufferPointer($0)) }
+        put(UInt8(ascii: "\""))
+        needsComma = true
+    }
+
     /// Bytes that are already valid JSON.
     public mutating func raw(_ json: UnsafeBufferPointer<UInt8>) {
         separate()

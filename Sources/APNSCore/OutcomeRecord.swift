@@ -4,14 +4,15 @@ public enum OutcomeRecord {
     /// Context of the job an outcome belongs to. Not copyable: the writers borrow it, so that a
     /// record costs no reference count per string it names.
     public struct Context: ~Copyable, Sendable {
-        public var handle: String
+        /// The job's handle, written as a string of its digits.
+        public var handle: Int64
         public var jobID: String?
         public var app: String?
         public var token: DeviceToken?
         public var topic: String?
         public var worker: String
         public var timeMs: Int64
-        public init(handle: String, jobID: String?, app: String?, token: DeviceToken?, topic: String?, worker: String, timeMs: Int64) {
+        public init(handle: Int64, jobID: String?, app: String?, token: DeviceToken?, topic: String?, worker: String, timeMs: Int64) {
             self.handle = handle
             self.jobID = jobID
             self.app = app
@@ -141,7 +142,8 @@ public enum OutcomeRecord {
 
     private static func common(_ w: inout JSONCursor, _ c: borrowing Context) {
         w.fieldIfPresent(literal: "job_id", c.jobID)
-        w.field(literal: "handle", c.handle)
+        w.key(literal: "handle")
+        w.quoted(c.handle)
         w.fieldIfPresent(literal: "app", c.app)
         if let token = c.token {
             w.key(literal: "token")
@@ -154,10 +156,10 @@ public enum OutcomeRecord {
 }
 
 extension OutcomeRecord.Context {
-    /// Room for the fields `common` writes: their values, and their keys, separators and time
-    /// (under 100 bytes).
+    /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
+    /// quotes), and their keys, separators and time (under 100 bytes).
     var room: Int {
-        JSONCursor.room(for: jobID) + JSONCursor.room(for: handle) + JSONCursor.room(for: app) + (token.map { $0.utf8Count + 2 } ?? 0)
-            + JSONCursor.room(for: topic) + JSONCursor.room(for: worker) + 128
+        JSONCursor.room(for: jobID) + JSONCursor.room(for: app) + (token.map { $0.utf8Count + 2 } ?? 0)
+            + JSONCursor.room(for: topic) + JSONCursor.room(for: worker) + 22 + 128
     }
 }

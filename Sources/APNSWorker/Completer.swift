@@ -266,7 +266,7 @@ final class Completer: @unchecked Sendable {
     }
 
     /// Fan-out pieces of one handle still to come; the job is acked with its last piece.
-    private var remainingPieces: [String: Int] = [:]
+    private var remainingPieces: [Int64: Int] = [:]
 
     private func isLastPiece(_ f: FinishedJob) -> Bool {
         guard f.fanout > 1 else { return true }

@@ -117,7 +117,7 @@ final class Fetcher: @unchecked Sendable {
         var decided: [FinishedJob] = []
         var units = 0
         for (index, bytes) in taken.jobs.enumerated() {
-            let handle = String(taken.first + Int64(index))
+            let handle = taken.first + Int64(index)
             var meta = JobEnvelope.Meta()
             var raw = bytes
             do {

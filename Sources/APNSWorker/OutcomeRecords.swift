@@ -90,7 +90,7 @@ struct OutcomeRecords {
         case .delivered(let apnsID):
             return .delivered(apnsID: apnsID)
         case .scheduled(let atMs):
-            return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + f.handle),
+            return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
                              at: "=\(atMs)", stat: "scheduled")
         case .deadLetter(let why):
             return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
@@ -99,7 +99,7 @@ struct OutcomeRecords {
             if case .retry(let kind) = info.disposition,
                case .retry(let afterMs) = policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
                 let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-                                            nonce: worker + "/" + f.handle + "/" + (f.token?.hex ?? ""))
+                                            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
                 return .schedule(meta, at: "+\(afterMs)", stat: "retried")
             }
             if info.disposition == .invalidToken { return .failed(rejection, deadDetail: nil) }

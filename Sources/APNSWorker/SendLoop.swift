@@ -239,7 +239,7 @@ final class SendLoop: @unchecked Sendable {
 
     /// Sends again a request that APNs never processed. Counts no attempt, within a bound.
     func resend(_ r: SendRequest) {
-        let key = r.handle + "/" + r.token.hex
+        let key = "\(r.handle)/\(r.token.hex)"
         let n = (freeResends[key] ?? 0) + 1
         if n > settings.maxFreeResends {
             freeResends[key] = nil
@@ -254,7 +254,7 @@ final class SendLoop: @unchecked Sendable {
     func finished(_ r: SendRequest, outcome: Outcome) {
         breakers[poolOf[r.app]].succeeded()
         if case .delivered = outcome { deliveredApps[r.app] = true }
-        if !freeResends.isEmpty { freeResends[r.handle + "/" + r.token.hex] = nil }
+        if !freeResends.isEmpty { freeResends["\(r.handle)/\(r.token.hex)"] = nil }
         finishedBatch.append(r.decide(outcome, appName: apps[r.app].name))
     }
 

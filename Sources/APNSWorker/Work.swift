@@ -19,7 +19,8 @@ final class TakenBatch: @unchecked Sendable { // made by the fetch thread, then 
 /// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
 /// A class: it moves through queues and dictionaries, and a move should cost one retain.
 final class SendRequest: @unchecked Sendable { // handed over whole between threads, never shared
-    let handle: String
+    /// The job's handle: its number in the queue's sequence (written as a string in records).
+    let handle: Int64
     /// The job's batch in Redis, and its index there.
     let batch: TakenBatch
     let index: Int
@@ -47,7 +48,7 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     private(set) var outcome: Outcome?
     private(set) var appName: String?
 
-    init(handle: String, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
+    init(handle: Int64, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
          attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
         self.handle = handle
         self.batch = batch
@@ -87,7 +88,7 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
 
     /// A job decided before any send (unparsable, past its time, no such app…).
     final class Unsent {
-        let handle: String
+        let handle: Int64
         let batch: TakenBatch
         let index: Int
         let raw: ArraySlice<UInt8>
@@ -98,7 +99,7 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         let attempts: [OutcomeRecord.Attempt]
         let recoveries: Int
 
-        init(handle: String, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
+        init(handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
              outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) {
             self.handle = handle
             self.batch = batch
@@ -113,13 +114,13 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         }
     }
 
-    static func unsent(handle: String, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
+    static func unsent(handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
                        outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) -> FinishedJob {
         .unsent(Unsent(handle: handle, batch: batch, index: index, raw: raw, job: job, appName: appName, topic: topic,
                        outcome: outcome, attempts: attempts, recoveries: recoveries))
     }
 
-    var handle: String { switch self { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
+    var handle: Int64 { switch self { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
     var batch: TakenBatch { switch self { case .sent(let r): r.batch; case .unsent(let u): u.batch } }
     var index: Int { switch self { case .sent(let r): r.index; case .unsent(let u): u.index } }
     /// The producer's job bytes (inside any envelope).

@@ -43,7 +43,7 @@ let (foundation, _) = try measure {
 print("reference: Foundation decode + encode of the payload alone: \(String(format: "%.0f", foundation))/s (\(String(format: "%.2f", 1e6 / foundation)) us)")
 
 // The other end of a job: the result record the completer writes for a delivered notification.
-let context = OutcomeRecord.Context(handle: "200000", jobID: "j199999", app: "default", token: DeviceToken(token), topic: "com.example.app",
+let context = OutcomeRecord.Context(handle: 200_000, jobID: "j199999", app: "default", token: DeviceToken(token), topic: "com.example.app",
                                     worker: "host-12345", timeMs: 1_795_990_039_364)
 let apnsID = APNSID("a4463b69-a8cb-4555-9f2a-f69ecd5d91d3")
 var record: [UInt8] = []

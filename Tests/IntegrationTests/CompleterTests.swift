@@ -220,7 +220,7 @@ final class CompleterTests: XCTestCase {
 
     private func request(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int) throws -> SendRequest {
         let job = try Job.parse(Array(#"{"token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"#.utf8))
-        return SendRequest(handle: String(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
+        return SendRequest(handle: Int64(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
                            topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout)
     }
 
@@ -234,7 +234,7 @@ final class CompleterTests: XCTestCase {
     }
 
     private func unsent(_ handle: Int, _ batch: TakenBatch, _ index: Int, _ outcome: Outcome) -> FinishedJob {
-        .unsent(handle: String(handle), batch: batch, index: index, raw: Array("{}".utf8)[...], job: nil, appName: "default", topic: nil,
+        .unsent(handle: Int64(handle), batch: batch, index: index, raw: Array("{}".utf8)[...], job: nil, appName: "default", topic: nil,
                 outcome: outcome, attempts: [], recoveries: 0)
     }
 

@@ -44,7 +44,7 @@ final class ProtocolHarness: @unchecked Sendable {
     func send(_ jobs: [Job]) {
         let batch = TakenBatch(id: "b", number: 1, jobs: jobs.count)
         let requests = jobs.enumerated().map { i, job in
-            SendRequest(handle: String(i), batch: batch, index: i, job: job, token: job.tokens[0], app: 0,
+            SendRequest(handle: Int64(i), batch: batch, index: i, job: job, token: job.tokens[0], app: 0,
                         topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
                         attempts: [], recoveries: 0, fanout: 1)
         }

@@ -41,15 +41,15 @@ final class WorkerValuesTests: XCTestCase {
     func testPendingQueueIsFIFOWithFrontPushes() throws {
         let job = try Job.parse(Array(#"{"token":"\#(String(repeating: "ab", count: 32))","payload":{"a":1}}"#.utf8))
         let batch = TakenBatch(id: "b", number: 1, jobs: 5000)
-        func r(_ h: String) -> SendRequest {
+        func r(_ h: Int64) -> SendRequest {
             SendRequest(handle: h, batch: batch, index: 0, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0, fanout: 1)
         }
         var q = PendingQueue()
-        for i in 0..<5000 { q.append(r(String(i))) }
-        XCTAssertEqual(q.popFirst()?.handle, "0")
-        q.pushFront(r("again"))
-        XCTAssertEqual(q.popFirst()?.handle, "again")
-        for i in 1..<5000 { XCTAssertEqual(q.popFirst()?.handle, String(i)) }
+        for i in 0..<5000 { q.append(r(Int64(i))) }
+        XCTAssertEqual(q.popFirst()?.handle, 0)
+        q.pushFront(r(-1))
+        XCTAssertEqual(q.popFirst()?.handle, -1)
+        for i in 1..<5000 { XCTAssertEqual(q.popFirst()?.handle, Int64(i)) }
         XCTAssertTrue(q.isEmpty)
         XCTAssertNil(q.popFirst())
     }
@@ -106,7 +106,7 @@ final class WorkerValuesTests: XCTestCase {
     func testRecordsWithEveryFieldAtItsLongestFitTheirRoom() throws {
         let worst = String(repeating: "\u{1}", count: 40)
         let longestToken = DeviceToken(String(repeating: "f", count: DeviceToken.lengthRange.upperBound))
-        let ctx = OutcomeRecord.Context(handle: worst, jobID: worst, app: worst, token: longestToken, topic: worst, worker: worst, timeMs: .min)
+        let ctx = OutcomeRecord.Context(handle: .min, jobID: worst, app: worst, token: longestToken, topic: worst, worker: worst, timeMs: .min)
         let r = APNSRejection(status: .min, reason: APNSReason(worst), apnsID: worst, timestamp: .min)
         let attempts = [OutcomeRecord.Attempt](repeating: .init(timeMs: .min, status: .min, reason: worst), count: 3)
         let records = [
@@ -120,16 +120,18 @@ final class WorkerValuesTests: XCTestCase {
             let object = try JSONSerialization.jsonObject(with: Data(record)) as? [String: Any]
             XCTAssertNotNil(object, String(decoding: record, as: UTF8.self))
         }
+        XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(records[0])) as? [String: Any])?["handle"] as? String, String(Int64.min))
         XCTAssertEqual(try JobEnvelope.open(records[4][...]).meta.attempts, attempts)
     }
 
     func testOutcomeRecordsAreJSONWithTheContractFields() throws {
-        let ctx = OutcomeRecord.Context(handle: "7", jobID: "j", app: "a", token: DeviceToken("ABCDEF0123456789"), topic: "t", worker: "w", timeMs: 5)
+        let ctx = OutcomeRecord.Context(handle: 7, jobID: "j", app: "a", token: DeviceToken("ABCDEF0123456789"), topic: "t", worker: "w", timeMs: 5)
         let ok = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))) as! [String: Any]
         XCTAssertEqual(ok["status"] as? String, "ok")
         XCTAssertEqual(ok["token"] as? String, "abcdef0123456789")
         XCTAssertEqual(ok["apns_id"] as? String, "id-1")
         XCTAssertEqual(ok["v"] as? Int, 1)
+        XCTAssertEqual(ok["handle"] as? String, "7", "a handle is a string of its digits")
         let r = APNSRejection(status: 410, reason: .unregistered, apnsID: "id-2", timestamp: 99)
         let failed = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: r, attempts: 2))) as! [String: Any]
         XCTAssertEqual(failed["status"] as? String, "failed")
@@ -189,7 +191,7 @@ final class WorkerValuesTests: XCTestCase {
             XCTAssertEqual(id.description, text)
             XCTAssertEqual(id, APNSID(text))
             XCTAssertEqual(id.isEmpty, text.isEmpty)
-            let ctx = OutcomeRecord.Context(handle: "1", jobID: nil, app: nil, token: nil, topic: nil, worker: "w", timeMs: 1)
+            let ctx = OutcomeRecord.Context(handle: 1, jobID: nil, app: nil, token: nil, topic: nil, worker: "w", timeMs: 1)
             let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: id, rejection: nil, attempts: 1)))
             XCTAssertEqual((record as? [String: Any])?["apns_id"] as? String, text)
         }
