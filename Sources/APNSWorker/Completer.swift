@@ -160,14 +160,14 @@ final class Completer: @unchecked Sendable {
     /// The records as XADDs, written straight into the transaction.
     private func appendRecords(_ batch: ArraySlice<FinishedJob>, _ d: Decided, to t: inout RedisTransaction) -> CompletionTransaction.Added {
         var added = CompletionTransaction.Added()
-        for (f, decision) in zip(batch, d.decisions) {
-            t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decision, of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
-            switch decision.kind {
+        for (i, f) in batch.enumerated() { // decisions by index: each is borrowed, not copied
+            t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+            switch d.decisions[i].kind {
             case .deadLetter:
-                t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decision, of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
                 added.deadLetters = true
             case .invalidToken:
-                t.append(prefix: transaction.invalidToken) { OutcomeRecords.writeSecond(decision, of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                t.append(prefix: transaction.invalidToken) { OutcomeRecords.writeSecond(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
                 added.invalidTokens = true
             case .result, .schedule: break
             }
@@ -202,7 +202,7 @@ final class Completer: @unchecked Sendable {
     }
 
     private struct SeriesKey: Hashable {
-        let app: String, pushType: String, status: Int, reason: String, stat: String
+        let app: String, pushType: PushType?, status: Int, reason: String, stat: OutcomeRecords.Stat
     }
 
     /// Counts the batch locally, then records it under one lock: labels are built per series,
@@ -214,7 +214,8 @@ final class Completer: @unchecked Sendable {
         var run: (key: SeriesKey, count: Int)?
         var latencies: [AppLatencies] = []
         var current = -1
-        for (f, stat) in zip(batch, decisions.lazy.map(\.stat)) {
+        for (i, f) in batch.enumerated() {
+            let stat = decisions[i].stat
             let app = f.appName ?? "-"
             var status = 0, reason = ""
             switch f.outcome {
@@ -223,7 +224,7 @@ final class Completer: @unchecked Sendable {
             case .deadLetter(let why): reason = why.reason
             case .scheduled: continue
             }
-            let key = SeriesKey(app: app, pushType: f.job?.pushType.rawValue ?? "-", status: status, reason: reason, stat: stat)
+            let key = SeriesKey(app: app, pushType: f.job?.pushType, status: status, reason: reason, stat: stat)
             if let r = run, r.key == key {
                 run!.count += 1
             } else {
@@ -242,12 +243,13 @@ final class Completer: @unchecked Sendable {
         metrics.record { m in
             for (k, n) in series {
                 let v = Double(n)
-                m.add("apns_notifications_total", .init(("app", k.app), ("push_type", k.pushType), ("status", String(k.status)), ("reason", k.reason)), v)
+                m.add("apns_notifications_total", .init(("app", k.app), ("push_type", k.pushType?.rawValue ?? "-"), ("status", String(k.status)),
+                                                        ("reason", k.reason)), v)
                 switch k.stat {
-                case "retried": m.add("apns_retries_total", .init(("app", k.app)), v)
-                case "dead_lettered": m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
-                case "invalid_token": m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
-                default: break
+                case .retried: m.add("apns_retries_total", .init(("app", k.app)), v)
+                case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case .invalidToken: m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case .delivered, .scheduled: break
                 }
             }
             for l in latencies {

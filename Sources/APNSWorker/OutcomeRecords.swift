@@ -13,7 +13,7 @@ struct OutcomeRecords {
     /// What to write for one outcome, and the counter it goes to.
     struct Decision {
         fileprivate let plan: Plan
-        let stat: String
+        let stat: Stat
         fileprivate let attempts: Int
 
         /// The complete script's kind: r (result), d (result, dead letter), i (result, invalid
@@ -31,9 +31,14 @@ struct OutcomeRecords {
         case result = "r", deadLetter = "d", invalidToken = "i", schedule = "s"
     }
 
+    /// The counter an outcome goes to (README "Stats"): its raw value is the counter's name.
+    enum Stat: String {
+        case delivered, scheduled, retried, invalidToken = "invalid_token", deadLettered = "dead_lettered"
+    }
+
     fileprivate enum Plan {
         case delivered(apnsID: APNSID)
-        case schedule(JobEnvelope.Meta, at: String, stat: String)
+        case schedule(JobEnvelope.Meta, at: String, stat: Stat)
         /// Final and failed: a result, plus a dead letter or an invalid-token record.
         case failed(APNSRejection, deadDetail: String?)
     }
@@ -42,11 +47,11 @@ struct OutcomeRecords {
         var attempts = f.attempts.count
         if case .delivered = f.outcome { attempts += 1 } // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
-        let stat: String
+        let stat: Stat
         switch plan {
-        case .delivered: stat = "delivered"
+        case .delivered: stat = .delivered
         case .schedule(_, _, let s): stat = s
-        case .failed(_, let dead): stat = dead == nil ? "invalid_token" : "dead_lettered"
+        case .failed(_, let dead): stat = dead == nil ? .invalidToken : .deadLettered
         }
         return Decision(plan: plan, stat: stat, attempts: attempts)
     }
@@ -91,7 +96,7 @@ struct OutcomeRecords {
             return .delivered(apnsID: apnsID)
         case .scheduled(let atMs):
             return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
-                             at: "=\(atMs)", stat: "scheduled")
+                             at: "=\(atMs)", stat: .scheduled)
         case .deadLetter(let why):
             return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
         case .rejected(let rejection):
@@ -100,7 +105,7 @@ struct OutcomeRecords {
                case .retry(let afterMs) = policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
                 let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
                                             nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
-                return .schedule(meta, at: "+\(afterMs)", stat: "retried")
+                return .schedule(meta, at: "+\(afterMs)", stat: .retried)
             }
             if info.disposition == .invalidToken { return .failed(rejection, deadDetail: nil) }
             return .failed(rejection, deadDetail: "APNs answered \(rejection.status): \(info.meaning) (after \(attempts) attempts)")
@@ -111,11 +116,11 @@ struct OutcomeRecords {
 /// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.
 /// Neighbouring outcomes mostly share a pair, so the last one is checked first.
 struct CounterPairs {
-    private var pairs: [(stat: String, app: String, count: Int)] = []
+    private var pairs: [(stat: OutcomeRecords.Stat, app: String, count: Int)] = []
     private var last = -1
 
     /// Counts one outcome; returns its pair's number.
-    mutating func count(stat: String, app: String) -> Int {
+    mutating func count(stat: OutcomeRecords.Stat, app: String) -> Int {
         if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
             last = pairs.firstIndex { $0.stat == stat && $0.app == app } ?? { pairs.append((stat, app, 0)); return pairs.count - 1 }()
         }
@@ -126,8 +131,8 @@ struct CounterPairs {
     /// Each counter's name and count: stat, then stat:app.
     func forEach(_ body: (String, Int) -> Void) {
         for p in pairs {
-            body(p.stat, p.count)
-            body(p.stat + ":" + p.app, p.count)
+            body(p.stat.rawValue, p.count)
+            body(p.stat.rawValue + ":" + p.app, p.count)
         }
     }
 
