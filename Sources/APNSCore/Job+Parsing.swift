@@ -1,5 +1,3 @@
-import Glibc
-
 extension Job {
     /// The fields of schema v1. Unknown fields are rejected so that a typo such as
     /// `"priorty"` cannot silently send with a default.
@@ -9,9 +7,7 @@ extension Job {
 
         /// Matches a key's UTF-8 by its length, then its bytes: no String is built per key.
         init?(utf8 key: UnsafeBufferPointer<UInt8>) {
-            func matches(_ name: StaticString) -> Bool {
-                name.utf8CodeUnitCount == key.count && memcmp(name.utf8Start, key.baseAddress!, key.count) == 0
-            }
+            func matches(_ name: StaticString) -> Bool { key.equals(name) }
             let field: Field?
             switch key.count {
             case 1: field = matches("v") ? .v : nil

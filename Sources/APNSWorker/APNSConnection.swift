@@ -127,12 +127,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        let isStatus = name.equals(":status")
+        guard isStatus || name.equals("apns-id") else { return } // the only two read
         streams[stream]?._withUnsafeGuaranteedRef { s in
-            if name.elementsEqual(Self.statusName) {
-                s.status = Self.parseStatus(value)
-            } else if name.elementsEqual(Self.apnsIDName) {
-                s.apnsID = APNSID(value)
-            }
+            if isStatus { s.status = Self.parseStatus(value) } else { s.apnsID = APNSID(value) }
         }
     }
 
@@ -163,8 +161,6 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
     }
-
-    private static let statusName = Array(":status".utf8), apnsIDName = Array("apns-id".utf8)
 
     /// The three-digit `:status` without going through String.
     private static func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int {
