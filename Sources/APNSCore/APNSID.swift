@@ -1,9 +1,10 @@
 /// An `apns-id` as APNs sent it. Up to 40 ASCII bytes (a UUID has 36) are kept inline, so the
 /// answer to a notification allocates nothing for its id; anything else is kept as a String.
 public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringInterpolation {
-    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
-    private var length = 0
-    private var text: String?
+    // Internal for the inlinable `withBytes` (see DeviceToken).
+    @usableFromInline var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+    @usableFromInline var length = 0
+    @usableFromInline var text: String?
 
     private static let inlineCapacity = 40
 
@@ -31,6 +32,7 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
     public init(stringInterpolation: DefaultStringInterpolation) { self.init(String(stringInterpolation: stringInterpolation)) }
 
     /// The id's UTF-8 bytes, valid inside `body`.
+    @inlinable
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         if var text { return text.withUTF8(body) }
         return withUnsafeBytes(of: words) { raw in

@@ -4,9 +4,11 @@
 /// nothing and counts no reference on its way through the fetch, I/O and completion threads.
 /// A longer one is kept as a String.
 public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
-    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-    private var length = 0
-    private var long: String?
+    // Internal for the inlinable `withHex`: unspecialized, it went through a generic thunk
+    // and a copy of the words for each use (a path per request, a record per job).
+    @usableFromInline var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+    @usableFromInline var length = 0
+    @usableFromInline var long: String?
 
     private static let inlineCapacity = 64
 
@@ -37,6 +39,7 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The hex digits' bytes, valid inside `body`.
+    @inlinable
     public func withHex<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         if let long { return try long.withUTF8Bytes(body) }
         return try withUnsafeBytes(of: words) { raw in
