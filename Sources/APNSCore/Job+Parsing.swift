@@ -189,7 +189,9 @@ extension Job {
             }
         }
 
-        func build(raw: ArraySlice<UInt8>) throws(JobRejection) -> Job {
+        /// Mutating: the job's strings are taken out of these fields, not copied (a retain each,
+        /// and a release when the fields go).
+        mutating func build(raw: ArraySlice<UInt8>) throws(JobRejection) -> Job {
             if let version, version != Job.schemaVersion {
                 throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
             }
@@ -253,19 +255,19 @@ extension Job {
             if let notification {
                 content = .notification(notification)
             } else if hasTemplate {
-                guard let templateName, !templateName.isEmpty else {
+                guard let name = templateName.take(), !name.isEmpty else {
                     throw JobRejection(JobRejection.unknownTemplate, "\"template\" needs a \"name\"")
                 }
-                content = .template(name: templateName, locale: templateLocale, data: templateData)
+                content = .template(name: name, locale: templateLocale.take(), data: templateData)
             } else {
                 content = .raw
             }
             // The payload's range is relative to the job's start, which need not be index 0.
             let start = raw.startIndex + (payload?.lowerBound ?? 0)
             let payloadRange = start..<(start + (payload?.count ?? 0))
-            let job = Job(raw: raw, id: id, app: app, token: first, otherTokens: others, topic: topic, pushType: type,
-                          priority: checkedPriority, expiration: expiration, collapseID: collapseID,
-                          apnsID: apnsID.map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
+            let job = Job(raw: raw, id: id.take(), app: app.take(), token: first, otherTokens: others, topic: topic.take(), pushType: type,
+                          priority: checkedPriority, expiration: expiration, collapseID: collapseID.take(),
+                          apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
                           truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
             try RequestRules.check(job: job)
             return job
