@@ -205,8 +205,8 @@ extension Job {
             guard count <= Job.maxTokens else {
                 throw JobRejection(JobRejection.tooManyTokens, "\"tokens\" has \(count) entries; the limit is \(Job.maxTokens) per job")
             }
-            func deviceToken(_ scanned: ScannedToken) throws(JobRejection) -> DeviceToken {
-                switch scanned {
+            func deviceToken(_ scanned: consuming ScannedToken) throws(JobRejection) -> DeviceToken {
+                switch consume scanned {
                 case .valid(let t): return t
                 case .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
                 case .invalid(let n):
@@ -217,7 +217,7 @@ extension Job {
                 try deviceToken(text.withUTF8Bytes { ScannedToken($0) })
             }
             // A single token builds no array.
-            let first = if let token { try deviceToken(token) } else { try deviceToken(tokenList![0]) }
+            let first = if let scanned = token.take() { try deviceToken(scanned) } else { try deviceToken(tokenList![0]) }
             var others: [DeviceToken] = []
             if let tokenList, tokenList.count > 1 {
                 others.reserveCapacity(tokenList.count - 1)

@@ -217,12 +217,14 @@ final class Completer: @unchecked Sendable {
         for (i, f) in batch.enumerated() {
             let stat = decisions[i].stat
             let app = f.appName ?? "-"
-            var status = 0, reason = ""
-            switch f.outcome {
-            case .delivered: status = 200
-            case .rejected(let r): status = r.status; reason = r.reason.rawValue
-            case .deadLetter(let why): reason = why.reason
-            case .scheduled: continue
+            var status = 200, reason = ""
+            if !f.isDelivered {
+                switch f.outcome {
+                case .delivered: break
+                case .rejected(let r): status = r.status; reason = r.reason.rawValue
+                case .deadLetter(let why): status = 0; reason = why.reason
+                case .scheduled: continue
+                }
             }
             let key = SeriesKey(app: app, pushType: f.job?.pushType, status: status, reason: reason, stat: stat)
             if let r = run, r.key == key {

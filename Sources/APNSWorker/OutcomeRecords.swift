@@ -45,7 +45,7 @@ struct OutcomeRecords {
 
     mutating func decide(_ f: FinishedJob, worker: String) -> Decision {
         var attempts = f.attempts.count
-        if case .delivered = f.outcome { attempts += 1 } // the delivering try is not listed
+        if f.isDelivered { attempts += 1 } // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
         let stat: Stat
         switch plan {

@@ -130,6 +130,13 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
     var appName: String? { switch self { case .sent(let r): r.appName; case .unsent(let u): u.appName } }
     var topic: String? { switch self { case .sent(let r): r.topic; case .unsent(let u): u.topic } }
     var outcome: Outcome { switch self { case .sent(let r): r.outcome!; case .unsent(let u): u.outcome } }
+    /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
+    var isDelivered: Bool {
+        switch self {
+        case .sent(let r): if case .delivered? = r.outcome { true } else { false }
+        case .unsent: false
+        }
+    }
     var attempts: [OutcomeRecord.Attempt] { switch self { case .sent(let r): r.attempts; case .unsent(let u): u.attempts } }
     var recoveries: Int { switch self { case .sent(let r): r.recoveries; case .unsent(let u): u.recoveries } }
     var fanout: Int { if case .sent(let r) = self { r.fanout } else { 1 } }
