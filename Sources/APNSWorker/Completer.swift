@@ -84,13 +84,14 @@ final class Completer: @unchecked Sendable {
         }
     }
 
-    /// Drops the jobs recorded since the last call, on the calling thread. The fetch thread
-    /// calls it: it allocated the jobs, and freeing them there keeps malloc's per-thread cache
+    /// The jobs recorded since the last call, for the calling thread to drop. The fetch thread
+    /// takes them: it allocated the jobs, and freeing them there keeps malloc's per-thread cache
     /// filled and its arena's lock uncontended, where frees from this thread took that lock
     /// against the fetcher's mallocs (futex calls on both threads).
-    func dropRecorded() {
-        var dead: [[FinishedJob]] = []
-        recorded.withLock { swap(&$0, &dead) }
+    func takeRecorded() -> [[FinishedJob]] {
+        var taken: [[FinishedJob]] = []
+        recorded.withLock { swap(&$0, &taken) }
+        return taken
     }
 
     /// Retries until Redis takes the batch: an outcome is never dropped.

@@ -24,6 +24,10 @@ final class Fetcher: @unchecked Sendable {
     /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
     private var lost: [(id: String, number: Int)] = []
     private var nextLoop = 0
+    /// Recorded jobs still to free (`Completer.takeRecorded`): one is freed as each job is taken,
+    /// so that each free hands malloc's per-thread cache the blocks the next job allocates. Freed
+    /// a batch at a time, most went back to the arena's bins and came out again the slow way.
+    private var unfreed = UnfreedJobs()
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], sendLoops: [SendLoop],
          completer: Completer, gate: InflightGate, logger: Logger) throws {
@@ -49,8 +53,8 @@ final class Fetcher: @unchecked Sendable {
         let batchSize = configuration.batchSize
         while runner.isRunning {
             let room = gate.waitForRoom(batchSize, timeout: 0.5)
-            completer.dropRecorded()
-            guard room else { continue }
+            unfreed.add(completer.takeRecorded())
+            guard room else { unfreed.freeAll(); continue }
             batchCount += 1
             let (id, number) = ("\(life)-\(batchCount)", batchCount)
             let taken: TakenJobs
@@ -65,6 +69,7 @@ final class Fetcher: @unchecked Sendable {
             }
             if !lost.isEmpty { findLost() }
             if taken.isEmpty {
+                unfreed.freeAll()
                 // Nothing queued: block up to 1 s for the next job, moved atomically to our staging list.
                 _ = try? redis.with { r throws(RedisError) in
                     try r.command([ "BLMOVE", keys.jobs, keys.staging(worker: workerID), "RIGHT", "LEFT", "1"])
@@ -117,6 +122,7 @@ final class Fetcher: @unchecked Sendable {
         var decided: [FinishedJob] = []
         var units = 0
         for (index, bytes) in taken.jobs.enumerated() {
+            unfreed.freeOne()
             let handle = taken.first + Int64(index)
             var meta = JobEnvelope.Meta()
             var raw = bytes
@@ -155,6 +161,8 @@ final class Fetcher: @unchecked Sendable {
                                        outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
             }
         }
+        // A fan-out job records many sends: what one freed per job taken cannot keep up with goes now.
+        if unfreed.count > 4 * configuration.batchSize { unfreed.freeAll() }
         gate.add(sent: units - decided.count, decided: decided.count)
         for (loop, batch) in zip(sendLoops, batches) where !batch.isEmpty { loop.submit(batch) }
         if !decided.isEmpty {
@@ -218,5 +226,28 @@ struct TakenJobs {
         guard first > 0 else { return }
         guard list < reply.count, reply.isArray(list) else { throw .server("the batch's jobs came back as no list") }
         jobs = reply.sharedStrings((list + 1)..<reply.count)
+    }
+}
+
+/// Recorded jobs waiting to be freed on the fetch thread, freed one at a time.
+struct UnfreedJobs {
+    private var batches: [[FinishedJob]] = []
+    private(set) var count = 0
+
+    mutating func add(_ recorded: [[FinishedJob]]) {
+        for b in recorded { count += b.count }
+        batches.append(contentsOf: recorded)
+    }
+
+    mutating func freeOne() {
+        while let last = batches.last, last.isEmpty { batches.removeLast() }
+        guard !batches.isEmpty else { return }
+        batches[batches.count - 1].removeLast()
+        count -= 1
+    }
+
+    mutating func freeAll() {
+        batches.removeAll()
+        count = 0
     }
 }

@@ -78,7 +78,8 @@ final class CompleterTests: XCTestCase {
     }
 
     /// Recorded jobs are kept for the fetch thread, which allocated them, and freed only when it
-    /// drops them: the completer holds no reference of its own to them.
+    /// drops them: the completer holds no reference of its own to them. The fetch thread frees
+    /// them one at a time.
     func testRecordedJobsAreFreedByWhoeverDropsThem() throws {
         let rig = try OneBatch(self, jobs: 2)
         defer { rig.close() }
@@ -93,9 +94,18 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 2)
         XCTAssertNotNil(first, "kept until dropped")
         XCTAssertNotNil(second)
-        completer.dropRecorded()
-        XCTAssertNil(first, "freed by the drop")
+        var unfreed = UnfreedJobs()
+        unfreed.add(completer.takeRecorded())
+        XCTAssertEqual(unfreed.count, 2)
+        XCTAssertTrue(completer.takeRecorded().isEmpty, "taken once")
+        unfreed.freeOne()
+        XCTAssertTrue((first == nil) != (second == nil), "one freed")
+        XCTAssertEqual(unfreed.count, 1)
+        unfreed.freeOne()
+        XCTAssertNil(first, "both freed")
         XCTAssertNil(second)
+        unfreed.freeOne()
+        XCTAssertEqual(unfreed.count, 0, "freeing none left is no error")
     }
 
     /// A completion whose EXEC ran but whose reply was lost is written again through the script,
