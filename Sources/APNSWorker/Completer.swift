@@ -101,8 +101,8 @@ final class Completer: @unchecked Sendable {
         var decided = Decided(timeMs: WallClock.nowMilliseconds(), capacity: batch.count)
         for f in batch {
             let decision = records.decide(f, worker: workerID)
-            decided.decisions.append(decision)
             decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
+            decided.decisions.append(decision) // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))
         var scriptArgs: RedisArgs? // built only if the batch goes to the script
@@ -161,16 +161,22 @@ final class Completer: @unchecked Sendable {
     /// The records as XADDs, written straight into the transaction.
     private func appendRecords(_ batch: ArraySlice<FinishedJob>, _ d: Decided, to t: inout RedisTransaction) -> CompletionTransaction.Added {
         var added = CompletionTransaction.Added()
-        for (i, f) in batch.enumerated() { // decisions by index: each is borrowed, not copied
-            t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
-            switch d.decisions[i].kind {
-            case .deadLetter:
-                t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
-                added.deadLetters = true
-            case .invalidToken:
-                t.append(prefix: transaction.invalidToken) { OutcomeRecords.writeSecond(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
-                added.invalidTokens = true
-            case .result, .schedule: break
+        // Decisions through a pointer: each is borrowed in place, where an array element read in a
+        // closure was copied.
+        d.decisions.withUnsafeBufferPointer { decisions in
+            for (i, f) in batch.enumerated() {
+                t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                switch decisions[i].kind {
+                case .deadLetter:
+                    t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                    added.deadLetters = true
+                case .invalidToken:
+                    t.append(prefix: transaction.invalidToken) {
+                        OutcomeRecords.writeSecond(decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0)
+                    }
+                    added.invalidTokens = true
+                case .result, .schedule: break
+                }
             }
         }
         return added
