@@ -16,7 +16,7 @@ final class Completer: @unchecked Sendable {
     private let redis: RedisLink
     private let condition = NSCondition()
     private var queue: [FinishedJob] = []
-    /// Recorded jobs waiting for the fetch thread to drop them (`dropRecorded`).
+    /// Recorded jobs waiting for the fetch thread to take and free them (`takeRecorded`).
     private let recorded = Mutex<[[FinishedJob]]>([])
     private let runner = ThreadRunner()
     private static let chunk = 500

@@ -2,8 +2,9 @@ import APNSCore
 import RedisClient
 
 /// Turns a decided outcome into the records of the Redis contract, and decides retries.
-/// Each outcome becomes three arguments of the complete script (QueueScripts.complete): its
-/// kind and two records, written straight into the arguments.
+/// Each outcome's two records are written straight into the completion transaction
+/// (`writeFirst`, `writeSecond`), or with its kind into the complete script's arguments
+/// (QueueScripts.complete) when the batch goes to the script.
 struct OutcomeRecords {
     let policy: RetryPolicy
     private var rng = SystemRandomNumberGenerator()

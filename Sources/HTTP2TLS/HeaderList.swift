@@ -42,9 +42,10 @@ public struct HeaderList {
     /// Keeps `value`. Values are kept on an empty list (after `clear()`), before any field.
     public mutating func keep(_ value: String) -> Kept {
         precondition(storage.count == keptEnd && entries.isEmpty, "values are kept before the fields of a request")
+        let start = storage.count
         append(value)
         keptEnd = storage.count
-        return Kept(range: (keptEnd - value.utf8.count)..<keptEnd)
+        return Kept(range: start..<keptEnd)
     }
 
     public mutating func add(_ name: StaticString, kept value: Kept, sensitive: Bool = false) {

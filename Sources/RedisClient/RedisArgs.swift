@@ -61,14 +61,8 @@ public struct RedisArgs {
     /// The bytes of argument `i`.
     public func argument(_ i: Int) -> ArraySlice<UInt8> { storage[range(of: i)] }
 
-    /// Where argument `i` sits in the bytes `withBytes` lends.
+    /// Where argument `i` sits in `storage`.
     public func range(of i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
-
-    /// Lends every argument's bytes at once, so that reading many arguments counts no
-    /// reference on the buffer per argument (a slice does).
-    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try storage.withUnsafeBufferPointer(body)
-    }
 
     /// The command in the Redis protocol (RESP), written in one pass into `out`: hiredis's own
     /// formatting grows a string per argument, which cost more than the records themselves.
@@ -93,7 +87,7 @@ public struct RedisArgs {
         }
     }
 
-    /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:last:)`.
+    /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:writing:)`.
     public struct Prefix {
         let resp: [UInt8]
     }

@@ -25,23 +25,14 @@ public struct RedisTransaction {
         count += 1
     }
 
-    /// Appends `prefix` (every argument but the last, from `RedisArgs.prefix`) with `last`:
-    /// a run of commands that differ only in their last argument is written without rebuilding.
-    public mutating func append(prefix: RedisArgs.Prefix, last: UnsafeBufferPointer<UInt8>) {
-        // Lent, not passed: append(contentsOf:) takes an array argument owned, a retain per call.
-        prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
-        RedisArgs.appendHeader(UInt8(ascii: "$"), last.count, to: &encoded)
-        encoded.append(contentsOf: last)
-        encoded.append(13)
-        encoded.append(10)
-        count += 1
-    }
-
-    /// Appends `prefix` with a last argument that `body` writes in place (it only appends), so
-    /// that a record goes into the transaction without a buffer of its own. Its length comes
-    /// first: room for three digits is kept, and the bytes move only when the length has
-    /// another number of digits (records are mostly 100-999 bytes).
+    /// Appends `prefix` (every argument but the last, from `RedisArgs.prefix`) with a last
+    /// argument that `body` writes in place (it only appends): a run of commands that differ
+    /// only in their last argument is written without rebuilding, and a record goes into the
+    /// transaction without a buffer of its own. Its length comes first: room for three digits is
+    /// kept, and the bytes move only when the length has another number of digits (records are
+    /// mostly 100-999 bytes).
     public mutating func append(prefix: RedisArgs.Prefix, writing body: (inout [UInt8]) -> Void) {
+        // Lent, not passed: append(contentsOf:) takes an array argument owned, a retain per call.
         prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
         let header = encoded.count
         encoded.append(contentsOf: RedisTransaction.placeholder)

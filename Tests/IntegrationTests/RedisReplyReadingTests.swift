@@ -84,7 +84,7 @@ final class RedisReplyReadingTests: XCTestCase {
 
         var t = RedisTransaction()
         t.append(command("RPUSH", list, "1"))
-        Array("2".utf8).withUnsafeBufferPointer { t.append(prefix: command("RPUSH", list).prefix, last: $0) }
+        t.append(prefix: command("RPUSH", list).prefix) { $0.append(contentsOf: "2".utf8) }
         XCTAssertEqual(t.count, 2)
         XCTAssertTrue(try a.exec(&t))
         XCTAssertEqual(try items(), ["1", "2"])
