@@ -162,8 +162,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
     }
 
-    /// The three-digit `:status` without going through String.
+    /// The three-digit `:status` without going through String; 0 for anything else (nghttp2
+    /// does not check a client's responses: `HTTP2Session`).
     private static func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int {
+        guard value.count == 3 else { return 0 }
         var n = 0
         for b in value {
             guard b >= 0x30, b <= 0x39 else { return 0 }
