@@ -20,6 +20,11 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         self = token
     }
 
+    /// No token, for a value that must be there: it has no digits.
+    public static var absent: DeviceToken { DeviceToken() }
+    public var isAbsent: Bool { length == 0 && long == nil }
+    private init() {}
+
     /// Hex digits in either case; nil unless there is an even number of them, in `lengthRange`.
     public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         guard Self.lengthRange.contains(bytes.count), bytes.count % 2 == 0 else { return nil }

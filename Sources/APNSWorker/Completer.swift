@@ -98,9 +98,11 @@ final class Completer: @unchecked Sendable {
     private func write(_ batch: ArraySlice<FinishedJob>) {
         var groups = AckGroups()
         let marked = batch.map { f in groups.note(f.batch, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "") }
-        var decided = Decided(timeMs: WallClock.nowMilliseconds(), capacity: batch.count)
+        var decided = Decided(capacity: batch.count)
+        var shared = SharedFieldsCache(worker: workerID, timeMs: WallClock.nowMilliseconds())
         for f in batch {
             let decision = records.decide(f, worker: workerID)
+            decided.shared.append(shared.fields(app: f.appName, topic: f.topic))
             decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
             decided.decisions.append(decision) // its last use: moved, not copied
         }
@@ -145,15 +147,16 @@ final class Completer: @unchecked Sendable {
 
     /// A batch's decisions and counts.
     private struct Decided {
-        let timeMs: Int64
         var decisions: [OutcomeRecords.Decision] = []
+        /// Each outcome's app, topic, worker and time, as its records write them.
+        var shared: [OutcomeRecord.SharedFields] = []
         /// Each outcome's counter pair (CounterPairs), for the script.
         var pairs: [Int] = []
         var counters = CounterPairs()
 
-        init(timeMs: Int64, capacity: Int) {
-            self.timeMs = timeMs
+        init(capacity: Int) {
             decisions.reserveCapacity(capacity)
+            shared.reserveCapacity(capacity)
             pairs.reserveCapacity(capacity)
         }
     }
@@ -165,14 +168,14 @@ final class Completer: @unchecked Sendable {
         // closure was copied.
         d.decisions.withUnsafeBufferPointer { decisions in
             for (i, f) in batch.enumerated() {
-                t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, shared: d.shared[i], into: &$0) }
                 switch decisions[i].kind {
                 case .deadLetter:
-                    t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0) }
+                    t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0) }
                     added.deadLetters = true
                 case .invalidToken:
                     t.append(prefix: transaction.invalidToken) {
-                        OutcomeRecords.writeSecond(decisions[i], of: f, worker: workerID, timeMs: d.timeMs, into: &$0)
+                        OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0)
                     }
                     added.invalidTokens = true
                 case .result, .schedule: break
@@ -202,7 +205,7 @@ final class Completer: @unchecked Sendable {
             args.append(group + 1)
             if let piece { args.append(piece) } else { args.append(f.index) }
             args.append(d.pairs[i])
-            OutcomeRecords.append(d.decisions[i], of: f, worker: workerID, timeMs: d.timeMs, to: &args)
+            OutcomeRecords.append(d.decisions[i], of: f, shared: d.shared[i], to: &args)
         }
         d.counters.append(to: &args)
         return args

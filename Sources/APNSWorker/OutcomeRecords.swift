@@ -58,15 +58,15 @@ struct OutcomeRecords {
     }
 
     /// Appends the outcome's kind and its two records.
-    static func append(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, to args: inout RedisArgs) {
+    static func append(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, to args: inout RedisArgs) {
         args.append(d.kind.rawValue)
-        args.append { writeFirst(d, of: f, worker: worker, timeMs: timeMs, into: &$0) }
-        args.append { writeSecond(d, of: f, worker: worker, timeMs: timeMs, into: &$0) }
+        args.append { writeFirst(d, of: f, shared: shared, into: &$0) }
+        args.append { writeSecond(d, of: f, shared: shared, into: &$0) }
     }
 
     /// The first record: the result (or, for a schedule, the job in its envelope).
-    static func writeFirst(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, into out: inout [UInt8]) {
-        let context = Self.context(f, worker: worker, timeMs: timeMs)
+    static func writeFirst(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, into out: inout [UInt8]) {
+        let context = Self.context(f, shared: shared)
         switch d.plan {
         case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)
         case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
@@ -76,19 +76,19 @@ struct OutcomeRecords {
 
     /// The second record: the dead letter or invalid-token record (for a schedule, its time);
     /// nothing for a delivery.
-    static func writeSecond(_ d: Decision, of f: FinishedJob, worker: String, timeMs: Int64, into out: inout [UInt8]) {
+    static func writeSecond(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, into out: inout [UInt8]) {
         switch d.plan {
         case .delivered: break
         case .failed(let r, let detail?):
-            OutcomeRecord.deadLetter(Self.context(f, worker: worker, timeMs: timeMs), reason: r.reason.rawValue, detail: detail, job: f.raw,
+            OutcomeRecord.deadLetter(Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
                                      attempts: f.attempts, into: &out)
-        case .failed(let r, nil): OutcomeRecord.invalidToken(Self.context(f, worker: worker, timeMs: timeMs), rejection: r, into: &out)
+        case .failed(let r, nil): OutcomeRecord.invalidToken(Self.context(f, shared: shared), rejection: r, into: &out)
         case .schedule(_, let at, _): out.append(contentsOf: at.utf8)
         }
     }
 
-    private static func context(_ f: FinishedJob, worker: String, timeMs: Int64) -> OutcomeRecord.Context {
-        OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, app: f.appName, token: f.token, topic: f.topic, worker: worker, timeMs: timeMs)
+    private static func context(_ f: FinishedJob, shared: OutcomeRecord.SharedFields) -> OutcomeRecord.Context {
+        OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, token: f.token, shared: shared)
     }
 
     private mutating func plan(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {
@@ -143,5 +143,27 @@ struct CounterPairs {
             args.append(name)
             args.append(count)
         }
+    }
+}
+
+/// A batch's shared record fields (`OutcomeRecord.SharedFields`), one per app and topic.
+/// Neighbouring outcomes mostly share them, so the last one is checked first.
+struct SharedFieldsCache {
+    private let worker: String
+    private let timeMs: Int64
+    private var all: [OutcomeRecord.SharedFields] = []
+    private var last = -1
+
+    init(worker: String, timeMs: Int64) {
+        self.worker = worker
+        self.timeMs = timeMs
+    }
+
+    mutating func fields(app: String?, topic: String?) -> OutcomeRecord.SharedFields {
+        if last < 0 || all[last].app != app || all[last].topic != topic {
+            last = all.firstIndex { $0.app == app && $0.topic == topic }
+                ?? { all.append(OutcomeRecord.SharedFields(app: app, topic: topic, worker: worker, timeMs: timeMs)); return all.count - 1 }()
+        }
+        return all[last]
     }
 }

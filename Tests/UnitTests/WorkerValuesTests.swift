@@ -144,6 +144,33 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
     }
 
+    /// A batch's records share one set of app, topic, worker and time fields per app and
+    /// topic; a record written through them reads back with each of its own fields.
+    func testRecordsShareTheirAppTopicWorkerAndTimeFields() throws {
+        var cache = SharedFieldsCache(worker: "w-1", timeMs: 42)
+        let a = cache.fields(app: "app", topic: "t.1"), b = cache.fields(app: "app", topic: "t.2")
+        XCTAssertTrue(cache.fields(app: "app", topic: "t.1") === a, "met again after another")
+        XCTAssertTrue(cache.fields(app: "app", topic: "t.2") === b)
+        XCTAssertFalse(cache.fields(app: nil, topic: "t.2") === b)
+        let none = cache.fields(app: nil, topic: nil)
+        for (shared, app, topic) in [(a, "app", "t.1"), (b, "app", "t.2"), (none, nil, nil)] as [(OutcomeRecord.SharedFields, String?, String?)] {
+            let ctx = OutcomeRecord.Context(handle: 9, jobID: "j\"9", token: DeviceToken("00ff00ff00ff00ff"), shared: shared)
+            let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id", rejection: nil, attempts: 1))) as! [String: Any]
+            XCTAssertEqual(record["app"] as? String, app)
+            XCTAssertEqual(record["topic"] as? String, topic)
+            XCTAssertEqual(record["worker"] as? String, "w-1")
+            XCTAssertEqual(record["time_ms"] as? Int, 42)
+            XCTAssertEqual(record["job_id"] as? String, "j\"9")
+            XCTAssertEqual(record["token"] as? String, "00ff00ff00ff00ff")
+            XCTAssertEqual(record.count, app == nil ? 9 : 11, "\(record.keys.sorted())")
+        }
+        let noToken = OutcomeRecord.Context(handle: 1, jobID: nil, token: nil, shared: a)
+        let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(noToken, delivered: nil, rejection: nil, attempts: 0))) as! [String: Any]
+        XCTAssertNil(record["token"], "an absent token is left out")
+        XCTAssertTrue(DeviceToken.absent.isAbsent)
+        XCTAssertFalse(DeviceToken("00ff00ff00ff00ff")!.isAbsent)
+    }
+
     /// A completion groups its marks by batch; a batch goes once its last unfinished job is
     /// acked, and the oldest batch touched is the one whose list proves none was taken back.
     func testAcksAreGroupedByBatchAndABatchFinishesWithItsLastJob() {
