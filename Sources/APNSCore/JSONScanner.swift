@@ -7,9 +7,10 @@ public struct JSONScanner: ~Copyable {
     public private(set) var index: Int = 0
     private let maxDepth: Int
 
+    /// `maxDepth`: how deep values may nest, at most 64 (`skipValues` keeps a bit per level).
     public init(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 64) {
         self.bytes = bytes
-        self.maxDepth = maxDepth
+        self.maxDepth = min(maxDepth, 64)
     }
 
     public var isAtEnd: Bool { index >= bytes.count }
@@ -88,41 +89,87 @@ public struct JSONScanner: ~Copyable {
     /// Validates one value of any kind and returns its kind and byte range.
     @discardableResult
     public mutating func skipValue(depth: Int = 0) throws(JSONSyntaxError) -> (kind: JSONKind, range: Range<Int>) {
-        guard depth < maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
         let first = try peek()
         let start = index
         let kind: JSONKind
         switch first {
-        case UInt8(ascii: "{"):
-            kind = .object
-            index += 1
-            if try !consume(UInt8(ascii: "}")) {
-                repeat {
-                    guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-                    try skipString()
-                    try expect(UInt8(ascii: ":"))
-                    try skipValue(depth: depth + 1)
-                } while try consume(UInt8(ascii: ","))
-                try expect(UInt8(ascii: "}"))
-            }
-        case UInt8(ascii: "["):
-            kind = .array
-            index += 1
-            if try !consume(UInt8(ascii: "]")) {
-                repeat { try skipValue(depth: depth + 1) } while try consume(UInt8(ascii: ","))
-                try expect(UInt8(ascii: "]"))
-            }
-        case UInt8(ascii: "\""):
-            kind = .string
-            try skipString()
-        case UInt8(ascii: "t"): kind = .bool; try literal("true")
-        case UInt8(ascii: "f"): kind = .bool; try literal("false")
-        case UInt8(ascii: "n"): kind = .null; try literal("null")
-        default:
-            kind = .number
-            _ = try scanNumber()
+        case UInt8(ascii: "{"): kind = .object
+        case UInt8(ascii: "["): kind = .array
+        case UInt8(ascii: "\""): kind = .string
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): kind = .bool
+        case UInt8(ascii: "n"): kind = .null
+        default: kind = .number
         }
+        try skipValues(from: first, depth: depth)
         return (kind, start..<index)
+    }
+
+    /// Validates the value that starts with `first` at the scanner, with everything nested in
+    /// it, in one loop: the containers open are kept as bits (1 for an object), not as calls.
+    /// A call per value, with its kind and range returned, cost more than the value's bytes.
+    private mutating func skipValues(from first: UInt8, depth: Int) throws(JSONSyntaxError) {
+        var objects: UInt64 = 0 // bit 0: the innermost open container
+        var open = 0
+        var b = first
+        while true {
+            // `b` starts a value, at `index`.
+            guard depth + open < maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
+            if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") {
+                let isObject = b == UInt8(ascii: "{")
+                objects = objects << 1 | (isObject ? 1 : 0)
+                open += 1
+                index += 1
+                b = try peek()
+                if b != (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                    if isObject { b = try skipKey(b) }
+                    continue
+                }
+                index += 1
+                objects >>= 1
+                open -= 1
+            } else {
+                try skipScalar(b)
+            }
+            // After a value: a comma and the next value, or the ends of containers.
+            while true {
+                if open == 0 { return }
+                b = try peek()
+                let inObject = objects & 1 == 1
+                if b == UInt8(ascii: ",") {
+                    index += 1
+                    b = try peek()
+                    if inObject { b = try skipKey(b) }
+                    break
+                }
+                guard b == (inObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) else {
+                    throw fail(inObject ? "expected ',' or '}'" : "expected ',' or ']'")
+                }
+                index += 1
+                objects >>= 1
+                open -= 1
+            }
+        }
+    }
+
+    /// A member's key and its colon, `b` being the key's first byte; returns the first byte of
+    /// the value.
+    @inline(__always)
+    private mutating func skipKey(_ b: UInt8) throws(JSONSyntaxError) -> UInt8 {
+        guard b == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+        try skipString()
+        try expect(UInt8(ascii: ":"))
+        return try peek()
+    }
+
+    /// A string, number, `true`, `false` or `null` starting with `b`.
+    private mutating func skipScalar(_ b: UInt8) throws(JSONSyntaxError) {
+        switch b {
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: _ = try scanNumber()
+        }
     }
 
     private mutating func literal(_ word: StaticString) throws(JSONSyntaxError) {
@@ -185,7 +232,12 @@ public struct JSONScanner: ~Copyable {
     }
 
     /// Validates a string (escapes, no raw control characters, valid UTF-8) without decoding it.
+    /// Plain ASCII up to the closing quote (nearly every string) is passed in place.
     public mutating func skipString() throws(JSONSyntaxError) {
+        if try peek() == UInt8(ascii: "\""), let end = plainEnd(from: index + 1) {
+            index = end + 1
+            return
+        }
         _ = try scanString(decode: false)
     }
 
@@ -212,17 +264,24 @@ public struct JSONScanner: ~Copyable {
     private mutating func readPlainOrDecoded() throws(JSONSyntaxError) -> ReadString {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
         // Plain ASCII up to the closing quote (a token, an id, a key) needs no other look.
-        var end = plainRunEnd(from: index + 1)
-        while end < bytes.count, bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") {
-            end += 1
-        }
-        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+        if let end = plainEnd(from: index + 1) {
             let content = (index + 1)..<end
             index = end + 1
             return .plain(content)
         }
         // Escapes or multi-byte characters: read the long way.
         return .decoded(try readString())
+    }
+
+    /// The index of the closing quote of a string whose content, from `i` on, is plain ASCII
+    /// (no escape, no control character); nil for any other string.
+    @inline(__always)
+    private func plainEnd(from i: Int) -> Int? {
+        var end = plainRunEnd(from: i)
+        while end < bytes.count, bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") {
+            end += 1
+        }
+        return end < bytes.count && bytes[end] == UInt8(ascii: "\"") ? end : nil
     }
 
     /// The first index from `i` on whose byte is not plain string content (a control

@@ -105,6 +105,50 @@ final class JSONScannerTests: XCTestCase {
     func testDepthIsBounded() {
         let deep = String(repeating: "{\"a\":", count: 100) + "1" + String(repeating: "}", count: 100)
         XCTAssertFalse(validates(deep))
+        func nested(_ n: Int, _ open: String, _ close: String) -> String {
+            "{\"a\":" + String(repeating: open, count: n) + String(repeating: close, count: n) + "}"
+        }
+        // The root is at depth 0: 64 levels in all.
+        XCTAssertTrue(validates(String(repeating: "{\"a\":", count: 63) + "1" + String(repeating: "}", count: 63)))
+        XCTAssertFalse(validates(String(repeating: "{\"a\":", count: 64) + "1" + String(repeating: "}", count: 64)))
+        XCTAssertTrue(validates(nested(63, "[", "]")))
+        XCTAssertFalse(validates(nested(64, "[", "]")))
+    }
+
+    /// Containers are checked in one loop: every way of breaking a comma, a colon, a key or a
+    /// closing bracket at any depth is refused, and whitespace is allowed between any tokens.
+    func testNestedContainersAreCheckedAtEveryDepth() {
+        for good in [#"{"a":[[],{},[{}],{"b":[]}]}"#, #" { "a" : [ 1 , { "b" : "c" } , [ ] ] , "d" : { } } "#,
+                     "{\"a\":\n\t[\r\n\"x\\\"y\", \"é\", -0.5e+2, true, false, null]}", #"{"":{"":[""]}}"#] {
+            XCTAssertTrue(validates(good), good)
+        }
+        for bad in [#"{"a":[1,]}"#, #"{"a":[,1]}"#, #"{"a":{,}}"#, #"{"a":[1 2]}"#, #"{"a":{"b" 1}}"#, #"{"a":{1:2}}"#,
+                    #"{"a":[}"#, #"{"a":{]}"#, #"{"a":[1}"#, #"{"a":{"b":1]}"#, #"{"a":[[]"#, #"{"a":[1,[2,{"b":}]]}"#,
+                    #"{"a" : [ 1 , 2 ] , }"#, #"{"a":[1]]}"#, #"{"a":{}}}"#, #"{"a":[{"b":1},]}"#, #"{"a":[{"b":1}{"c":2}]}"#,
+                    #"{"a":[nul]}"#, #"{"a":{"b":"\q"}}"#, #"{"a":["x]}"#, #"{"a":{"b\u00"}}"#] {
+            XCTAssertFalse(validates(bad), bad)
+        }
+    }
+
+    func testSkippingAValueGivesItsKindAndRange() throws {
+        let text = Array(#"{"x": [1, {"y": "z"}] , "n": -1.5, "s": "t\"u", "o": {}, "b": false, "z": null}"#.utf8)
+        var found: [String: (JSONKind, String)] = [:]
+        try text.withUnsafeBufferPointer { buf throws(JSONSyntaxError) in
+            var s = JSONScanner(buf)
+            try s.forEachMember { key, s throws(JSONSyntaxError) in
+                let (kind, range) = try s.skipValue()
+                found[key] = (kind, String(decoding: buf[range], as: UTF8.self))
+            }
+            try s.expectEnd()
+        }
+        XCTAssertEqual(found["x"]?.0, .array)
+        XCTAssertEqual(found["x"]?.1, #"[1, {"y": "z"}]"#)
+        XCTAssertEqual(found["n"]?.0, .number)
+        XCTAssertEqual(found["n"]?.1, "-1.5")
+        XCTAssertEqual(found["s"]?.1, #""t\"u""#)
+        XCTAssertEqual(found["o"]?.0, .object)
+        XCTAssertEqual(found["b"]?.0, .bool)
+        XCTAssertEqual(found["z"]?.0, .null)
     }
 
     func testWriterEscapesControlCharactersQuotesAndKeepsUnicode() throws {
