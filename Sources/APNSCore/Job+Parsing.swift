@@ -53,12 +53,23 @@ extension Job {
     }
 
     /// A token as scanned: checked at once, its error raised by the rules that come later.
+    /// `absent` rather than an optional: an optional's destroy went through generic value
+    /// witnesses.
     enum ScannedToken {
+        case absent
         case valid(DeviceToken)
         case invalid(characters: Int)
 
+        var isAbsent: Bool { if case .absent = self { true } else { false } }
+
+        mutating func take() -> ScannedToken {
+            var taken = ScannedToken.absent
+            swap(&self, &taken)
+            return taken
+        }
+
         init(_ utf8: UnsafeBufferPointer<UInt8>) {
-            self = DeviceToken(utf8: utf8).map(ScannedToken.valid) ?? .invalid(characters: utf8.count)
+            if let token = DeviceToken(utf8: utf8) { self = .valid(token) } else { self = .invalid(characters: utf8.count) }
         }
     }
 
@@ -67,7 +78,7 @@ extension Job {
         var version: Int64?
         var id: String?, app: String?, topic: String?, pushType: String?
         /// The token as scanned: read from the job's bytes without building a String.
-        var token: ScannedToken?
+        var token = ScannedToken.absent
         var collapseID: String?, apnsID: String?
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
@@ -195,10 +206,10 @@ extension Job {
             if let version, version != Job.schemaVersion {
                 throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
             }
-            if token != nil && tokenList != nil {
+            if !token.isAbsent && tokenList != nil {
                 throw JobRejection(JobRejection.malformedJSON, "give either \"token\" or \"tokens\", not both")
             }
-            let count = tokenList?.count ?? (token == nil ? 0 : 1)
+            let count = tokenList?.count ?? (token.isAbsent ? 0 : 1)
             guard count > 0 else {
                 throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
             }
@@ -208,7 +219,7 @@ extension Job {
             func deviceToken(_ scanned: consuming ScannedToken) throws(JobRejection) -> DeviceToken {
                 switch consume scanned {
                 case .valid(let t): return t
-                case .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
+                case .absent, .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
                 case .invalid(let n):
                     throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(n) characters")
                 }
@@ -217,7 +228,7 @@ extension Job {
                 try deviceToken(text.withUTF8Bytes { ScannedToken($0) })
             }
             // A single token builds no array.
-            let first = if let scanned = token.take() { try deviceToken(scanned) } else { try deviceToken(tokenList![0]) }
+            let first = try token.isAbsent ? deviceToken(tokenList![0]) : deviceToken(token.take())
             var others: [DeviceToken] = []
             if let tokenList, tokenList.count > 1 {
                 others.reserveCapacity(tokenList.count - 1)

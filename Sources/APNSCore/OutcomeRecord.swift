@@ -68,8 +68,25 @@ public enum OutcomeRecord {
     }
 
     public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
-        let id = rejection?.apnsID.map { APNSID($0) } ?? apnsID
-        let room = c.room + fixedRoom + (id?.withBytes { JSONCursor.room(forString: $0.count) } ?? 0)
+        if let rejected = rejection?.apnsID {
+            result(c, id: APNSID(rejected), hasID: true, rejection: rejection, attempts: attempts, into: &out)
+        } else if let apnsID {
+            result(c, id: apnsID, hasID: true, rejection: rejection, attempts: attempts, into: &out)
+        } else {
+            result(c, id: APNSID(), hasID: false, rejection: rejection, attempts: attempts, into: &out)
+        }
+    }
+
+    /// The result of a delivery.
+    public static func delivered(_ c: borrowing Context, apnsID: APNSID, attempts: Int, into out: inout [UInt8]) {
+        result(c, id: apnsID, hasID: true, rejection: nil, attempts: attempts, into: &out)
+    }
+
+    /// `id` is written if `hasID`: an optional id would be destroyed through generic value
+    /// witnesses.
+    private static func result(_ c: borrowing Context, id: borrowing APNSID, hasID: Bool, rejection: APNSRejection?, attempts: Int,
+                               into out: inout [UInt8]) {
+        let room = c.room + fixedRoom + (hasID ? id.withBytes { JSONCursor.room(forString: $0.count) } : 0)
             + JSONCursor.room(for: rejection?.reason.rawValue)
         JSONCursor.append(to: &out, maxCount: room) { w in
             w.beginObject()
@@ -77,7 +94,7 @@ public enum OutcomeRecord {
             common(&w, c)
             // Status 0 means APNs never saw the job: it was dead-lettered before sending.
             w.field(literal: "status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
-            if let id {
+            if hasID {
                 w.key(literal: "apns_id")
                 id.withBytes { w.string(utf8: $0) }
             }

@@ -150,14 +150,14 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             s.answeredAtNs = loop.iterationNs
             guard s.status != 200 else {
                 budget.succeeded()
-                owner.finished(s, outcome: .delivered(apnsID: s.apnsID ?? APNSID(s.job.apnsID ?? "")))
+                owner.finished(s, outcome: .delivered(apnsID: s.apnsID.isEmpty ? APNSID(s.job.apnsID ?? "") : s.apnsID))
                 return nil
             }
             return s // a reference of its own: handling a rejection may close this connection's streams
         }
         guard let s = refused ?? nil else { return }
         let now = loop.iterationWallMs
-        let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID?.description)
+        let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID.isEmpty ? nil : s.apnsID.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
     }

@@ -97,7 +97,14 @@ final class Completer: @unchecked Sendable {
     /// Retries until Redis takes the batch: an outcome is never dropped.
     private func write(_ batch: ArraySlice<FinishedJob>) {
         var groups = AckGroups()
-        let marked = batch.map { f in groups.note(f.batch, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "") }
+        // Each job's group, and the marks of fan-out pieces by position: an array of (group,
+        // mark) pairs was destroyed element by element through generic tuple witnesses.
+        var marked = Marks(capacity: batch.count)
+        for (i, f) in batch.enumerated() {
+            let (group, piece) = groups.note(f.batch, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "")
+            marked.groups.append(group)
+            if let piece { marked.pieces[i] = piece }
+        }
         var decided = Decided(capacity: batch.count)
         var shared = SharedFieldsCache(worker: workerID, timeMs: WallClock.nowMilliseconds())
         for f in batch {
@@ -145,6 +152,14 @@ final class Completer: @unchecked Sendable {
         }
     }
 
+    /// Each job's ack group (`AckGroups`), and the mark of each fan-out piece that is not its
+    /// job's last, by position in the batch.
+    private struct Marks {
+        var groups: [Int] = []
+        var pieces: [Int: String] = [:]
+        init(capacity: Int) { groups.reserveCapacity(capacity) }
+    }
+
     /// A batch's decisions and counts.
     private struct Decided {
         var decisions: [OutcomeRecords.Decision] = []
@@ -186,7 +201,7 @@ final class Completer: @unchecked Sendable {
     }
 
     /// The complete script's arguments for the batch (QueueScripts.complete).
-    private func scriptArguments(_ batch: ArraySlice<FinishedJob>, groups: AckGroups, marked: [(group: Int, piece: String?)], _ d: Decided) -> RedisArgs {
+    private func scriptArguments(_ batch: ArraySlice<FinishedJob>, groups: AckGroups, marked: Marks, _ d: Decided) -> RedisArgs {
         var scriptKeys = [keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID)]
         for g in groups.all {
             scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
@@ -201,9 +216,9 @@ final class Completer: @unchecked Sendable {
             args.append(g.batch.id)
             args.append(g.finishes ? "1" : "0")
         }
-        for (i, (f, (group, piece))) in zip(batch, marked).enumerated() {
-            args.append(group + 1)
-            if let piece { args.append(piece) } else { args.append(f.index) }
+        for (i, f) in batch.enumerated() {
+            args.append(marked.groups[i] + 1)
+            if let piece = marked.pieces[i] { args.append(piece) } else { args.append(f.index) }
             args.append(d.pairs[i])
             OutcomeRecords.append(d.decisions[i], of: f, shared: d.shared[i], to: &args)
         }

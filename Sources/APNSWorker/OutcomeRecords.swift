@@ -68,7 +68,7 @@ struct OutcomeRecords {
     static func writeFirst(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, into out: inout [UInt8]) {
         let context = Self.context(f, shared: shared)
         switch d.plan {
-        case .delivered(let id): OutcomeRecord.result(context, delivered: id, rejection: nil, attempts: d.attempts, into: &out)
+        case .delivered(let id): OutcomeRecord.delivered(context, apnsID: id, attempts: d.attempts, into: &out)
         case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
         case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
         }

@@ -41,7 +41,8 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     var answeredAtNs: UInt64 = 0
     /// The answer to the last send, filled in by the connection as frames arrive.
     var status = 0
-    var apnsID: APNSID?
+    /// Empty until APNs sends one (`APNSID()`: an optional id costs generic value witnesses).
+    var apnsID = APNSID()
     var responseBody: [UInt8] = []
     var answered = false
     /// Set once the send is decided, with the app's name for records and counters.
@@ -74,7 +75,7 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     func beginSend(atNs now: UInt64) {
         sentAtNs = now
         status = 0
-        apnsID = nil
+        apnsID = APNSID()
         responseBody.removeAll()
         answered = false
     }

@@ -138,6 +138,10 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual(failed["http_status"] as? Int, 410)
         XCTAssertEqual(failed["reason"] as? String, "Unregistered")
         XCTAssertEqual(failed["apns_timestamp"] as? Int, 99)
+        XCTAssertEqual(failed["apns_id"] as? String, "id-2", "the id APNs gave with its rejection")
+        var delivered: [UInt8] = []
+        OutcomeRecord.delivered(ctx, apnsID: "id-1", attempts: 1, into: &delivered)
+        XCTAssertEqual(delivered, OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))
         let dead = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.deadLetter(ctx, reason: "X", detail: "d", job: Array("not json".utf8)[...],
                                                                                        attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
         XCTAssertEqual(dead["job_text"] as? String, "not json")
@@ -167,6 +171,7 @@ final class WorkerValuesTests: XCTestCase {
         let noToken = OutcomeRecord.Context(handle: 1, jobID: nil, token: nil, shared: a)
         let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(noToken, delivered: nil, rejection: nil, attempts: 0))) as! [String: Any]
         XCTAssertNil(record["token"], "an absent token is left out")
+        XCTAssertNil(record["apns_id"], "no id, none written")
         XCTAssertTrue(DeviceToken.absent.isAbsent)
         XCTAssertFalse(DeviceToken("00ff00ff00ff00ff")!.isAbsent)
     }
