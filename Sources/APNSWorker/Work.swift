@@ -45,8 +45,10 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     var apnsID = APNSID()
     var responseBody: [UInt8] = []
     var answered = false
-    /// Set once the send is decided, with the app's name for records and counters.
-    private(set) var outcome: Outcome?
+    /// Set once the send is decided, with the app's name for records and counters; read only
+    /// then (through `FinishedJob`). Not optional: an optional outcome is destroyed through
+    /// generic value witnesses.
+    private(set) var outcome = Outcome.scheduled(atMs: 0)
     private(set) var appName: String?
 
     init(handle: Int64, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
@@ -130,11 +132,11 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
     var token: DeviceToken? { if case .sent(let r) = self { r.token } else { nil } }
     var appName: String? { switch self { case .sent(let r): r.appName; case .unsent(let u): u.appName } }
     var topic: String? { switch self { case .sent(let r): r.topic; case .unsent(let u): u.topic } }
-    var outcome: Outcome { switch self { case .sent(let r): r.outcome!; case .unsent(let u): u.outcome } }
+    var outcome: Outcome { switch self { case .sent(let r): r.outcome; case .unsent(let u): u.outcome } }
     /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
     var isDelivered: Bool {
         switch self {
-        case .sent(let r): if case .delivered? = r.outcome { true } else { false }
+        case .sent(let r): if case .delivered = r.outcome { true } else { false }
         case .unsent: false
         }
     }

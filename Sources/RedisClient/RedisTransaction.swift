@@ -75,13 +75,12 @@ extension RedisConnection {
         for command in next { command.encode(appendingTo: &t.encoded) }
         try appendEncoded(t.encoded)
         var summary = apnsw_reply_summary()
-        for _ in 0..<(t.count + 2) { // MULTI, each command's QUEUED, EXEC
-            guard apnsw_redis_read_discarding(context, &summary) == REDIS_OK else { throw .io(lastError) }
-        }
+        // MULTI, each command's QUEUED, EXEC
+        guard apnsw_redis_skip_replies(context, t.count + 2, &summary) == REDIS_OK else { throw .io(lastError) }
         let ran = summary.top_type == REDIS_REPLY_ARRAY
         var answers: [Int64?] = []
         for _ in next {
-            guard apnsw_redis_read_discarding(context, &summary) == REDIS_OK else { throw .io(lastError) }
+            guard apnsw_redis_skip_replies(context, 1, &summary) == REDIS_OK else { throw .io(lastError) }
             answers.append(summary.top_type == REDIS_REPLY_INTEGER ? summary.top_value : nil)
         }
         if summary.errors > 0 {

@@ -104,6 +104,36 @@ final class RedisReplyReadingTests: XCTestCase {
         XCTAssertEqual(try a.command(["PING"]).text, "PONG", "the connection stays usable")
     }
 
+    /// A transaction's replies are scanned in place: an EXEC reply many reads long, with
+    /// nested arrays, nils, integers and strings in it, then the replies after it, all come out
+    /// right; an error at queueing time aborts it and the connection stays usable.
+    func testTransactionRepliesOfEveryKindAndSizeAreScannedWhole() throws {
+        let redis = try TestRedis()
+        let r = try redis.connect()
+        let list = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max)):scanned", missing = list + ":missing"
+        defer { _ = try? r.command(["DEL", list]) }
+        var t = RedisTransaction()
+        for i in 0..<30_000 {
+            t.append(RedisArgs(["RPUSH", list, String(repeating: "v", count: i % 50)]))
+            if i % 1000 == 0 {
+                t.append(RedisArgs(["LRANGE", list, "0", "2"]))
+                t.append(RedisArgs(["GET", missing]))
+                t.append(RedisArgs(["LINDEX", list, "-1"]))
+            }
+        }
+        let (ran, next) = try r.exec(&t, then: [RedisArgs(["LLEN", list]), RedisArgs(["GET", missing]), RedisArgs(["EXISTS", list])])
+        XCTAssertTrue(ran)
+        XCTAssertEqual(next, [30_000, nil, 1])
+        XCTAssertEqual(try r.command(["LLEN", list]).integer, 30_000)
+
+        t.removeAll()
+        t.append(RedisArgs(["RPUSH", list, "x"]))
+        t.append(RedisArgs(["NOSUCHCOMMAND", list]))
+        XCTAssertThrowsError(try r.exec(&t)) { XCTAssertTrue("\($0)".contains("unknown command"), "\($0)") }
+        XCTAssertEqual(try r.command(["LLEN", list]).integer, 30_000, "an aborted transaction runs nothing")
+        XCTAssertEqual(try r.command(["PING"]).text, "PONG")
+    }
+
     /// An argument written in place gets its length put in front afterwards: lengths of one to
     /// five digits (room is kept for three) all reach Redis whole, next to the other forms.
     func testArgumentsWrittenInPlaceReachRedisWholeWhateverTheirLength() throws {
