@@ -42,34 +42,6 @@ static inline int apnsw_redis_set_timeout(redisContext *c, long timeout_ms) {
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     return redisSetTimeout(c, tv);
 }
-/// Replies read without building them (`apnsw_redis_read_discarding`): what a transaction of
-/// thousands of commands needs to know is whether EXEC ran and whether anything failed.
-typedef struct apnsw_reply_summary {
-    int top_type;            /* REDIS_REPLY_* of the last top-level reply */
-    long long top_value;     /* its element count (arrays), its value (integers), -1 for nil */
-    int errors;              /* error replies seen, nested ones included */
-    char first_error[160];   /* the first one's message, cut short */
-} apnsw_reply_summary;
-
-static inline void *apnsw_summary_note(const redisReadTask *t, int type, long long value) {
-    apnsw_reply_summary *s = (apnsw_reply_summary *)t->privdata;
-    if (t->parent == NULL) { s->top_type = type; s->top_value = value; }
-    return s; /* any non-NULL pointer: nothing is built */
-}
-static inline void *apnsw_summary_string(const redisReadTask *t, char *str, size_t len) {
-    apnsw_reply_summary *s = (apnsw_reply_summary *)t->privdata;
-    if (t->type == REDIS_REPLY_ERROR && s->errors++ == 0) {
-        size_t n = len < sizeof(s->first_error) - 1 ? len : sizeof(s->first_error) - 1;
-        memcpy(s->first_error, str, n);
-        s->first_error[n] = 0;
-    }
-    return apnsw_summary_note(t, t->type, (long long)len);
-}
-static inline void *apnsw_summary_array(const redisReadTask *t, int elements) { return apnsw_summary_note(t, REDIS_REPLY_ARRAY, elements); }
-static inline void *apnsw_summary_integer(const redisReadTask *t, long long v) { return apnsw_summary_note(t, REDIS_REPLY_INTEGER, v); }
-static inline void *apnsw_summary_nil(const redisReadTask *t) { return apnsw_summary_note(t, REDIS_REPLY_NIL, -1); }
-static inline void apnsw_summary_free(void *obj) { (void)obj; }
-
 /// Reads what has arrived straight into the reader's buffer, up to 256 KiB at a time:
 /// hiredis 0.14 reads 16 KiB onto the stack and copies it in, three reads and copies for one
 /// fetch's reply. Errors as hiredis's own read sets them.
@@ -117,134 +89,14 @@ static inline int apnsw_redis_get_reply(redisContext *c, void **reply) {
     return REDIS_OK;
 }
 
-/// Reads one reply through `fn`, which builds into `privdata` instead of making reply objects.
-/// Returns REDIS_OK or REDIS_ERR (I/O).
-static inline int apnsw_redis_read_with(redisContext *c, redisReplyObjectFunctions *fn, void *privdata) {
-    redisReplyObjectFunctions *own_fn = c->reader->fn;
-    void *own_privdata = c->reader->privdata;
-    c->reader->fn = fn;
-    c->reader->privdata = privdata;
-    void *reply = NULL;
-    int rc = apnsw_redis_get_reply(c, &reply);
-    /* A reply cut short (I/O error, timeout) leaves its root in the reader; hiredis would free
-       it with its own functions later. Ours built nothing, so forget it. */
-    if (rc != REDIS_OK) c->reader->reply = NULL;
-    c->reader->fn = own_fn;
-    c->reader->privdata = own_privdata;
-    return rc;
-}
-
-/// Reads one reply into `summary` instead of a reply object. Returns REDIS_OK or REDIS_ERR (I/O).
-static inline int apnsw_redis_read_discarding(redisContext *c, apnsw_reply_summary *summary) {
-    static redisReplyObjectFunctions summarize = {
-        apnsw_summary_string, apnsw_summary_array, apnsw_summary_integer, apnsw_summary_nil, apnsw_summary_free
-    };
-    return apnsw_redis_read_with(c, &summarize, summary);
-}
-
-/// The length of the whole reply at `p`, noted in `s` as `apnsw_summary_note` would; 0 if it
-/// has not all arrived, -1 if it is not RESP (or nests deeper than hiredis allows).
-static inline long apnsw_skip_reply(const char *p, const char *end, apnsw_reply_summary *s, int depth) {
-    if (depth > 7) return -1;
-    if (end - p >= 9 && memcmp(p, "+QUEUED\r\n", 9) == 0) { /* one per command of a transaction */
-        if (depth == 0) { s->top_type = REDIS_REPLY_STATUS; s->top_value = 6; }
-        return 9;
-    }
-    const char *cr = p; /* a reply's first line is short: a loop costs less than memchr's call */
-    while (cr < end && *cr != '\r') cr++;
-    if (cr + 1 >= end) return 0;
-    if (cr[1] != '\n' || cr == p) return -1;
-    const char type = *p, *next = cr + 2;
-    long long value = 0;
-    if (type == '$' || type == '*' || type == ':') {
-        const char *d = p + 1;
-        int negative = d < cr && *d == '-';
-        if (negative) d++;
-        if (d == cr) return -1;
-        for (; d < cr; d++) {
-            if (*d < '0' || *d > '9' || value > 100000000000000000LL) return -1;
-            value = value * 10 + (*d - '0');
-        }
-        if (negative) value = -value;
-    }
-    int reply_type;
-    switch (type) {
-    case '+': reply_type = REDIS_REPLY_STATUS; value = cr - p - 1; break;
-    case ':': reply_type = REDIS_REPLY_INTEGER; break;
-    case '-':
-        reply_type = REDIS_REPLY_ERROR;
-        value = cr - p - 1;
-        if (s->errors++ == 0) {
-            size_t n = (size_t)value < sizeof(s->first_error) - 1 ? (size_t)value : sizeof(s->first_error) - 1;
-            memcpy(s->first_error, p + 1, n);
-            s->first_error[n] = 0;
-        }
-        break;
-    case '$':
-        if (value < 0) { reply_type = REDIS_REPLY_NIL; value = -1; break; }
-        if (end - next < value + 2) return 0;
-        if (next[value] != '\r' || next[value + 1] != '\n') return -1;
-        reply_type = REDIS_REPLY_STRING;
-        next += value + 2;
-        break;
-    case '*':
-        if (value < 0) { reply_type = REDIS_REPLY_NIL; value = -1; break; }
-        if (depth == 0) { s->top_type = REDIS_REPLY_ARRAY; s->top_value = value; }
-        for (long long i = 0; i < value; i++) {
-            long n = apnsw_skip_reply(next, end, s, depth + 1);
-            if (n <= 0) return n;
-            next += n;
-        }
-        return next - p;
-    default: return -1;
-    }
-    if (depth == 0) { s->top_type = reply_type; s->top_value = value; }
-    return next - p;
-}
-
-/// Reads `count` replies into `summary`, as that many `apnsw_redis_read_discarding` calls
-/// would, but scanning the RESP in place: hiredis's reader took about 250 instructions per
-/// reply, through a call per element. Returns REDIS_OK or REDIS_ERR (I/O or protocol).
-static inline int apnsw_redis_skip_replies(redisContext *c, long count, apnsw_reply_summary *summary) {
-    redisReader *r = c->reader;
-    if (r->ridx != -1 || r->err) { /* a reply half read by hiredis: let it finish them */
-        for (long i = 0; i < count; i++) {
-            if (apnsw_redis_read_discarding(c, summary) != REDIS_OK) return REDIS_ERR;
-        }
-        return REDIS_OK;
-    }
-    int done = 0;
-    do {
-        if (redisBufferWrite(c, &done) == REDIS_ERR) return REDIS_ERR;
-    } while (!done);
-    while (count > 0) {
-        int errors = summary->errors;
-        long n = apnsw_skip_reply(r->buf + r->pos, r->buf + r->len, summary, 0);
-        if (n < 0) {
-            c->err = REDIS_ERR_PROTOCOL;
-            snprintf(c->errstr, sizeof(c->errstr), "%s", "Protocol error: not a RESP reply");
-            return REDIS_ERR;
-        }
-        if (n == 0) { /* scanned again once more has arrived: count its errors once */
-            summary->errors = errors;
-            if (apnsw_redis_buffer_read(c) == REDIS_ERR) return REDIS_ERR;
-            continue;
-        }
-        r->pos += (size_t)n;
-        count--;
-    }
-    /* As hiredis's reader does: drop what was read. */
-    if (r->pos == r->len) {
-        sdsclear(r->buf);
-        r->pos = 0;
-        r->len = 0;
-    } else if (r->pos >= 1024) {
-        sdsrange(r->buf, (int)r->pos, -1);
-        r->pos = 0;
-        r->len = sdslen(r->buf);
-    }
-    return REDIS_OK;
-}
+/// What a transaction of thousands of commands needs to know of its replies
+/// (`apnsw_redis_skip_replies`): whether EXEC ran and whether anything failed.
+typedef struct apnsw_reply_summary {
+    int top_type;            /* REDIS_REPLY_* of the last top-level reply */
+    long long top_value;     /* its element count (arrays), its value (integers), -1 for nil */
+    int errors;              /* error replies seen, nested ones included */
+    char first_error[160];   /* the first one's message, cut short */
+} apnsw_reply_summary;
 
 /// A reply read flat (`apnsw_redis_read_flat`): string contents end to end in `bytes`, and one
 /// item per element, arrays included, in reading order. A reply of a thousand jobs costs two
@@ -262,6 +114,12 @@ typedef struct apnsw_flat_reply {
     size_t items_len, items_cap;
 } apnsw_flat_reply;
 
+/// Where scanned replies go: into a summary, or read flat (the other is NULL).
+typedef struct apnsw_reply_sink {
+    apnsw_reply_summary *summary;
+    apnsw_flat_reply *flat;
+} apnsw_reply_sink;
+
 static inline apnsw_flat_item *apnsw_flat_push(apnsw_flat_reply *r, int type, long long value) {
     if (r->items_len == r->items_cap) {
         size_t cap = r->items_cap ? r->items_cap * 2 : 256;
@@ -277,45 +135,161 @@ static inline apnsw_flat_item *apnsw_flat_push(apnsw_flat_reply *r, int type, lo
     item->length = 0;
     return item;
 }
-static inline void *apnsw_flat_string(const redisReadTask *t, char *str, size_t len) {
-    apnsw_flat_reply *r = (apnsw_flat_reply *)t->privdata;
-    if (r->bytes_len + len > r->bytes_cap) {
+
+/// Notes one element; `str`: the bytes of a string, status or error. Returns 0 out of memory.
+static inline int apnsw_sink_note(apnsw_reply_sink *k, int depth, int type, long long value, const char *str, size_t len) {
+    apnsw_reply_summary *s = k->summary;
+    if (s) {
+        if (type == REDIS_REPLY_ERROR && s->errors++ == 0) {
+            size_t n = len < sizeof(s->first_error) - 1 ? len : sizeof(s->first_error) - 1;
+            memcpy(s->first_error, str, n);
+            s->first_error[n] = 0;
+        }
+        if (depth == 0) { s->top_type = type; s->top_value = value; }
+        return 1;
+    }
+    apnsw_flat_reply *r = k->flat;
+    if (str && r->bytes_len + len > r->bytes_cap) {
         size_t cap = r->bytes_cap ? r->bytes_cap : 16384;
         while (cap < r->bytes_len + len) cap *= 2;
         unsigned char *bytes = (unsigned char *)realloc(r->bytes, cap);
-        if (!bytes) return NULL; /* hiredis reports out of memory */
+        if (!bytes) return 0;
         r->bytes = bytes;
         r->bytes_cap = cap;
     }
-    apnsw_flat_item *item = apnsw_flat_push(r, t->type, (long long)len);
-    if (!item) return NULL;
-    item->offset = r->bytes_len;
-    item->length = len;
-    memcpy(r->bytes + r->bytes_len, str, len);
-    r->bytes_len += len;
-    return r;
+    apnsw_flat_item *item = apnsw_flat_push(r, type, value);
+    if (!item) return 0;
+    if (str) {
+        item->offset = r->bytes_len;
+        item->length = len;
+        memcpy(r->bytes + r->bytes_len, str, len);
+        r->bytes_len += len;
+    }
+    return 1;
 }
-static inline void *apnsw_flat_array(const redisReadTask *t, int elements) {
-    return apnsw_flat_push((apnsw_flat_reply *)t->privdata, REDIS_REPLY_ARRAY, elements) ? t->privdata : NULL;
+
+/// The length of the whole reply at `p`, each element noted in `k`; 0 if it has not all
+/// arrived, -1 if it is not RESP (or nests deeper than hiredis allows), -2 out of memory.
+/// With `open`, an array is scanned to the end of its first line only, and `*open` set to its
+/// number of elements, for the caller to scan one by one.
+static inline long apnsw_scan_reply(const char *p, const char *end, apnsw_reply_sink *k, int depth, long long *open) {
+    if (depth > 7) return -1;
+    if (p >= end) return 0;
+    if (end - p >= 9 && memcmp(p, "+QUEUED\r\n", 9) == 0) { /* one per command of a transaction */
+        return apnsw_sink_note(k, depth, REDIS_REPLY_STATUS, 6, p + 1, 6) ? 9 : -2;
+    }
+    const char type = *p;
+    const char *cr = p + 1;
+    long long value = 0;
+    if (type == '$' || type == '*' || type == ':') { /* a number ends the first line */
+        int negative = cr < end && *cr == '-';
+        if (negative) cr++;
+        const char *digits = cr;
+        while (cr < end && (unsigned char)(*cr - '0') < 10) value = value * 10 + (*cr++ - '0');
+        if (cr - digits > 18) return -1;
+        if (cr == digits && cr < end) return -1;
+        if (negative) value = -value;
+    } else { /* a reply's first line is short: a loop costs less than memchr's call */
+        while (cr < end && *cr != '\r') cr++;
+    }
+    if (cr + 1 >= end) return 0;
+    if (cr[0] != '\r' || cr[1] != '\n') return -1;
+    const char *next = cr + 2;
+    int ok;
+    switch (type) {
+    case '+': ok = apnsw_sink_note(k, depth, REDIS_REPLY_STATUS, cr - p - 1, p + 1, (size_t)(cr - p - 1)); break;
+    case '-': ok = apnsw_sink_note(k, depth, REDIS_REPLY_ERROR, cr - p - 1, p + 1, (size_t)(cr - p - 1)); break;
+    case ':': ok = apnsw_sink_note(k, depth, REDIS_REPLY_INTEGER, value, NULL, 0); break;
+    case '$':
+        if (value < 0) { ok = apnsw_sink_note(k, depth, REDIS_REPLY_NIL, -1, NULL, 0); break; }
+        if (end - next < value + 2) return 0;
+        if (next[value] != '\r' || next[value + 1] != '\n') return -1;
+        ok = apnsw_sink_note(k, depth, REDIS_REPLY_STRING, value, next, (size_t)value);
+        next += value + 2;
+        break;
+    case '*':
+        if (value < 0) { ok = apnsw_sink_note(k, depth, REDIS_REPLY_NIL, -1, NULL, 0); break; }
+        if (!apnsw_sink_note(k, depth, REDIS_REPLY_ARRAY, value, NULL, 0)) return -2;
+        if (open) { *open = value; return next - p; }
+        for (long long i = 0; i < value; i++) {
+            long n = apnsw_scan_reply(next, end, k, depth + 1, NULL);
+            if (n <= 0) return n;
+            next += n;
+        }
+        return next - p;
+    default: return -1;
+    }
+    return ok ? next - p : -2;
 }
-static inline void *apnsw_flat_integer(const redisReadTask *t, long long v) {
-    return apnsw_flat_push((apnsw_flat_reply *)t->privdata, REDIS_REPLY_INTEGER, v) ? t->privdata : NULL;
+
+/// Reads `count` replies into `k`, scanning the RESP in place in hiredis's reader buffer and
+/// reading more when a reply has not all arrived: hiredis's reader took about 250 instructions
+/// per element, through a call for each. Returns REDIS_OK or REDIS_ERR (I/O, protocol, memory).
+static inline int apnsw_redis_scan_replies(redisContext *c, long count, apnsw_reply_sink *k) {
+    redisReader *r = c->reader;
+    if (c->err) return REDIS_ERR;
+    if (r->ridx != -1 || r->err) { /* hiredis stopped inside a reply (a timeout): what follows is not a reply's start */
+        c->err = REDIS_ERR_IO;
+        snprintf(c->errstr, sizeof(c->errstr), "%s", "a reply was cut short earlier");
+        return REDIS_ERR;
+    }
+    int done = 0;
+    do {
+        if (redisBufferWrite(c, &done) == REDIS_ERR) return REDIS_ERR;
+    } while (!done);
+    /* Elements of a top-level array still to scan: each is scanned whole, so that a long reply
+       arriving over several reads is not scanned again from its start. */
+    long long open = 0;
+    while (count > 0) {
+        /* An element that has not all arrived is scanned again once more has: what it noted goes. */
+        int errors = k->summary ? k->summary->errors : 0;
+        size_t items = k->flat ? k->flat->items_len : 0, bytes = k->flat ? k->flat->bytes_len : 0;
+        int element = open > 0;
+        long n = element ? apnsw_scan_reply(r->buf + r->pos, r->buf + r->len, k, 1, NULL)
+                         : apnsw_scan_reply(r->buf + r->pos, r->buf + r->len, k, 0, &open);
+        if (n > 0) {
+            r->pos += (size_t)n;
+            if (element) open--;
+            if (open == 0) count--;
+            continue;
+        }
+        if (n < 0) {
+            c->err = n == -2 ? REDIS_ERR_OOM : REDIS_ERR_PROTOCOL;
+            snprintf(c->errstr, sizeof(c->errstr), "%s", n == -2 ? "Out of memory" : "Protocol error: not a RESP reply");
+            return REDIS_ERR;
+        }
+        if (k->summary) k->summary->errors = errors;
+        if (k->flat) { k->flat->items_len = items; k->flat->bytes_len = bytes; }
+        if (apnsw_redis_buffer_read(c) == REDIS_ERR) return REDIS_ERR;
+    }
+    /* As hiredis's reader does: drop what was read. */
+    if (r->pos == r->len) {
+        sdsclear(r->buf);
+        r->pos = 0;
+        r->len = 0;
+    } else if (r->pos >= 1024) {
+        sdsrange(r->buf, (int)r->pos, -1);
+        r->pos = 0;
+        r->len = sdslen(r->buf);
+    }
+    return REDIS_OK;
 }
-static inline void *apnsw_flat_nil(const redisReadTask *t) {
-    return apnsw_flat_push((apnsw_flat_reply *)t->privdata, REDIS_REPLY_NIL, -1) ? t->privdata : NULL;
+
+/// Reads `count` replies into `summary`. Returns REDIS_OK or REDIS_ERR.
+static inline int apnsw_redis_skip_replies(redisContext *c, long count, apnsw_reply_summary *summary) {
+    apnsw_reply_sink k = { summary, NULL };
+    return apnsw_redis_scan_replies(c, count, &k);
 }
 
 /// Reads one reply into `reply`, after what it holds if `append`, else replacing it.
 /// Returns REDIS_OK or REDIS_ERR.
 static inline int apnsw_redis_read_flat(redisContext *c, apnsw_flat_reply *reply, int append) {
-    static redisReplyObjectFunctions flat = {
-        apnsw_flat_string, apnsw_flat_array, apnsw_flat_integer, apnsw_flat_nil, apnsw_summary_free
-    };
     if (!append) {
         reply->bytes_len = 0;
         reply->items_len = 0;
     }
-    return apnsw_redis_read_with(c, &flat, reply);
+    apnsw_reply_sink k = { NULL, reply };
+    return apnsw_redis_scan_replies(c, 1, &k);
 }
 
 static inline void apnsw_flat_reply_free(apnsw_flat_reply *reply) {

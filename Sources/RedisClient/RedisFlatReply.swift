@@ -27,12 +27,18 @@ public struct RedisFlatReply {
     /// The string items among `items`, as slices of one copy of their bytes: one allocation
     /// for all of them, not one each. Items that are not strings are left out.
     public func sharedStrings(_ items: Range<Int>) -> [ArraySlice<UInt8>] {
-        let strings = items.map { item($0) }.filter { $0.type == REDIS_REPLY_STRING }
-        guard let first = strings.first, let last = strings.last else { return [] }
+        let all = UnsafeBufferPointer(start: storage.pointee.items, count: count)[items]
+        guard let first = all.firstIndex(where: { $0.type == REDIS_REPLY_STRING }),
+              let last = all.lastIndex(where: { $0.type == REDIS_REPLY_STRING }) else { return [] }
         // Strings are stored in reading order: the span runs from the first to the end of the last.
-        let start = first.offset
-        let shared = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: last.offset + last.length - start))
-        return strings.map { shared[($0.offset - start)..<($0.offset - start + $0.length)] }
+        let start = all[first].offset
+        let shared = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: all[last].offset + all[last].length - start))
+        var strings: [ArraySlice<UInt8>] = []
+        strings.reserveCapacity(last - first + 1)
+        for item in all[first...last] where item.type == REDIS_REPLY_STRING {
+            strings.append(shared[(item.offset - start)..<(item.offset - start + item.length)])
+        }
+        return strings
     }
 
     /// The message of an error reply at the top.

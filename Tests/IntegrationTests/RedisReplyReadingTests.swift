@@ -22,6 +22,25 @@ final class RedisReplyReadingTests: XCTestCase {
         }
     }
 
+    /// A flat reply many reads long (a fetch of a large batch) comes back whole, each string in
+    /// place and in order, with the reply sent after it in the same write.
+    func testAFlatReplyManyReadsLongComesBackWhole() throws {
+        let redis = try TestRedis()
+        let r = try redis.connect()
+        let script = RedisScript("local t = {} for i = 1, 20000 do t[i] = string.rep(string.char(97 + i % 26), i % 300) end return t")
+        let lengths = try r.run(script, RedisArgs(script: script, keys: []), then: RedisArgs(["ECHO", "after"])) { (reply) throws(RedisError) in
+            let strings = reply.sharedStrings(0..<reply.count)
+            XCTAssertEqual(reply.integer(0), 20_000, "the array's element count")
+            XCTAssertEqual(strings.last.map { String(decoding: $0, as: UTF8.self) }, "after")
+            for (i, s) in strings.dropLast().enumerated() where !(s.count == (i + 1) % 300 && s.allSatisfy { $0 == UInt8(97 + (i + 1) % 26) }) {
+                XCTFail("string \(i + 1) is wrong")
+                break
+            }
+            return strings.count
+        }
+        XCTAssertEqual(lengths, 20_001)
+    }
+
     /// A reply cut short by a timeout is an I/O error, and the connection can then be dropped:
     /// hiredis must not be left holding a reply object that our readers never built.
     func testAReplyCutShortLeavesAConnectionThatCanBeDropped() throws {
@@ -52,6 +71,30 @@ final class RedisReplyReadingTests: XCTestCase {
         t.append(ping)
         XCTAssertThrowsError(try counted!.exec(&t))
         counted = nil
+    }
+
+    /// Bytes that are not RESP are a protocol error, thrown as an I/O error: the connection is
+    /// dropped, never read on from a place that is not a reply's start.
+    func testBytesThatAreNotRESPAreAnErrorOfTheConnection() throws {
+        let directory = try TemporaryDirectory("apnsw-garbage")
+        let port = freePort()
+        let server = try ChildProcess("/usr/bin/python3", ["-c", """
+            import socket, sys
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+            conns = []
+            while True:
+                c, _ = s.accept(); conns.append(c)
+                c.recv(65536); c.sendall(b"+OK\\r\\n*2\\r\\n:1\\r\\n!what\\r\\n")
+            """, String(port)], outputFile: directory.file("server.log"))
+        defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)) != nil })
+        let r = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)
+        var t = RedisTransaction()
+        t.append(RedisArgs(["PING"]))
+        XCTAssertThrowsError(try r.exec(&t)) {
+            guard case RedisError.io(let message) = $0, message.contains("Protocol error") else { return XCTFail("\($0)") }
+        }
     }
 
     /// A command of 16 KB or more is written straight from its buffer, unless smaller ones are
