@@ -255,13 +255,15 @@ public struct JSONScanner: ~Copyable {
         }
     }
 
-    private enum ReadString {
-        /// Plain ASCII, in place: the range of its content.
+    /// A string as read: in place when it is plain ASCII with no escapes (its content's bytes
+    /// are then the same in JSON and decoded), decoded otherwise.
+    public enum ScannedString: Sendable, Equatable {
+        /// The range of its content.
         case plain(Range<Int>)
         case decoded(String)
     }
 
-    private mutating func readPlainOrDecoded() throws(JSONSyntaxError) -> ReadString {
+    public mutating func readPlainOrDecoded() throws(JSONSyntaxError) -> ScannedString {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
         // Plain ASCII up to the closing quote (a token, an id, a key) needs no other look.
         if let end = plainEnd(from: index + 1) {

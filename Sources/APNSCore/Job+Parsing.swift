@@ -76,7 +76,9 @@ extension Job {
     /// Field values as scanned, before the rules of the schema are applied.
     private struct RawFields {
         var version: Int64?
-        var id: String?, app: String?, topic: String?, pushType: String?
+        /// A plain id is kept as its range, not built into a String (`Job.id`).
+        var id: JSONScanner.ScannedString?
+        var app: String?, topic: String?, pushType: String?
         /// The token as scanned: read from the job's bytes without building a String.
         var token = ScannedToken.absent
         var collapseID: String?, apnsID: String?
@@ -127,7 +129,7 @@ extension Job {
             }
             switch field {
             case .v: if want(.number) { version = try s.readInt(); return }
-            case .id: if want(.string) { id = try s.readString(); return }
+            case .id: if want(.string) { id = try s.readPlainOrDecoded(); return }
             case .app: if want(.string) { app = try s.readString(); return }
             case .token: if want(.string) { token = try s.readString { ScannedToken($0) }; return }
             case .topic: if want(.string) { topic = try s.readString(); return }
@@ -276,7 +278,11 @@ extension Job {
             // The payload's range is relative to the job's start, which need not be index 0.
             let start = raw.startIndex + (payload?.lowerBound ?? 0)
             let payloadRange = start..<(start + (payload?.count ?? 0))
-            let job = Job(raw: raw, id: id.take(), app: app.take(), token: first, otherTokens: others, topic: topic.take(), pushType: type,
+            let idField: JSONScanner.ScannedString? = switch id.take() {
+            case .plain(let range)?: .plain((raw.startIndex + range.lowerBound)..<(raw.startIndex + range.upperBound))
+            case let other: other
+            }
+            let job = Job(raw: raw, idField: idField, app: app.take(), token: first, otherTokens: others, topic: topic.take(), pushType: type,
                           priority: checkedPriority, expiration: expiration, collapseID: collapseID.take(),
                           apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
                           truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))

@@ -9,7 +9,16 @@ public final class Job: @unchecked Sendable {
     public static let schemaVersion: Int64 = 1
 
     public let raw: ArraySlice<UInt8>
-    public let id: String?
+    /// The producer's id. Parsed jobs keep a plain one as a range of `raw` (`withID`): building a
+    /// String of it, and escaping it again for each record, cost 500 instructions a job.
+    public var id: String? {
+        switch idField {
+        case .plain(let range)?: String(decoding: raw[range], as: UTF8.self)
+        case .decoded(let text)?: text
+        case nil: nil
+        }
+    }
+    private let idField: JSONScanner.ScannedString?
     public let app: String?
     /// The job's token, or the first of a fan-out list (one outcome per token); the rest of the
     /// list apart, so that a job of one token (almost all) carries no array of tokens.
@@ -60,9 +69,18 @@ public final class Job: @unchecked Sendable {
         case template(name: String, locale: String?, data: Range<Int>?)
     }
 
-    public init(raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
-                pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-                payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
+    public convenience init(raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
+                            pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
+                            payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
+        self.init(raw: raw, idField: id.map { .decoded($0) }, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType,
+                  priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload, content: content,
+                  truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
+    }
+
+    /// `idField`: a plain id's range is of `raw`'s indices.
+    init(raw: ArraySlice<UInt8>, idField: JSONScanner.ScannedString?, app: String?, token: DeviceToken, otherTokens: [DeviceToken], topic: String?,
+         pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
+         payload: Payload, content: Content, truncate: Bool?, sendAt: Int64?, maxAttempts: Int?) {
         switch payload {
         case .inRaw(let range):
             payloadRange = range
@@ -76,7 +94,7 @@ public final class Job: @unchecked Sendable {
         self.content = content
         self.truncate = truncate
         self.raw = raw
-        self.id = id
+        self.idField = idField
         self.app = app
         self.token = token
         self.otherTokens = otherTokens
@@ -90,13 +108,33 @@ public final class Job: @unchecked Sendable {
         self.maxAttempts = maxAttempts
     }
 
+    /// The id's UTF-8, and whether it is its JSON too (plain ASCII, no escapes); nil with no id.
+    public func withID<R>(_ body: (UnsafeBufferPointer<UInt8>, _ isPlainJSON: Bool) -> R) -> R? {
+        switch idField {
+        case .plain(let range)?:
+            // Through the whole slice: a slice of it would count a reference on the buffer.
+            raw.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[(range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)]), true) }
+        case .decoded(let text)?: text.withUTF8Bytes { body($0, false) }
+        case nil: nil
+        }
+    }
+
+    /// Bytes of the id's UTF-8.
+    public var idCount: Int? {
+        switch idField {
+        case .plain(let range)?: range.count
+        case .decoded(let text)?: text.utf8.count
+        case nil: nil
+        }
+    }
+
     /// Every token of the job, in order.
     public var tokens: [DeviceToken] { [token] + otherTokens }
     public var tokenCount: Int { 1 + otherTokens.count }
 
     /// The same job with a rendered payload.
     public func rendered(_ payload: [UInt8]) -> Job {
-        Job(raw: raw, id: id, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
+        Job(raw: raw, idField: idField, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
             expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: .rendered(payload), content: content,
             truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
     }

@@ -6,7 +6,10 @@ public enum OutcomeRecord {
     public struct Context: ~Copyable, Sendable {
         /// The job's handle, written as a string of its digits.
         public var handle: Int64
+        /// The job's id, when there is no `job` to take it from.
         public var jobID: String?
+        /// The job, whose id a record copies from the job's own bytes.
+        public var job: Job?
         /// `DeviceToken.absent` when the job has none. Not optional: copying an optional token out
         /// of a borrowed context, to look in it, went through generic value witnesses (400
         /// instructions a copy).
@@ -16,6 +19,15 @@ public enum OutcomeRecord {
         public init(handle: Int64, jobID: String?, token: DeviceToken?, shared: SharedFields) {
             self.handle = handle
             self.jobID = jobID
+            self.job = nil
+            self.token = token ?? .absent
+            self.shared = shared
+        }
+
+        public init(handle: Int64, job: Job?, token: DeviceToken?, shared: SharedFields) {
+            self.handle = handle
+            self.jobID = nil
+            self.job = job
             self.token = token ?? .absent
             self.shared = shared
         }
@@ -183,7 +195,14 @@ public enum OutcomeRecord {
     }
 
     private static func common(_ w: inout JSONCursor, _ c: borrowing Context) {
-        w.fieldIfPresent(literal: "job_id", c.jobID)
+        if let job = c.job {
+            job.withID { id, isPlainJSON in
+                w.key(literal: "job_id")
+                if isPlainJSON { w.string(plain: id) } else { w.string(utf8: id) }
+            }
+        } else {
+            w.fieldIfPresent(literal: "job_id", c.jobID)
+        }
         w.key(literal: "handle")
         w.quoted(c.handle)
         if !c.token.isAbsent {
@@ -198,6 +217,6 @@ extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
     /// quotes), and their keys and separators (under 100 bytes).
     var room: Int {
-        JSONCursor.room(for: jobID) + token.utf8Count + 2 + 22 + shared.json.count + 128
+        ((job?.idCount ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0) + token.utf8Count + 2 + 22 + shared.json.count + 128
     }
 }

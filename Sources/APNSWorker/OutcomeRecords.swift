@@ -88,7 +88,7 @@ struct OutcomeRecords {
     }
 
     private static func context(_ f: FinishedJob, shared: OutcomeRecord.SharedFields) -> OutcomeRecord.Context {
-        OutcomeRecord.Context(handle: f.handle, jobID: f.job?.id, token: f.token, shared: shared)
+        OutcomeRecord.Context(handle: f.handle, job: f.job, token: f.token, shared: shared)
     }
 
     private mutating func plan(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {

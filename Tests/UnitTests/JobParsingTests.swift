@@ -1,4 +1,5 @@
 @testable import APNSCore
+import Foundation
 import XCTest
 
 final class JobParsingTests: XCTestCase {
@@ -38,6 +39,29 @@ final class JobParsingTests: XCTestCase {
 
     /// Today's 64-digit tokens are kept inline and longer ones as a string; both read back
     /// lowercase, compare and hash by their digits, and bad ones are refused.
+    /// A plain id stays in the job's bytes, an escaped one is decoded; either way it reads back,
+    /// and a record built from the job writes it as JSON that decodes to it, from a slice that
+    /// does not start at index 0 too.
+    func testIdsPlainOrEscapedReadBackAndGoIntoRecords() throws {
+        let shared = OutcomeRecord.SharedFields(app: nil, topic: nil, worker: "w", timeMs: 1)
+        for (json, id) in [(#""j-1""#, "j-1"), (#""q\"\u00e9\\""#, "q\"é\\"), (#""""#, ""), (#""héllo""#, "héllo")] as [(String, String)] {
+            let text = #"{"id":\#(json),"token":"\#(Self.token)","payload":{"aps":{}}}"#
+            let bytes = Array(("xyz" + text).utf8)
+            let job = try Job.parse(bytes[3...])
+            XCTAssertEqual(job.id, id, json)
+            XCTAssertEqual(job.idCount, id.utf8.count)
+            let ctx = OutcomeRecord.Context(handle: 1, job: job, token: job.token, shared: shared)
+            let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any]
+            XCTAssertEqual(record["job_id"] as? String, id, json)
+        }
+        let none = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
+        XCTAssertNil(none.id)
+        let ctx = OutcomeRecord.Context(handle: 1, job: none, token: none.token, shared: shared)
+        XCTAssertNil((try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any])["job_id"])
+        XCTAssertEqual(none.rendered(Array("{}".utf8)).id, nil)
+        XCTAssertEqual(try parse(#"{"id":"k","token":"\#(Self.token)","payload":{"aps":{}}}"#).rendered(Array("{}".utf8)).id, "k")
+    }
+
     func testDeviceTokensInlineAndLong() throws {
         let short = DeviceToken("ABCDEF01"), today = DeviceToken(Self.token.uppercased()), long = DeviceToken(String(repeating: "C0", count: 100))
         XCTAssertEqual(short?.hex, "abcdef01")
