@@ -3,33 +3,41 @@
 public enum OutcomeRecord {
     /// Context of the job an outcome belongs to. Not copyable: the writers borrow it, so that a
     /// record costs no reference count per string it names.
-    public struct Context: ~Copyable, Sendable {
+    public struct Context: ~Copyable, @unchecked Sendable {
         /// The job's handle, written as a string of its digits.
         public var handle: Int64
         /// The job's id, when there is no `job` to take it from.
         public var jobID: String?
-        /// The job, whose id a record copies from the job's own bytes.
-        public var job: Job?
+        /// The job, whose id a record copies from the job's own bytes; lent (see `init(handle:lending:…)`).
+        let job: Unmanaged<Job>?
         /// `DeviceToken.absent` when the job has none. Not optional: copying an optional token out
         /// of a borrowed context, to look in it, went through generic value witnesses (400
         /// instructions a copy).
         public var token: DeviceToken
-        /// App, topic, worker and time, which the records of a batch mostly share.
-        public let shared: SharedFields
+        /// App, topic, worker and time as JSON (`SharedFields`), which the records of a batch
+        /// mostly share; `owner` keeps them when they are not lent.
+        let shared: UnsafeBufferPointer<UInt8>
+        private let owner: SharedFields?
+
         public init(handle: Int64, jobID: String?, token: DeviceToken?, shared: SharedFields) {
             self.handle = handle
             self.jobID = jobID
             self.job = nil
             self.token = token ?? .absent
-            self.shared = shared
+            self.shared = shared.jsonBytes
+            self.owner = shared
         }
 
-        public init(handle: Int64, job: Job?, token: DeviceToken?, shared: SharedFields) {
+        /// A context that borrows `job` and `shared` (`SharedFields.jsonBytes`): the caller keeps
+        /// both alive while the context is used. The completer writes a batch's records this way,
+        /// where counting references to them, three threads apart, cost more than the record.
+        public init(handle: Int64, lending job: Unmanaged<Job>?, token: DeviceToken?, shared: UnsafeBufferPointer<UInt8>) {
             self.handle = handle
             self.jobID = nil
             self.job = job
             self.token = token ?? .absent
             self.shared = shared
+            self.owner = nil
         }
 
         public init(handle: Int64, jobID: String?, app: String?, token: DeviceToken?, topic: String?, worker: String, timeMs: Int64) {
@@ -41,10 +49,12 @@ public enum OutcomeRecord {
     /// JSON once (`"app":…,"topic":…,"worker":…,"time_ms":…`) and copied into each record that
     /// shares them. Escaping those four values for each record, and counting references to
     /// them, was a third of the cost of a result record.
-    public final class SharedFields: Sendable {
+    public final class SharedFields: @unchecked Sendable { // immutable: `jsonBytes` points into `json`
         public let app: String?
         public let topic: String?
-        let json: [UInt8]
+        private let json: [UInt8]
+        /// The JSON's bytes, valid while this object lives (they never change).
+        public let jsonBytes: UnsafeBufferPointer<UInt8>
 
         public init(app: String?, topic: String?, worker: String, timeMs: Int64) {
             self.app = app
@@ -57,6 +67,7 @@ public enum OutcomeRecord {
                 w.field(literal: "time_ms", timeMs)
             }
             self.json = json
+            jsonBytes = json.withUnsafeBufferPointer { $0 }
         }
     }
 
@@ -196,9 +207,11 @@ public enum OutcomeRecord {
 
     private static func common(_ w: inout JSONCursor, _ c: borrowing Context) {
         if let job = c.job {
-            job.withID { id, isPlainJSON in
-                w.key(literal: "job_id")
-                if isPlainJSON { w.string(plain: id) } else { w.string(utf8: id) }
+            _ = job._withUnsafeGuaranteedRef {
+                $0.withID { id, isPlainJSON in
+                    w.key(literal: "job_id")
+                    if isPlainJSON { w.string(plain: id) } else { w.string(utf8: id) }
+                }
             }
         } else {
             w.fieldIfPresent(literal: "job_id", c.jobID)
@@ -209,7 +222,7 @@ public enum OutcomeRecord {
             w.key(literal: "token")
             c.token.withHex { w.string(plain: $0) }
         }
-        c.shared.json.withUnsafeBufferPointer { w.raw($0) }
+        w.raw(c.shared)
     }
 }
 
@@ -217,6 +230,7 @@ extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
     /// quotes), and their keys and separators (under 100 bytes).
     var room: Int {
-        ((job?.idCount ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0) + token.utf8Count + 2 + 22 + shared.json.count + 128
+        ((job.map { $0._withUnsafeGuaranteedRef(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
+            + token.utf8Count + 2 + 22 + shared.count + 128
     }
 }

@@ -100,16 +100,13 @@ final class Completer: @unchecked Sendable {
         // Each job's group, and the marks of fan-out pieces by position: an array of (group,
         // mark) pairs was destroyed element by element through generic tuple witnesses.
         var marked = Marks(capacity: batch.count)
-        for (i, f) in batch.enumerated() {
-            let (group, piece) = groups.note(f.batch, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "")
+        var decided = Decided(capacity: batch.count, fields: SharedFieldsCache(worker: workerID, timeMs: WallClock.nowMilliseconds()))
+        forEachInPlace(batch) { i, f in
+            let (group, piece) = groups.note(f, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "")
             marked.groups.append(group)
             if let piece { marked.pieces[i] = piece }
-        }
-        var decided = Decided(capacity: batch.count)
-        var shared = SharedFieldsCache(worker: workerID, timeMs: WallClock.nowMilliseconds())
-        for f in batch {
             let decision = records.decide(f, worker: workerID)
-            decided.shared.append(shared.fields(app: f.appName, topic: f.topic))
+            decided.shared.append(decided.fields.fields(app: f.appName, topic: f.topic))
             decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
             decided.decisions.append(decision) // its last use: moved, not copied
         }
@@ -163,13 +160,16 @@ final class Completer: @unchecked Sendable {
     /// A batch's decisions and counts.
     private struct Decided {
         var decisions: [OutcomeRecords.Decision] = []
-        /// Each outcome's app, topic, worker and time, as its records write them.
-        var shared: [OutcomeRecord.SharedFields] = []
+        /// Each outcome's app, topic, worker and time, as its records write them (kept by
+        /// `fields`, which the batch holds).
+        var shared: [UnsafeBufferPointer<UInt8>] = []
+        var fields: SharedFieldsCache
         /// Each outcome's counter pair (CounterPairs), for the script.
         var pairs: [Int] = []
         var counters = CounterPairs()
 
-        init(capacity: Int) {
+        init(capacity: Int, fields: SharedFieldsCache) {
+            self.fields = fields
             decisions.reserveCapacity(capacity)
             shared.reserveCapacity(capacity)
             pairs.reserveCapacity(capacity)
@@ -181,23 +181,37 @@ final class Completer: @unchecked Sendable {
         var added = CompletionTransaction.Added()
         // Decisions through a pointer: each is borrowed in place, where an array element read in a
         // closure was copied.
+        // Jobs too: a job captured by the writing closure was copied, counting a reference.
         d.decisions.withUnsafeBufferPointer { decisions in
-            for (i, f) in batch.enumerated() {
-                t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, shared: d.shared[i], into: &$0) }
-                switch decisions[i].kind {
-                case .deadLetter:
-                    t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0) }
-                    added.deadLetters = true
-                case .invalidToken:
-                    t.append(prefix: transaction.invalidToken) {
-                        OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0)
+            batch.withUnsafeBufferPointer { jobs in
+                for i in jobs.indices {
+                    t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: jobs[i], shared: d.shared[i], into: &$0) }
+                    switch decisions[i].kind {
+                    case .deadLetter:
+                        t.append(prefix: transaction.deadLetter) {
+                            OutcomeRecords.writeSecond(decisions[i], of: jobs[i], shared: d.shared[i], into: &$0)
+                        }
+                        added.deadLetters = true
+                    case .invalidToken:
+                        t.append(prefix: transaction.invalidToken) {
+                            OutcomeRecords.writeSecond(decisions[i], of: jobs[i], shared: d.shared[i], into: &$0)
+                        }
+                        added.invalidTokens = true
+                    case .result, .schedule: break
                     }
-                    added.invalidTokens = true
-                case .result, .schedule: break
                 }
             }
         }
         return added
+    }
+
+    /// Calls `body` with each job's position and the job, borrowed where it is: a `for` loop
+    /// copies each one, counting a reference on its request, which the I/O thread last wrote.
+    private func forEachInPlace(_ batch: ArraySlice<FinishedJob>, _ body: (Int, borrowing FinishedJob) -> Void) {
+        // Through a pointer: an array's subscript hands out a copy.
+        batch.withUnsafeBufferPointer { jobs in
+            for i in jobs.indices { body(i, jobs[i]) }
+        }
     }
 
     /// The complete script's arguments for the batch (QueueScripts.complete).
@@ -239,7 +253,7 @@ final class Completer: @unchecked Sendable {
         var run: (key: SeriesKey, count: Int)?
         var latencies: [AppLatencies] = []
         var current = -1
-        for (i, f) in batch.enumerated() {
+        forEachInPlace(batch) { i, f in
             let stat = decisions[i].stat
             let app = f.appName ?? "-"
             var status = 200, reason = ""
@@ -248,7 +262,7 @@ final class Completer: @unchecked Sendable {
                 case .delivered: break
                 case .rejected(let r): status = r.status; reason = r.reason.rawValue
                 case .deadLetter(let why): status = 0; reason = why.reason
-                case .scheduled: continue
+                case .scheduled: return
                 }
             }
             let key = SeriesKey(app: app, pushType: f.job?.pushType, status: status, reason: reason, stat: stat)
@@ -258,7 +272,7 @@ final class Completer: @unchecked Sendable {
                 if let r = run { series[r.key, default: 0] += r.count }
                 run = (key, 1)
             }
-            guard f.takenAtNs > 0 else { continue }
+            guard f.takenAtNs > 0 else { return }
             if current < 0 || latencies[current].app != app {
                 current = latencies.firstIndex { $0.app == app } ?? { latencies.append(AppLatencies(app: app)); return latencies.count - 1 }()
             }

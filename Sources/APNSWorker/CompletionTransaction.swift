@@ -121,6 +121,18 @@ struct AckGroups {
         if last < 0 || all[last].batch !== batch {
             last = all.firstIndex { $0.batch === batch } ?? { all.append(Group(batch: batch)); return all.count - 1 }()
         }
+        return note(index: index, piece: piece)
+    }
+
+    /// `note(_:index:piece:)` for a job of the batch noted last, if `isLast`: the batch is not
+    /// even looked at (reading it from the job counted a reference on it, which the fetch thread
+    /// counts too).
+    mutating func note(_ f: borrowing FinishedJob, index: Int, piece: String?) -> (group: Int, piece: String?) {
+        guard last >= 0, f.isIn(all[last].batch) else { return note(f.batch, index: index, piece: piece) }
+        return note(index: index, piece: piece)
+    }
+
+    private mutating func note(index: Int, piece: String?) -> (group: Int, piece: String?) {
         guard let piece else {
             all[last].acks.append(index)
             return (last, nil)

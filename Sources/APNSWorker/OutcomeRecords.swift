@@ -58,14 +58,14 @@ struct OutcomeRecords {
     }
 
     /// Appends the outcome's kind and its two records.
-    static func append(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, to args: inout RedisArgs) {
+    static func append(_ d: Decision, of f: FinishedJob, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs) {
         args.append(d.kind.rawValue)
         args.append { writeFirst(d, of: f, shared: shared, into: &$0) }
         args.append { writeSecond(d, of: f, shared: shared, into: &$0) }
     }
 
     /// The first record: the result (or, for a schedule, the job in its envelope).
-    static func writeFirst(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, into out: inout [UInt8]) {
+    static func writeFirst(_ d: Decision, of f: FinishedJob, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         let context = Self.context(f, shared: shared)
         switch d.plan {
         case .delivered(let id): OutcomeRecord.delivered(context, apnsID: id, attempts: d.attempts, into: &out)
@@ -76,7 +76,7 @@ struct OutcomeRecords {
 
     /// The second record: the dead letter or invalid-token record (for a schedule, its time);
     /// nothing for a delivery.
-    static func writeSecond(_ d: Decision, of f: FinishedJob, shared: OutcomeRecord.SharedFields, into out: inout [UInt8]) {
+    static func writeSecond(_ d: Decision, of f: FinishedJob, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         switch d.plan {
         case .delivered: break
         case .failed(let r, let detail?):
@@ -87,8 +87,9 @@ struct OutcomeRecords {
         }
     }
 
-    private static func context(_ f: FinishedJob, shared: OutcomeRecord.SharedFields) -> OutcomeRecord.Context {
-        OutcomeRecord.Context(handle: f.handle, job: f.job, token: f.token, shared: shared)
+    /// Lends the job and the shared fields: the batch holds both while its records are written.
+    private static func context(_ f: FinishedJob, shared: UnsafeBufferPointer<UInt8>) -> OutcomeRecord.Context {
+        OutcomeRecord.Context(handle: f.handle, lending: f.unmanagedJob, token: f.token, shared: shared)
     }
 
     private mutating func plan(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {
@@ -146,8 +147,9 @@ struct CounterPairs {
     }
 }
 
-/// A batch's shared record fields (`OutcomeRecord.SharedFields`), one per app and topic.
-/// Neighbouring outcomes mostly share them, so the last one is checked first.
+/// A batch's shared record fields (`OutcomeRecord.SharedFields`), one per app and topic, kept
+/// for the batch's records to borrow. Neighbouring outcomes mostly share them, so the last one
+/// is checked first.
 struct SharedFieldsCache {
     private let worker: String
     private let timeMs: Int64
@@ -159,11 +161,12 @@ struct SharedFieldsCache {
         self.timeMs = timeMs
     }
 
-    mutating func fields(app: String?, topic: String?) -> OutcomeRecord.SharedFields {
+    /// The JSON of the fields for `app` and `topic`, valid while this cache lives.
+    mutating func fields(app: String?, topic: String?) -> UnsafeBufferPointer<UInt8> {
         if last < 0 || all[last].app != app || all[last].topic != topic {
             last = all.firstIndex { $0.app == app && $0.topic == topic }
                 ?? { all.append(OutcomeRecord.SharedFields(app: app, topic: topic, worker: worker, timeMs: timeMs)); return all.count - 1 }()
         }
-        return all[last]
+        return all[last].jsonBytes
     }
 }

@@ -125,10 +125,18 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
 
     var handle: Int64 { switch self { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
     var batch: TakenBatch { switch self { case .sent(let r): r.batch; case .unsent(let u): u.batch } }
+    func isIn(_ batch: TakenBatch) -> Bool { switch self { case .sent(let r): r.batch === batch; case .unsent(let u): u.batch === batch } }
     var index: Int { switch self { case .sent(let r): r.index; case .unsent(let u): u.index } }
     /// The producer's job bytes (inside any envelope).
     var raw: ArraySlice<UInt8> { switch self { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
     var job: Job? { switch self { case .sent(let r): r.job; case .unsent(let u): u.job } }
+    /// The job without counting a reference on it, for a caller that holds this outcome.
+    var unmanagedJob: Unmanaged<Job>? {
+        switch self {
+        case .sent(let r): Unmanaged.passUnretained(r.job)
+        case .unsent(let u): u.job.map { Unmanaged.passUnretained($0) }
+        }
+    }
     var token: DeviceToken? { if case .sent(let r) = self { r.token } else { nil } }
     var appName: String? { switch self { case .sent(let r): r.appName; case .unsent(let u): u.appName } }
     var topic: String? { switch self { case .sent(let r): r.topic; case .unsent(let u): u.topic } }

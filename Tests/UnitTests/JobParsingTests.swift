@@ -50,14 +50,16 @@ final class JobParsingTests: XCTestCase {
             let job = try Job.parse(bytes[3...])
             XCTAssertEqual(job.id, id, json)
             XCTAssertEqual(job.idCount, id.utf8.count)
-            let ctx = OutcomeRecord.Context(handle: 1, job: job, token: job.token, shared: shared)
+            let ctx = OutcomeRecord.Context(handle: 1, lending: Unmanaged.passUnretained(job), token: job.token, shared: shared.jsonBytes)
             let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any]
             XCTAssertEqual(record["job_id"] as? String, id, json)
+            withExtendedLifetime(job) {}
         }
         let none = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
         XCTAssertNil(none.id)
-        let ctx = OutcomeRecord.Context(handle: 1, job: none, token: none.token, shared: shared)
+        let ctx = OutcomeRecord.Context(handle: 1, lending: Unmanaged.passUnretained(none), token: none.token, shared: shared.jsonBytes)
         XCTAssertNil((try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any])["job_id"])
+        withExtendedLifetime((job: none, shared: shared)) {}
         XCTAssertEqual(none.rendered(Array("{}".utf8)).id, nil)
         XCTAssertEqual(try parse(#"{"id":"k","token":"\#(Self.token)","payload":{"aps":{}}}"#).rendered(Array("{}".utf8)).id, "k")
     }

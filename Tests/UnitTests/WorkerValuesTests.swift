@@ -153,12 +153,14 @@ final class WorkerValuesTests: XCTestCase {
     func testRecordsShareTheirAppTopicWorkerAndTimeFields() throws {
         var cache = SharedFieldsCache(worker: "w-1", timeMs: 42)
         let a = cache.fields(app: "app", topic: "t.1"), b = cache.fields(app: "app", topic: "t.2")
-        XCTAssertTrue(cache.fields(app: "app", topic: "t.1") === a, "met again after another")
-        XCTAssertTrue(cache.fields(app: "app", topic: "t.2") === b)
-        XCTAssertFalse(cache.fields(app: nil, topic: "t.2") === b)
+        XCTAssertEqual(cache.fields(app: "app", topic: "t.1").baseAddress, a.baseAddress, "met again after another")
+        XCTAssertEqual(cache.fields(app: "app", topic: "t.2").baseAddress, b.baseAddress)
+        XCTAssertNotEqual(cache.fields(app: nil, topic: "t.2").baseAddress, b.baseAddress)
         let none = cache.fields(app: nil, topic: nil)
-        for (shared, app, topic) in [(a, "app", "t.1"), (b, "app", "t.2"), (none, nil, nil)] as [(OutcomeRecord.SharedFields, String?, String?)] {
-            let ctx = OutcomeRecord.Context(handle: 9, jobID: "j\"9", token: DeviceToken("00ff00ff00ff00ff"), shared: shared)
+        let job = try Job.parse(Array(#"{"id":"j\"9","token":"00ff00ff00ff00ff","payload":{"aps":{}}}"#.utf8))
+        for (shared, app, topic) in [(a, "app", "t.1"), (b, "app", "t.2"), (none, nil, nil)] as [(UnsafeBufferPointer<UInt8>, String?, String?)] {
+            // Lent: `cache` and `job` outlive the context.
+            let ctx = OutcomeRecord.Context(handle: 9, lending: Unmanaged.passUnretained(job), token: DeviceToken("00ff00ff00ff00ff"), shared: shared)
             let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id", rejection: nil, attempts: 1))) as! [String: Any]
             XCTAssertEqual(record["app"] as? String, app)
             XCTAssertEqual(record["topic"] as? String, topic)
@@ -167,8 +169,10 @@ final class WorkerValuesTests: XCTestCase {
             XCTAssertEqual(record["job_id"] as? String, "j\"9")
             XCTAssertEqual(record["token"] as? String, "00ff00ff00ff00ff")
             XCTAssertEqual(record.count, app == nil ? 9 : 11, "\(record.keys.sorted())")
+            withExtendedLifetime(job) {}
         }
-        let noToken = OutcomeRecord.Context(handle: 1, jobID: nil, token: nil, shared: a)
+        withExtendedLifetime(cache) {}
+        let noToken = OutcomeRecord.Context(handle: 1, jobID: nil, token: nil, shared: OutcomeRecord.SharedFields(app: nil, topic: nil, worker: "w", timeMs: 1))
         let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(noToken, delivered: nil, rejection: nil, attempts: 0))) as! [String: Any]
         XCTAssertNil(record["token"], "an absent token is left out")
         XCTAssertNil(record["apns_id"], "no id, none written")
