@@ -39,7 +39,8 @@ extension Job {
 
     /// Parses and checks one job in a single pass over its bytes. Ranges found are relative to
     /// the slice's start.
-    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JobRejection) -> Job {
+    /// `bytes` are consumed: the job keeps them without counting another reference.
+    public static func parse(_ bytes: consuming ArraySlice<UInt8>) throws(JobRejection) -> Job {
         var fields = RawFields()
         do {
             try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
@@ -204,7 +205,7 @@ extension Job {
 
         /// Mutating: the job's strings are taken out of these fields, not copied (a retain each,
         /// and a release when the fields go).
-        mutating func build(raw: ArraySlice<UInt8>) throws(JobRejection) -> Job {
+        mutating func build(raw: consuming ArraySlice<UInt8>) throws(JobRejection) -> Job {
             if let version, version != Job.schemaVersion {
                 throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
             }

@@ -27,10 +27,12 @@ public enum JobEnvelope {
     /// Compares through borrowed pointers: a slice of the bytes would count a reference on the
     /// buffer that every job of the batch shares.
     public static func isEnvelope(_ bytes: ArraySlice<UInt8>) -> Bool {
-        guard bytes.count > prefix.count else { return false }
-        return bytes.withUnsafeBufferPointer { b in
-            prefix.withUnsafeBufferPointer { p in (0..<p.count).allSatisfy { b[$0] == p[$0] } }
-        }
+        bytes.withUnsafeBufferPointer { isEnvelope($0) }
+    }
+
+    public static func isEnvelope(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard b.count > prefix.count else { return false }
+        return prefix.withUnsafeBufferPointer { p in (0..<p.count).allSatisfy { b[$0] == p[$0] } }
     }
 
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta) -> [UInt8] {

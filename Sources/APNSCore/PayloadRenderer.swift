@@ -1,7 +1,8 @@
 /// Turns what a job asked to send into the exact bytes that go to APNs, and checks them:
 /// the push type's rules and the size limit, with optional truncation of the alert body.
 public enum PayloadRenderer {
-    public static func render(_ job: Job, templates: TemplateLibrary, truncateByDefault: Bool = false) throws(JobRejection) -> Job {
+    /// `job` is consumed: a raw job comes back as it is, without a reference counted on it.
+    public static func render(_ job: consuming Job, templates: TemplateLibrary, truncateByDefault: Bool = false) throws(JobRejection) -> Job {
         let bytes: [UInt8]
         switch job.content {
         case .raw:

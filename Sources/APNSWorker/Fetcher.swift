@@ -76,7 +76,7 @@ final class Fetcher: @unchecked Sendable {
                 }
                 continue
             }
-            route(taken, batch: TakenBatch(id: id, number: number, jobs: taken.jobs.count))
+            route(taken, batch: TakenBatch(id: id, number: number, jobs: taken.count))
         }
     }
 
@@ -104,11 +104,11 @@ final class Fetcher: @unchecked Sendable {
             guard let taken = try? redis.with({ r throws(RedisError) in
                 try r.commands([hget, listArgs(id)], flat: TakenJobs.init)
             }) else { return } // Redis is still away: try again after the next fetch
-            if !taken.isEmpty { found.append((taken, TakenBatch(id: id, number: number, jobs: taken.jobs.count))) }
+            if !taken.isEmpty { found.append((taken, TakenBatch(id: id, number: number, jobs: taken.count))) }
         }
         lost.removeAll()
         for (taken, batch) in found {
-            logger.warning("found jobs taken by a fetch whose reply was lost; sending them", ["count": .int(taken.jobs.count)])
+            logger.warning("found jobs taken by a fetch whose reply was lost; sending them", ["count": .int(taken.count)])
             route(taken, batch: batch)
         }
     }
@@ -121,44 +121,47 @@ final class Fetcher: @unchecked Sendable {
         var batches = Array(repeating: [SendRequest](), count: sendLoops.count)
         var decided: [FinishedJob] = []
         var units = 0
-        for (index, bytes) in taken.jobs.enumerated() {
-            unfreed.freeOne()
-            let handle = taken.first + Int64(index)
-            var meta = JobEnvelope.Meta()
-            var raw = bytes
-            do {
-                if JobEnvelope.isEnvelope(bytes) { (meta, raw) = try JobEnvelope.open(bytes) }
-                let parsed = try Job.parse(raw)
-                let (app, topic) = try resolve(parsed)
-                if case .template = parsed.content { templates.refreshIfStale(redis) }
-                let job = try PayloadRenderer.render(parsed, templates: templates.library,
-                                                     truncateByDefault: apps[app].configuration.truncateBody)
-                if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
+        // Read in place; a job's slice of the buffer is made once, for the job to keep.
+        taken.bytes.withUnsafeBufferPointer { all in
+            for (index, range) in taken.ranges.enumerated() {
+                unfreed.freeOne()
+                let handle = taken.first + Int64(index)
+                var meta = JobEnvelope.Meta()
+                var opened: ArraySlice<UInt8>? // the job inside an envelope
+                do throws(JobRejection) {
+                    if JobEnvelope.isEnvelope(UnsafeBufferPointer(rebasing: all[range])) { (meta, opened) = try JobEnvelope.open(taken.bytes[range]) }
+                    let parsed = try Job.parse(opened ?? taken.bytes[range])
+                    let (app, topic) = try resolve(parsed)
+                    if case .template = parsed.content { templates.refreshIfStale(redis) }
+                    let job = try PayloadRenderer.render(consume parsed, templates: templates.library,
+                                                         truncateByDefault: apps[app].configuration.truncateBody)
+                    if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
+                        units += 1
+                        decided.append(.unsent(handle: handle, batch: batch, index: index, raw: job.raw, job: job, appName: apps[app].name, topic: topic,
+                                                         outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
+                                                         recoveries: meta.recoveries))
+                        continue
+                    }
+                    func send(_ token: DeviceToken, fanout: Int) {
+                        batches[nextLoop].append(SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app,
+                                                             topic: topic, takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries,
+                                                             fanout: fanout))
+                        nextLoop = (nextLoop + 1) % sendLoops.count
+                    }
+                    // A retried piece of a fan-out job carries its one token in its envelope.
+                    if let retried = meta.token.flatMap(DeviceToken.init) {
+                        units += 1
+                        send(retried, fanout: 1)
+                    } else {
+                        units += job.tokenCount
+                        send(job.token, fanout: job.tokenCount)
+                        for token in job.otherTokens { send(token, fanout: job.tokenCount) }
+                    }
+                } catch {
                     units += 1
-                    decided.append(.unsent(handle: handle, batch: batch, index: index, raw: raw, job: job, appName: apps[app].name, topic: topic,
-                                                     outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
-                                                     recoveries: meta.recoveries))
-                    continue
+                    decided.append(.unsent(handle: handle, batch: batch, index: index, raw: opened ?? taken.bytes[range], job: nil, appName: nil, topic: nil,
+                                           outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
                 }
-                func send(_ token: DeviceToken, fanout: Int) {
-                    batches[nextLoop].append(SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app,
-                                                         topic: topic, takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries,
-                                                         fanout: fanout))
-                    nextLoop = (nextLoop + 1) % sendLoops.count
-                }
-                // A retried piece of a fan-out job carries its one token in its envelope.
-                if let retried = meta.token.flatMap(DeviceToken.init) {
-                    units += 1
-                    send(retried, fanout: 1)
-                } else {
-                    units += job.tokenCount
-                    send(job.token, fanout: job.tokenCount)
-                    for token in job.otherTokens { send(token, fanout: job.tokenCount) }
-                }
-            } catch {
-                units += 1
-                decided.append(.unsent(handle: handle, batch: batch, index: index, raw: raw, job: nil, appName: nil, topic: nil,
-                                       outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
             }
         }
         // A fan-out job records many sends: what one freed per job taken cannot keep up with goes now.
@@ -205,10 +208,13 @@ final class Fetcher: @unchecked Sendable {
 /// The jobs one fetch took, in order: job i has handle `first + i`.
 struct TakenJobs {
     var first: Int64 = 0
-    /// Slices of one buffer: a batch's jobs cost one allocation, and share it until the last is done.
-    var jobs: [ArraySlice<UInt8>] = []
+    /// The jobs end to end in one buffer, and each one's range: a batch's jobs cost one
+    /// allocation, and share it until the last is done.
+    var bytes: [UInt8] = []
+    var ranges: [Range<Int>] = []
 
-    var isEmpty: Bool { jobs.isEmpty }
+    var count: Int { ranges.count }
+    var isEmpty: Bool { ranges.isEmpty }
 
     /// Two replies read flat: the fetch script's {first handle, count} (or the batch's first
     /// handle from the batches hash, nil if it is not there), then the batch's list.
@@ -225,7 +231,7 @@ struct TakenJobs {
         }
         guard first > 0 else { return }
         guard list < reply.count, reply.isArray(list) else { throw .server("the batch's jobs came back as no list") }
-        jobs = reply.sharedStrings((list + 1)..<reply.count)
+        (bytes, ranges) = reply.sharedStrings((list + 1)..<reply.count)
     }
 }
 

@@ -24,21 +24,22 @@ public struct RedisFlatReply {
         return Array(UnsafeBufferPointer(start: storage.pointee.bytes + it.offset, count: it.length))
     }
 
-    /// The string items among `items`, as slices of one copy of their bytes: one allocation
-    /// for all of them, not one each. Items that are not strings are left out.
-    public func sharedStrings(_ items: Range<Int>) -> [ArraySlice<UInt8>] {
+    /// The string items among `items`: one copy of their bytes, end to end (one allocation for
+    /// all of them, not one each), and each one's range in it. Items that are not strings are
+    /// left out. Ranges, not slices: a slice per string counted a reference on the copy.
+    public func sharedStrings(_ items: Range<Int>) -> (bytes: [UInt8], ranges: [Range<Int>]) {
         let all = UnsafeBufferPointer(start: storage.pointee.items, count: count)[items]
         guard let first = all.firstIndex(where: { $0.type == REDIS_REPLY_STRING }),
-              let last = all.lastIndex(where: { $0.type == REDIS_REPLY_STRING }) else { return [] }
+              let last = all.lastIndex(where: { $0.type == REDIS_REPLY_STRING }) else { return ([], []) }
         // Strings are stored in reading order: the span runs from the first to the end of the last.
         let start = all[first].offset
-        let shared = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: all[last].offset + all[last].length - start))
-        var strings: [ArraySlice<UInt8>] = []
-        strings.reserveCapacity(last - first + 1)
+        let bytes = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: all[last].offset + all[last].length - start))
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(last - first + 1)
         for item in all[first...last] where item.type == REDIS_REPLY_STRING {
-            strings.append(shared[(item.offset - start)..<(item.offset - start + item.length)])
+            ranges.append((item.offset - start)..<(item.offset - start + item.length))
         }
-        return strings
+        return (bytes, ranges)
     }
 
     /// The message of an error reply at the top.

@@ -20,14 +20,14 @@ final class FetchScriptTests: XCTestCase {
 
         let first = try fetch(r, keys, id: "a-1", max: 3)
         XCTAssertEqual(first.first, 1)
-        XCTAssertEqual(first.jobs.map(text), ["staged", "j0", "j1"])
+        XCTAssertEqual(first.ranges.map { first.bytes[$0] }.map(text), ["staged", "j0", "j1"])
         XCTAssertEqual(try r.command(["LRANGE", keys.jobs, "0", "-1"]).array.compactMap(\.text), ["j4", "j3", "j2"])
         XCTAssertEqual(try r.command(["EXISTS", keys.staging(worker: worker)]).integer, 0)
         XCTAssertNotEqual(try r.command(["ZSCORE", keys.workers, worker]), .null, "the fetch renews the lease")
 
         let second = try fetch(r, keys, id: "a-2", max: 10)
         XCTAssertEqual(second.first, 4, "handles go on from the last batch's")
-        XCTAssertEqual(second.jobs.map(text), ["j2", "j3", "j4"])
+        XCTAssertEqual(second.ranges.map { second.bytes[$0] }.map(text), ["j2", "j3", "j4"])
         let none = try fetch(r, keys, id: "a-3", max: 10)
         XCTAssertTrue(none.isEmpty)
         XCTAssertEqual(try r.command(["HGETALL", keys.batches(worker: worker)]).array.compactMap(\.text), ["a-1", "1", "a-2", "4"],
@@ -37,7 +37,7 @@ final class FetchScriptTests: XCTestCase {
         // A fetch whose reply was lost: its batch is found by id, with its first handle.
         let found = try r.commands([lookup(keys, "hget", "a-2"), lookup(keys, "lrange", "a-2")], flat: TakenJobs.init)
         XCTAssertEqual(found.first, 4)
-        XCTAssertEqual(found.jobs.map(text), ["j2", "j3", "j4"])
+        XCTAssertEqual(found.ranges.map { found.bytes[$0] }.map(text), ["j2", "j3", "j4"])
         let missing = try r.commands([lookup(keys, "hget", "a-9"), lookup(keys, "lrange", "a-9")], flat: TakenJobs.init)
         XCTAssertTrue(missing.isEmpty, "a fetch that never ran left nothing to send")
     }

@@ -29,7 +29,8 @@ final class RedisReplyReadingTests: XCTestCase {
         let r = try redis.connect()
         let script = RedisScript("local t = {} for i = 1, 20000 do t[i] = string.rep(string.char(97 + i % 26), i % 300) end return t")
         let lengths = try r.run(script, RedisArgs(script: script, keys: []), then: RedisArgs(["ECHO", "after"])) { (reply) throws(RedisError) in
-            let strings = reply.sharedStrings(0..<reply.count)
+            let (bytes, ranges) = reply.sharedStrings(0..<reply.count)
+            let strings = ranges.map { bytes[$0] }
             XCTAssertEqual(reply.integer(0), 20_000, "the array's element count")
             XCTAssertEqual(strings.last.map { String(decoding: $0, as: UTF8.self) }, "after")
             for (i, s) in strings.dropLast().enumerated() where !(s.count == (i + 1) % 300 && s.allSatisfy { $0 == UInt8(97 + (i + 1) % 26) }) {
