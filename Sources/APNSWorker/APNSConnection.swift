@@ -7,9 +7,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// The pool's credential and endpoint (the first app of the pool).
     let app: AppRuntime
     let poolIndex: Int
-    /// Unchecked: the loop thread owns its connections (and drops them before it ends); a
-    /// checked unowned reference counted once per answer.
-    unowned(unsafe) let owner: SendLoop
+    /// Unmanaged: the loop thread owns its connections (and drops them before it ends). A checked
+    /// unowned reference counted once per answer, and so did an unowned(unsafe) one when called.
+    private let ownerRef: Unmanaged<SendLoop>
+    private func withOwner<R>(_ body: (SendLoop) -> R) -> R { ownerRef._withUnsafeGuaranteedRef(body) }
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.
@@ -27,7 +28,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     init(app: AppRuntime, poolIndex: Int, owner: SendLoop, streams: Int) {
         self.app = app
         self.poolIndex = poolIndex
-        self.owner = owner
+        ownerRef = Unmanaged.passUnretained(owner)
         budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
         self.streams = OpenRequests(capacity: streams)
     }
@@ -101,7 +102,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         guard isReady, !isClosed, let http else { return }
         if let sent = pingSentMs {
             if now - sent > timeoutMs {
-                owner.pingTimedOut(self)
+                withOwner { $0.pingTimedOut(self) }
                 http.shutdown(error: nil)
             }
         } else if now - lastReadMs >= pingAfterMs {
@@ -115,7 +116,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func connectionReady(_ connection: HTTP2Connection) {
         isReady = true
-        owner.connectionBecameReady(self)
+        withOwner { $0.connectionBecameReady(self) }
     }
 
     func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
@@ -123,7 +124,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         isReady = false
         http = nil // it holds this object through its session (the loop keeps it to the end of the turn)
         let unanswered = streams.closeAll().filter { !$0.answered }
-        owner.connectionClosed(self, error: error, unanswered: unanswered)
+        withOwner { $0.connectionClosed(self, error: error, unanswered: unanswered) }
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
@@ -141,25 +142,26 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2EndStream(_ stream: Int32) {
-        guard let loop = http?.loop else { return }
-        lastReadMs = loop.iterationNs / 1_000_000
+        // The loop's time read through the connection: a local reference to the loop counted one.
+        guard let nowNs = http?.loop.iterationNs else { return }
+        lastReadMs = nowNs / 1_000_000
         // A closure that keeps the request past a close returns a reference of its own.
         let refused = streams[stream]?._withUnsafeGuaranteedRef { s -> SendRequest? in
             guard s.status != 0 else { return nil }
             s.answered = true
-            s.answeredAtNs = loop.iterationNs
+            s.answeredAtNs = nowNs
             guard s.status != 200 else {
                 budget.succeeded()
-                owner.finished(s, outcome: .delivered(apnsID: s.apnsID.isEmpty ? APNSID(s.job.apnsID ?? "") : s.apnsID))
+                withOwner { $0.finished(s, outcome: .delivered(apnsID: s.apnsID.isEmpty ? APNSID(s.job.apnsID ?? "") : s.apnsID)) }
                 return nil
             }
             return s // a reference of its own: handling a rejection may close this connection's streams
         }
         guard let s = refused ?? nil else { return }
-        let now = loop.iterationWallMs
+        let now = http?.loop.iterationWallMs ?? WallClock.nowMilliseconds()
         let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID.isEmpty ? nil : s.apnsID.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
-        owner.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration)
+        withOwner { $0.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration) }
     }
 
     /// The three-digit `:status` without going through String; 0 for anything else (nghttp2
@@ -179,7 +181,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         budget.closed()
         if !s.answered {
             // Refused, cut by GOAWAY, cancelled on timeout or reset: never processed, send again.
-            owner.resend(s)
+            withOwner { $0.resend(s) }
         }
     }
 
@@ -189,7 +191,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
         budget.goAway()
-        owner.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self))
+        withOwner { $0.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self)) }
     }
 
     func http2PingAck() {
