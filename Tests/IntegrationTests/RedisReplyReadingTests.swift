@@ -42,23 +42,30 @@ final class RedisReplyReadingTests: XCTestCase {
         XCTAssertEqual(lengths, 20_001)
     }
 
-    /// A reply cut short by a timeout is an I/O error, and the connection can then be dropped:
-    /// hiredis must not be left holding a reply object that our readers never built.
-    func testAReplyCutShortLeavesAConnectionThatCanBeDropped() throws {
-        let directory = try TemporaryDirectory("apnsw-stall")
-        let port = freePort()
-        // Answers every command with the start of a two-element array, then says nothing more.
+    /// A server on `port` that answers every command with `answer` (Python bytes-literal
+    /// escapes), then says nothing more.
+    private func fakeRedis(answering answer: String, port: Int, log: String) throws -> ChildProcess {
         let server = try ChildProcess("/usr/bin/python3", ["-c", """
-            import socket, sys, time
+            import socket, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
             conns = []
             while True:
                 c, _ = s.accept(); conns.append(c)
-                c.recv(65536); c.sendall(b"*2\\r\\n:1\\r\\n")
-            """, String(port)], outputFile: directory.file("server.log"))
-        defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
+                c.recv(65536); c.sendall(eval('b"' + sys.argv[2] + '"'))
+            """, String(port), answer], outputFile: log)
         XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
+        return server
+    }
+
+    /// A reply cut short by a timeout is an I/O error, and the connection can then be dropped:
+    /// hiredis must not be left holding a reply object that our readers never built.
+    func testAReplyCutShortLeavesAConnectionThatCanBeDropped() throws {
+        let directory = try TemporaryDirectory("apnsw-stall")
+        let port = freePort()
+        // The start of a two-element array.
+        let server = try fakeRedis(answering: #"*2\r\n:1\r\n"#, port: port, log: directory.file("server.log"))
+        defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
         let script = RedisScript("return 1")
         var flat: RedisConnection? = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
         XCTAssertThrowsError(try flat!.run(script, RedisArgs(script: script, keys: [])) { (_) throws(RedisError) in 0 }) {
@@ -79,17 +86,8 @@ final class RedisReplyReadingTests: XCTestCase {
     func testBytesThatAreNotRESPAreAnErrorOfTheConnection() throws {
         let directory = try TemporaryDirectory("apnsw-garbage")
         let port = freePort()
-        let server = try ChildProcess("/usr/bin/python3", ["-c", """
-            import socket, sys
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
-            conns = []
-            while True:
-                c, _ = s.accept(); conns.append(c)
-                c.recv(65536); c.sendall(b"+OK\\r\\n*2\\r\\n:1\\r\\n!what\\r\\n")
-            """, String(port)], outputFile: directory.file("server.log"))
+        let server = try fakeRedis(answering: #"+OK\r\n*2\r\n:1\r\n!what\r\n"#, port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
-        XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)) != nil })
         let r = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)
         var t = RedisTransaction()
         t.append(RedisArgs(["PING"]))
