@@ -30,7 +30,8 @@ final class Completer: @unchecked Sendable {
     private var checked: (connection: ObjectIdentifier, number: Int)?
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
-         metrics: Metrics, logger: Logger) {
+         metrics: Metrics, logger: Logger, linger: TimeInterval = 0.002) {
+        self.linger = linger
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
@@ -39,6 +40,7 @@ final class Completer: @unchecked Sendable {
         self.logger = logger
         redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration)
+        fullTransaction = max(1, configuration.recordingCapacity / 2)
     }
 
     func start() { runner.start(name: "apns-complete") { [self] in run() } }
@@ -47,9 +49,18 @@ final class Completer: @unchecked Sendable {
     func submit(_ batch: [FinishedJob]) {
         condition.lock()
         queue.adopt(batch)
-        condition.signal()
+        // While the completer lingers, only a full transaction wakes it.
+        if !lingering || queue.count >= fullTransaction { condition.signal() }
         condition.unlock()
     }
+
+    /// A transaction is written once this many outcomes wait, or `linger` after the first: each
+    /// transaction costs a sleep, a wake-up and a round trip, whatever its size. Half of what
+    /// the gate lets wait, so that lingering never holds the fetcher back.
+    private let fullTransaction: Int
+    private let linger: TimeInterval
+    /// Guarded by `condition`.
+    private var lingering = false
 
     /// Writes what is queued, then ends the thread.
     func stop() {
@@ -61,6 +72,12 @@ final class Completer: @unchecked Sendable {
             condition.lock()
             while queue.isEmpty && runner.isRunning { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
             if queue.isEmpty && !runner.isRunning { condition.unlock(); return }
+            if queue.count < fullTransaction && runner.isRunning {
+                lingering = true
+                let deadline = Date(timeIntervalSinceNow: linger)
+                while queue.count < fullTransaction && runner.isRunning && condition.wait(until: deadline) {}
+                lingering = false
+            }
             var batch = queue
             queue = []
             condition.unlock()

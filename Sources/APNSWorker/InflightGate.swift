@@ -5,7 +5,7 @@ import Foundation
 /// - **sending**: handed to the I/O threads and not yet answered, up to about twice what the
 ///   connections can carry;
 /// - **recording**: answered (or decided by the fetcher) and not yet written to Redis, up to
-///   about what the connections carry.
+///   about twice what the connections carry (the completer gathers half of it per transaction).
 /// Counting the stages apart keeps a completion backlog from stalling the connections, and a
 /// slow Redis from piling up outcomes: the process never holds more than the two limits.
 final class InflightGate: @unchecked Sendable {

@@ -51,9 +51,10 @@ public struct WorkerConfiguration: Sendable {
     /// flight (one set of connections per pool, however many apps share it).
     public var sendingCapacity: Int { max(batchSize, 2 * streamCapacity) }
 
-    /// Answered jobs a process holds at most while their outcomes wait for Redis: about what
-    /// its connections can have in flight.
-    public var recordingCapacity: Int { max(batchSize, streamCapacity) }
+    /// Answered jobs a process holds at most while their outcomes wait for Redis: about twice
+    /// what its connections can have in flight, as the completer lets half of it gather into
+    /// one transaction.
+    public var recordingCapacity: Int { max(batchSize, 2 * streamCapacity) }
 
     private var streamCapacity: Int { connections * streams * ioThreads * max(1, Set(apps.map(\.poolKey)).count) }
 }

@@ -211,6 +211,43 @@ final class CompleterTests: XCTestCase {
         }
     }
 
+    /// Outcomes that come in pieces share one transaction until it is full (half of what the
+    /// gate lets wait) or the linger ends: a transaction costs a sleep, a wake-up and a round
+    /// trip whatever its size.
+    func testOutcomesGatherIntoOneTransactionUntilItIsFull() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        var configuration = WorkerConfiguration()
+        configuration.redis = redis.endpoint
+        configuration.batchSize = 8 // recording capacity 8: a full transaction is 4
+        configuration.connections = 1
+        configuration.streams = 1
+        let gate = InflightGate(sendingCapacity: 100, recordingCapacity: 100)
+        // A linger longer than the test: only a full transaction is written.
+        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
+                                  logger: Logger(level: .error), linger: 60)
+        completer.start()
+        defer { completer.stop() }
+        let b = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
+        completer.unfinished.opened(b)
+        gate.add(sent: 0, decided: 4)
+        func execs() throws -> Int {
+            let info = try r.command(["INFO", "commandstats"]).text ?? ""
+            guard let line = info.split(separator: "\r\n").first(where: { $0.hasPrefix("cmdstat_exec:") }),
+                  let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first else { return 0 }
+            return Int(calls) ?? 0
+        }
+        let before = try execs()
+        for i in 0..<3 { completer.submit([delivered(i + 1, b, i)]) }
+        Thread.sleep(forTimeInterval: 0.3)
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 0, "three of four: still gathering")
+        completer.submit([delivered(4, b, 3)])
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? r.command(["XLEN", keys.results]).integer) == 4 })
+        XCTAssertEqual(try execs() - before, 1, "one transaction for the four")
+    }
+
     private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) -> (Completer, InflightGate) {
         var configuration = WorkerConfiguration()
         configuration.redis = endpoint

@@ -246,13 +246,15 @@ final class WorkerValuesTests: XCTestCase {
         config.streams = 100
         config.apps = [app("a", key: "KEY1")]
         XCTAssertEqual(config.sendingCapacity, 400)
-        XCTAssertEqual(config.recordingCapacity, 256, "at least one batch")
+        XCTAssertEqual(config.recordingCapacity, 400, "twice what the connections carry")
         config.apps = [app("a", key: "KEY1"), app("b", key: "KEY1")]
         XCTAssertEqual(config.sendingCapacity, 400, "one shared pool")
         config.apps = [app("a", key: "KEY1"), app("b", key: "KEY2")]
         XCTAssertEqual(config.sendingCapacity, 800, "two pools")
         config.streams = 500
-        XCTAssertEqual(config.recordingCapacity, 2000)
+        XCTAssertEqual(config.recordingCapacity, 4000)
+        config.streams = 10
+        XCTAssertEqual(config.recordingCapacity, 256, "at least one batch")
     }
 
     /// Sends and unrecorded outcomes are bounded apart: a completion backlog within its own
