@@ -101,6 +101,11 @@ public struct JSONCursor: ~Copyable {
     }
 
     public mutating func field(literal name: StaticString, _ value: String) { key(literal: name); string(value) }
+    /// A value written in the source, like a key: copied with no escape check.
+    public mutating func field(literal name: StaticString, literal value: StaticString) {
+        key(literal: name)
+        string(plain: UnsafeBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+    }
     public mutating func field(literal name: StaticString, _ value: Int) { key(literal: name); int(Int64(value)) }
     public mutating func field(literal name: StaticString, _ value: Int64) { key(literal: name); int(value) }
     public mutating func fieldIfPresent(literal name: StaticString, _ value: String?) { if let value { field(literal: name, value) } }

@@ -116,7 +116,7 @@ public enum OutcomeRecord {
             w.field(literal: "v", 1)
             common(&w, c)
             // Status 0 means APNs never saw the job: it was dead-lettered before sending.
-            w.field(literal: "status", rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
+            w.field(literal: "status", literal: rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
             if hasID {
                 w.key(literal: "apns_id")
                 id.withBytes { w.string(utf8: $0) }
