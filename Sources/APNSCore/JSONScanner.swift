@@ -88,7 +88,7 @@ public struct JSONScanner: ~Copyable {
 
     /// Validates one value of any kind and returns its kind and byte range.
     @discardableResult
-    public mutating func skipValue(depth: Int = 0) throws(JSONSyntaxError) -> (kind: JSONKind, range: Range<Int>) {
+    public mutating func skipValue() throws(JSONSyntaxError) -> (kind: JSONKind, range: Range<Int>) {
         let first = try peek()
         let start = index
         let kind: JSONKind
@@ -100,20 +100,20 @@ public struct JSONScanner: ~Copyable {
         case UInt8(ascii: "n"): kind = .null
         default: kind = .number
         }
-        try skipValues(from: first, depth: depth)
+        try skipValues(from: first)
         return (kind, start..<index)
     }
 
     /// Validates the value that starts with `first` at the scanner, with everything nested in
     /// it, in one loop: the containers open are kept as bits (1 for an object), not as calls.
     /// A call per value, with its kind and range returned, cost more than the value's bytes.
-    private mutating func skipValues(from first: UInt8, depth: Int) throws(JSONSyntaxError) {
+    private mutating func skipValues(from first: UInt8) throws(JSONSyntaxError) {
         var objects: UInt64 = 0 // bit 0: the innermost open container
         var open = 0
         var b = first
         while true {
             // `b` starts a value, at `index`.
-            guard depth + open < maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
+            guard open < maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
             if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") {
                 let isObject = b == UInt8(ascii: "{")
                 objects = objects << 1 | (isObject ? 1 : 0)

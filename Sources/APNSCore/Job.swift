@@ -85,7 +85,7 @@ public final class Job: @unchecked Sendable {
         case .inRaw(let range):
             payloadRange = range
             rendered = nil
-            payloadBytes = raw.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[(range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)]) }
+            payloadBytes = raw.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[Self.offsets(of: range, in: raw)]) }
         case .rendered(let bytes):
             payloadRange = raw.startIndex..<raw.startIndex
             rendered = bytes
@@ -113,10 +113,15 @@ public final class Job: @unchecked Sendable {
         switch idField {
         case .plain(let range)?:
             // Through the whole slice: a slice of it would count a reference on the buffer.
-            raw.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[(range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)]), true) }
+            raw.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[Self.offsets(of: range, in: raw)]), true) }
         case .decoded(let text)?: text.withUTF8Bytes { body($0, false) }
         case nil: nil
         }
+    }
+
+    /// `range` of `raw`'s indices as offsets into its bytes (a slice need not start at 0).
+    private static func offsets(of range: Range<Int>, in raw: ArraySlice<UInt8>) -> Range<Int> {
+        (range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)
     }
 
     /// Bytes of the id's UTF-8.

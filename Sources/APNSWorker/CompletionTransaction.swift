@@ -124,9 +124,9 @@ struct AckGroups {
         return note(index: index, piece: piece)
     }
 
-    /// `note(_:index:piece:)` for a job of the batch noted last, if `isLast`: the batch is not
-    /// even looked at (reading it from the job counted a reference on it, which the fetch thread
-    /// counts too).
+    /// `note(_:index:piece:)` for `f`: a job of the batch noted last is noted without reading its
+    /// batch (reading it from the job counted a reference on it, which the fetch thread counts
+    /// too).
     mutating func note(_ f: borrowing FinishedJob, index: Int, piece: String?) -> (group: Int, piece: String?) {
         guard last >= 0, f.isIn(all[last].batch) else { return note(f.batch, index: index, piece: piece) }
         return note(index: index, piece: piece)

@@ -239,7 +239,7 @@ final class SendLoop: @unchecked Sendable {
 
     /// Sends again a request that APNs never processed. Counts no attempt, within a bound.
     func resend(_ r: SendRequest) {
-        let key = "\(r.handle)/\(r.token.hex)"
+        let key = Self.resendKey(r)
         let n = (freeResends[key] ?? 0) + 1
         if n > settings.maxFreeResends {
             freeResends[key] = nil
@@ -251,10 +251,13 @@ final class SendLoop: @unchecked Sendable {
         pending[poolOf[r.app]].pushFront(r)
     }
 
+    /// A send's entry in `freeResends`: its job's handle and its token (a fan-out job has many).
+    private static func resendKey(_ r: SendRequest) -> String { "\(r.handle)/\(r.token.hex)" }
+
     func finished(_ r: SendRequest, outcome: Outcome) {
         breakers[poolOf[r.app]].succeeded()
         if case .delivered = outcome { deliveredApps[r.app] = true }
-        if !freeResends.isEmpty { freeResends["\(r.handle)/\(r.token.hex)"] = nil }
+        if !freeResends.isEmpty { freeResends[Self.resendKey(r)] = nil }
         finishedBatch.append(r.decide(outcome, appName: apps[r.app].name))
     }
 
