@@ -16,7 +16,7 @@ final class Completer: @unchecked Sendable {
     private let redis: RedisLink
     private let condition = NSCondition()
     private var queue: [FinishedJob] = []
-    /// Recorded jobs waiting for the fetch thread to take and free them (`takeRecorded`).
+    /// Recorded jobs waiting for a fetcher to take and free them (`takeRecorded`).
     private let recorded = Mutex<[[FinishedJob]]>([])
     private let runner = ThreadRunner()
     private static let chunk = 500
@@ -101,10 +101,10 @@ final class Completer: @unchecked Sendable {
         }
     }
 
-    /// The jobs recorded since the last call, for the calling thread to drop. The fetch thread
-    /// takes them: it allocated the jobs, and freeing them there keeps malloc's per-thread cache
-    /// filled and its arena's lock uncontended, where frees from this thread took that lock
-    /// against the fetcher's mallocs (futex calls on both threads).
+    /// The jobs recorded since the last call, for the calling thread to drop. The fetchers (on
+    /// the I/O threads) take them: they allocated the jobs, and freeing them there keeps malloc's
+    /// per-thread cache filled and its arena's lock uncontended, where frees from this thread
+    /// took that lock against the fetcher's mallocs (futex calls on both threads).
     func takeRecorded() -> [[FinishedJob]] {
         var taken: [[FinishedJob]] = []
         recorded.withLock { swap(&$0, &taken) }

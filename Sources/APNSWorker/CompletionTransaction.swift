@@ -125,7 +125,7 @@ struct AckGroups {
     }
 
     /// `note(_:index:piece:)` for `f`: a job of the batch noted last is noted without reading its
-    /// batch (reading it from the job counted a reference on it, which the fetch thread counts
+    /// batch (reading it from the job counted a reference on it, which the I/O thread counts
     /// too).
     mutating func note(_ f: borrowing FinishedJob, index: Int, piece: String?) -> (group: Int, piece: String?) {
         guard last >= 0, f.isIn(all[last].batch) else { return note(f.batch, index: index, piece: piece) }

@@ -14,8 +14,9 @@ final class InflightGate: @unchecked Sendable {
     private var recording = 0
     let sendingCapacity: Int
     let recordingCapacity: Int
-    /// The room the fetcher waits for (0: it does not wait), and whether shutdown waits to drain.
-    private var roomWanted = 0
+    /// Fetchers waiting for room: the room each wants, and how to wake it. Whether shutdown
+    /// waits to drain.
+    private var roomWaiters: [(waiter: ObjectIdentifier, n: Int, wake: @Sendable () -> Void)] = []
     private var awaitingDrain = false
 
     init(sendingCapacity: Int, recordingCapacity: Int) {
@@ -28,24 +29,31 @@ final class InflightGate: @unchecked Sendable {
 
     private func fits(_ n: Int) -> Bool { sending + n <= sendingCapacity && recording <= recordingCapacity }
 
-    /// Waits until `n` more jobs fit, or `timeout` passes. Returns whether they fit.
-    func waitForRoom(_ n: Int, timeout: TimeInterval) -> Bool {
+    /// Whether `n` more jobs fit now. If not, `wake` is called (once, from whichever thread frees
+    /// the room) when they do: a fetcher on an event loop does not block here. `waiter` names
+    /// the caller, which waits for one room at a time.
+    func hasRoom(for n: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while !fits(n) {
-            roomWanted = n
-            let woken = condition.wait(until: deadline)
-            roomWanted = 0
-            if !woken { return fits(n) }
-        }
-        return true
+        if fits(n) { return true }
+        roomWaiters.removeAll { $0.waiter == waiter }
+        roomWaiters.append((waiter, n, wake))
+        return false
     }
 
     /// Wakes the waiters only once what they wait for is true: answers arrive every turn of an
-    /// I/O loop, and waking the fetcher for each cost two futex calls and a context switch.
-    private func wakeWaitersThatCanGo() {
-        if (roomWanted > 0 && fits(roomWanted)) || (awaitingDrain && sending + recording == 0) { condition.broadcast() }
+    /// I/O loop, and waking a fetcher for each cost a wake-up per turn. Returns the fetchers to
+    /// wake, for the caller to call once the lock is released.
+    private func wakeWaitersThatCanGo() -> [@Sendable () -> Void] {
+        if awaitingDrain && sending + recording == 0 { condition.broadcast() }
+        guard !roomWaiters.isEmpty else { return [] }
+        var ready: [@Sendable () -> Void] = []
+        roomWaiters.removeAll { _, n, wake in
+            guard fits(n) else { return false }
+            ready.append(wake)
+            return true
+        }
+        return ready
     }
 
     /// Fetched jobs: `sent` go to the I/O threads, `decided` (dead letters, schedules) straight
@@ -56,12 +64,14 @@ final class InflightGate: @unchecked Sendable {
 
     /// `n` sends were answered and go to the completer.
     func answered(_ n: Int) {
-        condition.lock(); sending -= n; recording += n; wakeWaitersThatCanGo(); condition.unlock()
+        condition.lock(); sending -= n; recording += n; let ready = wakeWaitersThatCanGo(); condition.unlock()
+        for wake in ready { wake() }
     }
 
     /// `n` outcomes are in Redis.
     func recorded(_ n: Int) {
-        condition.lock(); recording -= n; wakeWaitersThatCanGo(); condition.unlock()
+        condition.lock(); recording -= n; let ready = wakeWaitersThatCanGo(); condition.unlock()
+        for wake in ready { wake() }
     }
 
     /// Waits until nothing is held, or `timeout` passes. Returns whether it drained.

@@ -4,7 +4,8 @@ import HTTP2TLS
 import Synchronization
 
 /// One I/O thread: an epoll loop that owns its APNs connections (shared-nothing, DESIGN.md §1).
-/// Jobs arrive in batches through `submit`; decided outcomes leave in batches through `sink`.
+/// Jobs arrive in batches from its fetcher (or through `submit`); decided outcomes leave in
+/// batches through `sink`.
 final class SendLoop: @unchecked Sendable {
     struct Settings {
         var connectionsPerApp: Int
@@ -47,6 +48,8 @@ final class SendLoop: @unchecked Sendable {
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
     private var breakers: [CircuitBreaker]
+    /// Takes this thread's jobs from Redis on this loop (set before `start`).
+    var fetcher: Fetcher?
 
     init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
          sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
@@ -88,6 +91,7 @@ final class SendLoop: @unchecked Sendable {
             nameCurrentThread(name)
             for p in pools.indices { for s in slots[p].indices { openConnection(pool: p, slot: s) } }
             scheduleTimeoutScan()
+            fetcher?.start()
             loop.run()
         }
         t.name = name
@@ -114,7 +118,11 @@ final class SendLoop: @unchecked Sendable {
     // MARK: Loop thread
 
     private func takeInbox() {
-        let batch = inbox.withLock { q -> [SendRequest] in defer { q = [] }; return q }
+        accept(inbox.withLock { q -> [SendRequest] in defer { q = [] }; return q })
+    }
+
+    /// Queues a batch for sending. Loop thread (the fetcher's routing, or the inbox).
+    func accept(_ batch: [SendRequest]) {
         // One pool (the usual case) takes the batch whole: no reference counted per request.
         if pools.count == 1 { pending[0].append(contentsOf: batch); return }
         for r in batch { pending[poolOf[r.app]].append(r) }
@@ -148,6 +156,7 @@ final class SendLoop: @unchecked Sendable {
             swap(&out, &finishedBatch)
             sink(out)
         }
+        fetcher?.fetchIfRoom()
     }
 
     private func openConnection(pool p: Int, slot s: Int) {

@@ -3,7 +3,7 @@ import Foundation
 import HTTP2TLS
 import RedisClient
 
-/// The fetch thread's templates: files from `templates_dir`, overridden by the queue's
+/// A fetcher's templates: files from `templates_dir`, overridden by the queue's
 /// templates hash in Redis, which is re-read at most once a second so that templates can be
 /// changed while workers run.
 final class TemplateSource {
@@ -33,16 +33,20 @@ final class TemplateSource {
         logger.info("loaded templates", ["directory": .string(directory), "count": .int(files.count)])
     }
 
-    /// Re-reads the Redis hash if the last read is more than a second old.
-    func refreshIfStale(_ redis: RedisLink) {
-        let now = MonotonicClock.nowMilliseconds()
-        guard now - readAt >= 1000 else { return }
-        readAt = now
-        guard let items = try? redis.with({ r throws(RedisError) in try r.command(["HGETALL", key]).array }) else { return }
+    /// The command that reads the Redis hash, if the last read is more than a second old.
+    func readIfStale(nowMs: UInt64) -> RedisArgs? {
+        guard nowMs - readAt >= 1000 else { return nil }
+        readAt = nowMs
+        return RedisArgs(["HGETALL", key])
+    }
+
+    /// Takes the hash as HGETALL answered it (read flat: the array, then name and source pairs).
+    func apply(_ reply: RedisFlatReply) {
+        guard reply.count > 0, reply.isArray(0) else { return }
         var seen: Set<String> = []
-        var i = 0
-        while i + 1 < items.count {
-            if let name = items[i].text, case .string(let source) = items[i + 1] {
+        var i = 1
+        while i + 1 < reply.count {
+            if let name = reply.bytes(i).map({ String(decoding: $0, as: UTF8.self) }), let source = reply.bytes(i + 1) {
                 seen.insert(name)
                 do {
                     try library.set(name, source: source)

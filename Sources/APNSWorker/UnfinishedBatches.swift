@@ -8,10 +8,23 @@ final class UnfinishedBatches: @unchecked Sendable {
     private let lock = NSLock()
     private var batches: [TakenBatch] = []
     private var head = 0
+    private var lastNumber = 0
 
-    /// Fetch thread: a batch was fetched.
+    /// A fetcher took a batch: numbered here, under the lock that orders the list, so that
+    /// numbers follow the list's order whichever I/O thread fetched.
+    func open(id: String, jobs: Int) -> TakenBatch {
+        lock.lock()
+        defer { lock.unlock() }
+        lastNumber += 1
+        let batch = TakenBatch(id: id, number: lastNumber, jobs: jobs)
+        batches.append(batch)
+        return batch
+    }
+
+    /// A batch numbered by the caller was fetched.
     func opened(_ batch: TakenBatch) {
         lock.lock()
+        lastNumber = max(lastNumber, batch.number)
         batches.append(batch)
         lock.unlock()
     }

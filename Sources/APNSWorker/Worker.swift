@@ -3,7 +3,8 @@ import Foundation
 import HTTP2TLS
 import RedisClient
 
-/// One worker process: a fetch thread, K I/O threads and a completion thread (DESIGN.md §1).
+/// One worker process: K I/O threads, each fetching its own jobs, and a completion thread
+/// (DESIGN.md §1).
 public final class Worker: @unchecked Sendable {
     public let workerID: String
     public let configuration: WorkerConfiguration
@@ -13,7 +14,7 @@ public final class Worker: @unchecked Sendable {
     private let gate: InflightGate
     private let sendLoops: [SendLoop]
     private let completer: Completer
-    private let fetcher: Fetcher
+    private let fetchers: [Fetcher]
     private let housekeeper: Housekeeper
     public let metrics: Metrics
     public let health: HealthState
@@ -51,8 +52,13 @@ public final class Worker: @unchecked Sendable {
             try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
                          sink: { [gate] in gate.answered($0.count); completer.submit($0) })
         }
-        fetcher = try Fetcher(keys: keys, workerID: workerID, configuration: configuration, apps: apps, sendLoops: sendLoops,
-                          completer: completer, gate: gate, logger: logger)
+        let (batchIDs, id, keys) = (BatchIDs(), workerID, keys)
+        fetchers = try sendLoops.map { loop in
+            let fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
+                                      gate: gate, batchIDs: batchIDs, loop: loop.loop, logger: logger) { [unowned loop] in loop.accept($0) }
+            loop.fetcher = fetcher
+            return fetcher
+        }
         housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
     }
 
@@ -79,7 +85,6 @@ public final class Worker: @unchecked Sendable {
         housekeeper.start()
         completer.start()
         for loop in sendLoops { loop.start() }
-        fetcher.start()
         logger.info("worker started", [
             "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
             "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
@@ -148,7 +153,7 @@ public final class Worker: @unchecked Sendable {
 
     public func shutdown() {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
-        fetcher.stop()
+        for fetcher in fetchers { fetcher.stop() }
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
         for loop in sendLoops { loop.stop() }
         completer.stop()

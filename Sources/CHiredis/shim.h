@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 /// hiredis 0.14 keeps the error kind in a field; expose the I/O-vs-protocol split as a call.
 static inline int apnsw_redis_context_error(const redisContext *c) { return c ? c->err : REDIS_ERR_OTHER; }
@@ -222,9 +223,58 @@ static inline long apnsw_scan_reply(const char *p, const char *end, apnsw_reply_
     return ok ? next - p : -2;
 }
 
-/// Reads `count` replies into `k`, scanning the RESP in place in hiredis's reader buffer and
-/// reading more when a reply has not all arrived: hiredis's reader took about 250 instructions
-/// per element, through a call for each. Returns REDIS_OK or REDIS_ERR (I/O, protocol, memory).
+/// Where a scan of replies stands (`apnsw_redis_scan_buffered`): replies still to come, and
+/// elements still to come of the top-level array being scanned.
+typedef struct apnsw_scan_state {
+    long count;
+    long long open;
+} apnsw_scan_state;
+
+/// Scans what has arrived of `s->count` replies into `k`, in place in hiredis's reader buffer:
+/// hiredis's reader took about 250 instructions per element, through a call for each. Returns
+/// 1 once every reply is in, 0 when more must be read first (call again after reading: what is
+/// scanned stays scanned), -1 on a protocol or memory error (set on the context).
+static inline int apnsw_redis_scan_buffered(redisContext *c, apnsw_scan_state *s, apnsw_reply_sink *k) {
+    redisReader *r = c->reader;
+    while (s->count > 0) {
+        /* An element that has not all arrived is scanned again once more has: what it noted goes.
+           Elements of a top-level array are scanned one by one, so that a long reply arriving
+           over several reads is not scanned again from its start. */
+        int errors = k->summary ? k->summary->errors : 0;
+        size_t items = k->flat ? k->flat->items_len : 0, bytes = k->flat ? k->flat->bytes_len : 0;
+        int element = s->open > 0;
+        long n = element ? apnsw_scan_reply(r->buf + r->pos, r->buf + r->len, k, 1, NULL)
+                         : apnsw_scan_reply(r->buf + r->pos, r->buf + r->len, k, 0, &s->open);
+        if (n > 0) {
+            r->pos += (size_t)n;
+            if (element) s->open--;
+            if (s->open == 0) s->count--;
+            continue;
+        }
+        if (n < 0) {
+            c->err = n == -2 ? REDIS_ERR_OOM : REDIS_ERR_PROTOCOL;
+            snprintf(c->errstr, sizeof(c->errstr), "%s", n == -2 ? "Out of memory" : "Protocol error: not a RESP reply");
+            return -1;
+        }
+        if (k->summary) k->summary->errors = errors;
+        if (k->flat) { k->flat->items_len = items; k->flat->bytes_len = bytes; }
+        return 0;
+    }
+    /* As hiredis's reader does: drop what was read. */
+    if (r->pos == r->len) {
+        sdsclear(r->buf);
+        r->pos = 0;
+        r->len = 0;
+    } else if (r->pos >= 1024) {
+        sdsrange(r->buf, (int)r->pos, -1);
+        r->pos = 0;
+        r->len = sdslen(r->buf);
+    }
+    return 1;
+}
+
+/// Reads `count` replies into `k` on a blocking context, reading more while a reply has not all
+/// arrived. Returns REDIS_OK or REDIS_ERR (I/O, protocol, memory).
 static inline int apnsw_redis_scan_replies(redisContext *c, long count, apnsw_reply_sink *k) {
     redisReader *r = c->reader;
     if (c->err) return REDIS_ERR;
@@ -237,43 +287,32 @@ static inline int apnsw_redis_scan_replies(redisContext *c, long count, apnsw_re
     do {
         if (redisBufferWrite(c, &done) == REDIS_ERR) return REDIS_ERR;
     } while (!done);
-    /* Elements of a top-level array still to scan: each is scanned whole, so that a long reply
-       arriving over several reads is not scanned again from its start. */
-    long long open = 0;
-    while (count > 0) {
-        /* An element that has not all arrived is scanned again once more has: what it noted goes. */
-        int errors = k->summary ? k->summary->errors : 0;
-        size_t items = k->flat ? k->flat->items_len : 0, bytes = k->flat ? k->flat->bytes_len : 0;
-        int element = open > 0;
-        long n = element ? apnsw_scan_reply(r->buf + r->pos, r->buf + r->len, k, 1, NULL)
-                         : apnsw_scan_reply(r->buf + r->pos, r->buf + r->len, k, 0, &open);
-        if (n > 0) {
-            r->pos += (size_t)n;
-            if (element) open--;
-            if (open == 0) count--;
-            continue;
-        }
-        if (n < 0) {
-            c->err = n == -2 ? REDIS_ERR_OOM : REDIS_ERR_PROTOCOL;
-            snprintf(c->errstr, sizeof(c->errstr), "%s", n == -2 ? "Out of memory" : "Protocol error: not a RESP reply");
-            return REDIS_ERR;
-        }
-        if (k->summary) k->summary->errors = errors;
-        if (k->flat) { k->flat->items_len = items; k->flat->bytes_len = bytes; }
-        if (apnsw_redis_buffer_read(c) == REDIS_ERR) return REDIS_ERR;
+    apnsw_scan_state s = { count, 0 };
+    for (;;) {
+        int scanned = apnsw_redis_scan_buffered(c, &s, k);
+        if (scanned > 0) return REDIS_OK;
+        if (scanned < 0 || apnsw_redis_buffer_read(c) == REDIS_ERR) return REDIS_ERR;
     }
-    /* As hiredis's reader does: drop what was read. */
-    if (r->pos == r->len) {
-        sdsclear(r->buf);
-        r->pos = 0;
-        r->len = 0;
-    } else if (r->pos >= 1024) {
-        sdsrange(r->buf, (int)r->pos, -1);
-        r->pos = 0;
-        r->len = sdslen(r->buf);
-    }
-    return REDIS_OK;
 }
+
+/// Starts a connection that does not block (`apnsw_redis_connect_result` once it is writable).
+static inline redisContext *apnsw_redis_connect_nonblock(const char *host, int port) { return redisConnectNonBlock(host, port); }
+static inline redisContext *apnsw_redis_connect_unix_nonblock(const char *path) { return redisConnectUnixNonBlock(path); }
+
+/// Whether a non-blocking connect succeeded, once its socket is writable: REDIS_OK, or
+/// REDIS_ERR with the reason set on the context.
+static inline int apnsw_redis_connect_result(redisContext *c) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
+    if (err == 0) return REDIS_OK;
+    c->err = REDIS_ERR_IO;
+    snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(err));
+    return REDIS_ERR;
+}
+
+/// Bytes of commands waiting in hiredis's output buffer.
+static inline size_t apnsw_redis_output_len(const redisContext *c) { return sdslen(c->obuf); }
 
 /// Reads `count` replies into `summary`. Returns REDIS_OK or REDIS_ERR.
 static inline int apnsw_redis_skip_replies(redisContext *c, long count, apnsw_reply_summary *summary) {

@@ -95,8 +95,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Keeps `object` alive until the current loop iteration ends. Loop thread only.
     public func keepAlive(_ object: AnyObject) { graveyard.append(object) }
 
+    /// The thread running the loop (set by `run()`).
+    private let runner = Atomic<UInt>(0)
+
+    /// Whether the caller is the loop's own thread. Safe from any thread.
+    public var isCurrentThread: Bool { runner.load(ordering: .relaxed) == UInt(pthread_self()) }
+
     /// Runs until `stop()`.
     public func run() {
+        runner.store(UInt(pthread_self()), ordering: .relaxed)
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while !isStopped {
             let timeout: Int32

@@ -7,6 +7,8 @@ import CHiredis
 public struct RedisFlatReply {
     fileprivate let storage: UnsafeMutablePointer<apnsw_flat_reply>
 
+    init(_ storage: UnsafeMutablePointer<apnsw_flat_reply>) { self.storage = storage }
+
     public var count: Int { storage.pointee.items_len }
 
     public func isArray(_ i: Int) -> Bool { item(i).type == REDIS_REPLY_ARRAY }
@@ -78,6 +80,6 @@ extension RedisConnection {
         for i in commands.indices {
             guard apnsw_redis_read_flat(context, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw .io(lastError) }
         }
-        return RedisFlatReply(storage: flat)
+        return RedisFlatReply(flat)
     }
 }

@@ -51,6 +51,9 @@ public final class TestRedis: @unchecked Sendable {
         _ = server?.wait(timeout: 10)
     }
 
+    /// Sends `signal` to a dedicated server (SIGSTOP: a Redis that hangs, SIGCONT: back).
+    public func signal(_ signal: Int32) { server?.signal(signal) }
+
     /// Starts a dedicated server again on the same port, with the same data directory.
     public func restart() throws {
         try startServer()

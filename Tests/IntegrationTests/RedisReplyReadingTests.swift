@@ -42,80 +42,21 @@ final class RedisReplyReadingTests: XCTestCase {
         XCTAssertEqual(lengths, 20_001)
     }
 
-    /// A server on `port` that answers every connection's first read with `answer`, then says
-    /// nothing more; `inPieces`: a few bytes at a time, as a slow network would.
-    private func fakeRedis(answering answer: [UInt8], inPieces: Bool = false, port: Int, log: String) throws -> ChildProcess {
-        let server = try ChildProcess("/usr/bin/python3", ["-c", """
-            import random, socket, sys, time
-            data, pieces = bytes.fromhex(sys.argv[2]), sys.argv[3] == "1"
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
-            conns = []
-            while True:
-                c, _ = s.accept(); conns.append(c)
-                c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if not c.recv(65536): continue # a probe that connected and left
-                i = 0
-                while i < len(data):
-                    n = random.randint(1, 9) if pieces else len(data)
-                    c.sendall(data[i:i + n]); i += n
-                    if pieces: time.sleep(0.0002)
-            """, String(port), answer.map { String(format: "%02x", $0) }.joined(), inPieces ? "1" : "0"], outputFile: log)
-        XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
-        return server
-    }
-
     /// Replies of random shapes (strings holding CR LF and every byte, negative integers, nils,
     /// nested arrays) that arrive a few bytes at a time are read flat as they were sent, and the
     /// reply after them starts where they end.
     func testRepliesArrivingInPiecesAreReadWhole() throws {
-        indirect enum Element { case string([UInt8]), integer(Int64), null, array([Element]) }
-        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15 // fixed: a failure can be run again
-        func next(_ n: Int) -> Int {
-            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((seed >> 33) % UInt64(n))
-        }
-        func element(depth: Int) -> Element {
-            switch next(depth < 3 ? 4 : 3) {
-            case 0: return .string((0..<next(40)).map { _ in [13, 10, 36, 42, UInt8(next(256))][next(5)] })
-            case 1: return .integer(Int64(next(2_000_000)) - 1_000_000)
-            case 2: return .null
-            default: return .array((0..<next(5)).map { _ in element(depth: depth + 1) })
-            }
-        }
-        func encode(_ e: Element, _ out: inout [UInt8]) {
-            switch e {
-            case .string(let b): out += Array("$\(b.count)\r\n".utf8) + b + [13, 10]
-            case .integer(let v): out += Array(":\(v)\r\n".utf8)
-            case .null: out += Array("$-1\r\n".utf8)
-            case .array(let items): out += Array("*\(items.count)\r\n".utf8); for i in items { encode(i, &out) }
-            }
-        }
-        /// Each item as the flat reply gives it back: array, integer (or element count), bytes.
-        func flatten(_ e: Element, _ out: inout [String]) {
-            switch e {
-            case .string(let b): out.append("s\(b)")
-            case .integer(let v): out.append("i\(v)")
-            case .null: out.append("-")
-            case .array(let items): out.append("a\(items.count)"); for i in items { flatten(i, &out) }
-            }
-        }
-        let reply = Element.array((0..<80).map { _ in element(depth: 1) })
-        var bytes: [UInt8] = [], expected: [String] = []
-        encode(reply, &bytes)
-        encode(.integer(42), &bytes)
-        flatten(reply, &expected)
-        flatten(.integer(42), &expected)
+        var random = RandomReplies()
+        let reply = random.array(of: 80), after = RandomReplies.integer(42)
+        let bytes = reply.resp + after.resp, expected = reply.items + after.items
 
         let directory = try TemporaryDirectory("apnsw-pieces")
         let port = freePort()
-        let server = try fakeRedis(answering: bytes, inPieces: true, port: port, log: directory.file("server.log"))
+        let server = try FakeRedis.start(answering: bytes, inPieces: true, port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
         let r = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 10_000)
         let items = try r.commands([RedisArgs(["PING"]), RedisArgs(["PING"])]) { (reply) throws(RedisError) in
-            (0..<reply.count).map { i in
-                reply.isArray(i) ? "a\(reply.integer(i)!)" : reply.integer(i).map { "i\($0)" } ?? reply.bytes(i).map { "s\($0)" } ?? "-"
-            }
+            (0..<reply.count).map { RandomReplies.describe(reply, $0) }
         }
         XCTAssertEqual(items.count, expected.count)
         XCTAssertEqual(items, expected)
@@ -127,7 +68,7 @@ final class RedisReplyReadingTests: XCTestCase {
         let directory = try TemporaryDirectory("apnsw-stall")
         let port = freePort()
         // The start of a two-element array.
-        let server = try fakeRedis(answering: Array("*2\r\n:1\r\n".utf8), port: port, log: directory.file("server.log"))
+        let server = try FakeRedis.start(answering: Array("*2\r\n:1\r\n".utf8), port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
         let script = RedisScript("return 1")
         var flat: RedisConnection? = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
@@ -149,7 +90,7 @@ final class RedisReplyReadingTests: XCTestCase {
     func testBytesThatAreNotRESPAreAnErrorOfTheConnection() throws {
         let directory = try TemporaryDirectory("apnsw-garbage")
         let port = freePort()
-        let server = try fakeRedis(answering: Array("+OK\r\n*2\r\n:1\r\n!what\r\n".utf8), port: port, log: directory.file("server.log"))
+        let server = try FakeRedis.start(answering: Array("+OK\r\n*2\r\n:1\r\n!what\r\n".utf8), port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
         let r = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)
         var t = RedisTransaction()

@@ -71,6 +71,25 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertLessThanOrEqual(sends, jobs + (try f.stats()["recovered"] ?? 0), "sends beyond the recovered jobs")
     }
 
+    /// A Redis that stops answering (SIGSTOP) while a worker waits for jobs is given up on
+    /// after the reply timeout, as a blocking call's timeout would, and the worker takes jobs
+    /// again once it answers.
+    func testARedisThatHangsIsDroppedAndTheWorkerResumes() throws {
+        let redis = try TestRedis(dedicated: true)
+        let f = try WorkerFixture(redis: redis, settings: ["streams": 20])
+        let w = try f.startWorker("w-hang")
+        XCTAssertTrue(waitUntil(timeout: 10) { w.output.contains("worker started") })
+        usleep(300_000) // waiting on an empty queue: a request is always out
+        redis.signal(SIGSTOP)
+        XCTAssertTrue(waitUntil(timeout: 20) { w.output.contains("no reply in") }, "the hung Redis was given up on")
+        redis.signal(SIGCONT)
+        let jobs = 500
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        try f.waitForOutcomes(jobs, timeout: 60)
+        XCTAssertTrue(w.isRunning)
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+    }
+
     func testSIGTERMHandsBackWhatCannotFinishInTimeAndARestartResumes() throws {
         let f = try WorkerFixture(settings: ["shutdown_grace_ms": 300, "streams": 10]) { config in
             config.faults.tokens = [.init(tokenPrefix: "", delayMs: 2000)]

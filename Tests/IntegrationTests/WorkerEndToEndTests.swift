@@ -20,6 +20,28 @@ final class WorkerEndToEndTests: XCTestCase {
         XCTAssertEqual(Set(accepted.compactMap { $0["token"] as? String }).count, 200)
     }
 
+    /// Each I/O thread fetches its own batches on its own Redis connection: both take part, and
+    /// every job is sent and recorded once.
+    func testEachIOThreadFetchesItsOwnJobs() throws {
+        let jobs = 3000
+        let f = try WorkerFixture(redis: TestRedis(dedicated: true), settings: ["io_threads": 2, "batch_size": 50, "streams": 10]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 5)]
+        }
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        let w = try f.startWorker("w-two")
+        try f.waitForOutcomes(jobs)
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+        let results = try f.records(f.keys.results)
+        XCTAssertEqual(Set(results.compactMap { $0["job_id"] as? String }).count, jobs)
+        let accepted = try f.mock.logEntries().filter { $0["status"] as? Int == 200 }
+        XCTAssertEqual(accepted.count, jobs, "the mock saw each notification once")
+        // With the queue empty, each fetcher waits on its own connection in BLMOVE.
+        let r = try f.connect()
+        let waiting = { (try r.command(["CLIENT", "LIST"]).text ?? "").split(separator: "\n").filter { $0.contains("cmd=blmove") }.count }
+        XCTAssertTrue(try waitUntil(timeout: 5) { try waiting() == 2 }, "two fetchers wait for jobs: \((try? waiting()) ?? -1)")
+        XCTAssertTrue(w.isRunning)
+    }
+
     func testMalformedJobsAreDeadLetteredWithReasonsAndTheWorkerKeepsRunning() throws {
         let f = try WorkerFixture()
         let worker = try f.startWorker()

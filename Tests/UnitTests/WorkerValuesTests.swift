@@ -1,6 +1,7 @@
 @testable import APNSWorker
 import APNSCore
 import Foundation
+import Synchronization
 import XCTest
 
 final class WorkerValuesTests: XCTestCase {
@@ -261,26 +262,31 @@ final class WorkerValuesTests: XCTestCase {
     /// limit does not hold the fetcher back, one above it does, and recording frees it.
     func testGateBoundsSendingAndRecordingApart() {
         let gate = InflightGate(sendingCapacity: 10, recordingCapacity: 5)
+        let woken = DispatchSemaphore(value: 0)
         gate.add(sent: 8, decided: 1)
-        XCTAssertFalse(gate.waitForRoom(3, timeout: 0.01), "8 sending + 3 > 10")
+        XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: {}), "8 sending + 3 > 10")
         gate.answered(4)
         XCTAssertEqual(gate.current, 9, "answered jobs are held until recorded")
-        XCTAssertTrue(gate.waitForRoom(3, timeout: 0.01), "4 sending + 3 fit, and 5 recording is within its limit")
+        XCTAssertTrue(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { XCTFail("no wait, no wake") }), "4 sending + 3 fit, and 5 recording is within its limit")
         gate.answered(2)
-        XCTAssertFalse(gate.waitForRoom(3, timeout: 0.01), "7 recording is over its limit")
+        XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { woken.signal() }), "7 recording is over its limit")
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { gate.recorded(4) }
-        XCTAssertTrue(gate.waitForRoom(3, timeout: 5), "recording wakes the waiting fetcher")
+        XCTAssertEqual(woken.wait(timeout: .now() + 5), .success, "recording wakes the waiting fetcher")
+        XCTAssertTrue(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: {}))
         gate.answered(2)
         gate.recorded(5)
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 1))
     }
 
     /// Waiters are woken only once what they wait for holds, so no wake may be missed: answers
-    /// that free room a little at a time wake the fetcher when the last of it comes, and the
-    /// last record wakes a shutdown waiting to drain.
+    /// that free room a little at a time wake the fetcher when the last of it comes (once), and
+    /// the last record wakes a shutdown waiting to drain.
     func testGateWakesEachWaiterWhenItsConditionHolds() {
         let gate = InflightGate(sendingCapacity: 10, recordingCapacity: 100)
         gate.add(sent: 10, decided: 0)
+        let wakes = Mutex<[Int]>([])
+        let woken = DispatchSemaphore(value: 0)
+        XCTAssertFalse(gate.hasRoom(for: 5, waiter: ObjectIdentifier(self), orWake: { wakes.withLock { $0.append(gate.current) }; woken.signal() }))
         let answers = DispatchGroup()
         DispatchQueue.global().async(group: answers) {
             for _ in 0..<5 {
@@ -288,9 +294,9 @@ final class WorkerValuesTests: XCTestCase {
                 gate.answered(1)
             }
         }
-        XCTAssertTrue(gate.waitForRoom(5, timeout: 10), "five answers of one make room for five")
+        XCTAssertEqual(woken.wait(timeout: .now() + 10), .success, "five answers of one make room for five")
         answers.wait()
-        XCTAssertEqual(gate.current, 10)
+        XCTAssertEqual(wakes.withLock { $0 }, [10], "woken once, when the room was there")
         DispatchQueue.global().async {
             gate.answered(5)
             for _ in 0..<10 {

@@ -1,0 +1,150 @@
+import CHiredis
+import Glibc
+
+/// A Redis connection that never blocks, for a thread that waits on epoll: its owner watches
+/// `fd`, calls `writable()` and `readable()` when epoll says so, and takes each group's replies
+/// from `nextReply()`. Commands go in groups, answered in order; a group's replies come back
+/// read flat, as `RedisConnection.run(_:_:flat:)` reads them. Owned by one thread.
+public final class RedisPipe {
+    /// redisContext*, owned by the thread that owns this pipe.
+    private let context: UnsafeMutablePointer<redisContext>
+    public let endpoint: RedisEndpoint
+    /// Sent groups whose replies have not all been read, oldest first.
+    private var groups: [Group] = []
+    private var next = 0
+    /// How far the oldest group's replies are read.
+    private var scan = apnsw_scan_state()
+    private var skipping = true
+    private let flat: UnsafeMutablePointer<apnsw_flat_reply> = {
+        let p = UnsafeMutablePointer<apnsw_flat_reply>.allocate(capacity: 1)
+        p.initialize(to: apnsw_flat_reply())
+        return p
+    }()
+    private let summary: UnsafeMutablePointer<apnsw_reply_summary> = {
+        let p = UnsafeMutablePointer<apnsw_reply_summary>.allocate(capacity: 1)
+        p.initialize(to: apnsw_reply_summary())
+        return p
+    }()
+    private var encoded: [UInt8] = []
+    /// Whether the connect has finished (the socket was writable once).
+    public private(set) var isConnected = false
+
+    /// Commands sent together. The replies of the first `skipped` are checked for errors and
+    /// dropped; those of the rest are handed over.
+    private struct Group {
+        var skipped: Int
+        var kept: Int
+        /// The connection's own AUTH and SELECT: an error is reported without the server's words.
+        var handshake = false
+    }
+
+    /// Starts connecting, and queues AUTH and SELECT as the endpoint needs them.
+    public init(_ endpoint: RedisEndpoint) throws(RedisError) {
+        self.endpoint = endpoint
+        let made = endpoint.socket.map { apnsw_redis_connect_unix_nonblock($0) } ?? apnsw_redis_connect_nonblock(endpoint.host, Int32(endpoint.port))
+        guard let ctx = made else { throw .io("cannot allocate a context") }
+        context = ctx
+        if apnsw_redis_context_error(ctx) != 0 { throw .io("\(endpoint): \(String(cString: apnsw_redis_context_errstr(ctx)))") }
+        var handshake: [RedisArgs] = []
+        if let password = endpoint.password { handshake.append(RedisArgs(["AUTH", password])) }
+        if endpoint.database != 0 { handshake.append(RedisArgs(["SELECT", String(endpoint.database)])) }
+        if !handshake.isEmpty {
+            try send(handshake, skipping: handshake.count)
+            groups[groups.count - 1].handshake = true
+        }
+    }
+
+    deinit {
+        redisFree(context)
+        apnsw_flat_reply_free(flat)
+        flat.deallocate()
+        summary.deallocate()
+    }
+
+    /// The socket, for epoll.
+    public var fd: Int32 { apnsw_redis_context_fd(context) }
+
+    /// Whether the pipe waits for the socket to be writable: to finish connecting, or to send.
+    public var wantsWrite: Bool { !isConnected || apnsw_redis_output_len(context) > 0 }
+
+    /// Whether sent commands still await replies.
+    public var isWaiting: Bool { next < groups.count }
+
+    /// Queues `commands` as one group (sent by `writable()`).
+    public func send(_ commands: [RedisArgs], skipping: Int = 0) throws(RedisError) {
+        for args in commands {
+            args.encode(into: &encoded)
+            let rc = encoded.withUnsafeBufferPointer { b in
+                b.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
+            }
+            guard rc == REDIS_OK else { throw .io(lastError) }
+        }
+        groups.append(Group(skipped: skipping, kept: commands.count - skipping))
+    }
+
+    /// The socket is writable: finishes connecting, then writes what is queued until the socket
+    /// takes no more.
+    public func writable() throws(RedisError) {
+        if !isConnected {
+            guard apnsw_redis_connect_result(context) == REDIS_OK else { throw .io("\(endpoint): \(lastError)") }
+            isConnected = true
+        }
+        var done: Int32 = 0
+        while apnsw_redis_output_len(context) > 0 {
+            let before = apnsw_redis_output_len(context)
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw .io(lastError) }
+            if done != 0 || apnsw_redis_output_len(context) == before { break } // the socket is full
+        }
+    }
+
+    /// The socket is readable: reads what has arrived (an error once the server has closed).
+    public func readable() throws(RedisError) {
+        guard apnsw_redis_buffer_read(context) == REDIS_OK else { throw .io(lastError) }
+    }
+
+    /// The oldest group's replies once they have all arrived, read flat (valid until the next
+    /// call), or nil while more must be read. An error reply among the skipped ones is thrown.
+    public func nextReply() throws(RedisError) -> RedisFlatReply? {
+        while next < groups.count {
+            let group = groups[next]
+            if !isMidGroup {
+                begin(skipping: group.skipped > 0, count: group.skipped > 0 ? group.skipped : group.kept)
+            }
+            var sink = skipping ? apnsw_reply_sink(summary: summary, flat: nil) : apnsw_reply_sink(summary: nil, flat: flat)
+            let scanned = apnsw_redis_scan_buffered(context, &scan, &sink)
+            if scanned < 0 { throw .io(lastError) }
+            if scanned == 0 { return nil }
+            if skipping {
+                if summary.pointee.errors > 0 {
+                    let message = withUnsafeBytes(of: summary.pointee.first_error) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                    groups.removeAll(); next = 0; isMidGroup = false
+                    // The server's message never holds the password; ours names only the endpoint.
+                    throw .server(group.handshake ? "authentication to \(endpoint) failed" : message)
+                }
+                if group.kept > 0 { begin(skipping: false, count: group.kept); continue }
+            }
+            isMidGroup = false
+            next += 1
+            if next == groups.count { groups.removeAll(keepingCapacity: true); next = 0 }
+            if group.kept > 0 { return RedisFlatReply(flat) }
+        }
+        return nil
+    }
+
+    /// Whether the oldest group's scan has begun (its skipped replies may all be read).
+    private var isMidGroup = false
+
+    private func begin(skipping: Bool, count: Int) {
+        self.skipping = skipping
+        isMidGroup = true
+        scan = apnsw_scan_state(count: count, open: 0)
+        summary.pointee = apnsw_reply_summary()
+        flat.pointee.bytes_len = 0
+        flat.pointee.items_len = 0
+    }
+
+    private var lastError: String {
+        let code = apnsw_redis_context_error(context)
+        return code == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
+    }
+}
