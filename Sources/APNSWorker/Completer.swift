@@ -4,96 +4,122 @@ import HTTP2TLS
 import RedisClient
 import Synchronization
 
-/// The completion thread: writes decided outcomes to Redis in batches, each job's ack in the
-/// same atomic step as its records (QueueScripts.complete), then frees room in the gate.
-final class Completer: @unchecked Sendable {
+/// Writes decided outcomes to Redis in batches, each job's ack in the same atomic step as its
+/// records (QueueScripts.complete), then frees room in the gate. One per I/O thread, on its
+/// event loop: outcomes are written by the thread that decided them, on a connection of its
+/// own, without a hand-over to another thread (a completion thread cost a wake-up and two
+/// context switches per transaction).
+final class Completer: LoopRedisOwner, @unchecked Sendable { // the owning loop's thread, but `submit` and `stop`
     private let keys: QueueKeys
     private let workerID: String
     private let configuration: WorkerConfiguration
     private let gate: InflightGate
     private let metrics: Metrics
     private let logger: Logger
-    private let redis: RedisLink
-    private let condition = NSCondition()
+    private let loop: EventLoop
+    private let redis: LoopRedis
+    /// Outcomes waiting for the next transaction.
     private var queue: [FinishedJob] = []
+    /// Outcomes being written, a chunk at a time, and where the chunk being written starts and ends.
+    private var current: [FinishedJob] = []
+    private var chunkStart = 0, chunkEnd = 0
+    private var writing: Writing?
     /// Recorded jobs waiting for a fetcher to take and free them (`takeRecorded`).
     private let recorded = Mutex<[[FinishedJob]]>([])
-    private let runner = ThreadRunner()
     private static let chunk = 500
     private let transaction: CompletionTransaction
     /// The completion transaction's RESP, reused from batch to batch.
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
     /// Batches with unfinished jobs, for the check that rides on each transaction.
     let unfinished = UnfinishedBatches()
-    /// After a transaction: the connection whose WATCH is on, and the number of the batch found
-    /// in Redis since. A later transaction touching no older batch needs no check of its own.
-    private var checked: (connection: ObjectIdentifier, number: Int)?
+    /// The number of the batch found in Redis since the take-back key was WATCHed on the
+    /// current connection: a transaction touching no older batch needs no check of its own.
+    private var checked: Int?
+    /// A transaction is written once this many outcomes wait, or `linger` after the first: each
+    /// transaction costs a round trip, whatever its size. Half of what the gate lets wait, so
+    /// that lingering never holds the fetcher back.
+    private let fullTransaction: Int
+    private let lingerMs: Int
+    /// Counts lingers, so that a linger's timer that fires after a full transaction started is ignored.
+    private var lingerCount = 0
+    private var lingering = false
+    private var stopping = false
+    private var stopped: (@Sendable () -> Void)?
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
-         metrics: Metrics, logger: Logger, linger: TimeInterval = 0.002) {
-        self.linger = linger
+         metrics: Metrics, logger: Logger, loop: EventLoop, linger: TimeInterval = 0.002) {
+        lingerMs = max(1, Int((linger * 1000).rounded()))
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
         self.gate = gate
         self.metrics = metrics
         self.logger = logger
-        redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
+        self.loop = loop
+        redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
+        redis.owner = self
     }
 
-    func start() { runner.start(name: "apns-complete") { [self] in run() } }
+    /// Loop thread: connects.
+    func start() { redis.start() }
 
-    /// Safe from any thread.
+    /// Outcomes to write. From the loop's thread (its answers) directly; from any other, through
+    /// the loop.
     func submit(_ batch: [FinishedJob]) {
-        condition.lock()
+        if loop.isCurrentThread { accept(batch) } else { loop.execute { [self] in accept(batch) } }
+    }
+
+    /// Writes what is queued without lingering, then closes the connection and calls `done`
+    /// (loop thread). With Redis gone, what cannot be written stays in flight, to be recovered.
+    func finish(then done: @escaping @Sendable () -> Void) {
+        stopping = true
+        stopped = done
+        writeIfDue()
+        stopIfIdle()
+    }
+
+    private func accept(_ batch: [FinishedJob]) {
         queue.adopt(batch)
-        // While the completer lingers, only a full transaction wakes it.
-        if !lingering || queue.count >= fullTransaction { condition.signal() }
-        condition.unlock()
+        writeIfDue()
     }
 
-    /// A transaction is written once this many outcomes wait, or `linger` after the first: each
-    /// transaction costs a sleep, a wake-up and a round trip, whatever its size. Half of what
-    /// the gate lets wait, so that lingering never holds the fetcher back.
-    private let fullTransaction: Int
-    private let linger: TimeInterval
-    /// Guarded by `condition`.
-    private var lingering = false
-
-    /// Writes what is queued, then ends the thread.
-    func stop() {
-        runner.stop { condition.lock(); condition.broadcast(); condition.unlock() }
-    }
-
-    private func run() {
-        while true {
-            condition.lock()
-            while queue.isEmpty && runner.isRunning { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.5)) }
-            if queue.isEmpty && !runner.isRunning { condition.unlock(); return }
-            if queue.count < fullTransaction && runner.isRunning {
-                lingering = true
-                let deadline = Date(timeIntervalSinceNow: linger)
-                while queue.count < fullTransaction && runner.isRunning && condition.wait(until: deadline) {}
-                lingering = false
-            }
-            var batch = queue
-            queue = []
-            condition.unlock()
-            let total = batch.count
-            var start = 0
-            while start < total {
-                let end = min(start + Completer.chunk, total)
-                write(batch[start..<end])
-                if end == total { handOver(&batch) } // before the gate wakes the fetcher
-                gate.recorded(end - start)
-                start = end
-            }
+    private func writeIfDue() {
+        guard writing == nil, !queue.isEmpty else { return }
+        if queue.count >= fullTransaction || stopping { return startWriting() }
+        guard !lingering else { return }
+        lingering = true
+        let count = lingerCount
+        loop.schedule(afterMilliseconds: lingerMs) { [weak self] in
+            guard let self, lingerCount == count, writing == nil else { return }
+            startWriting()
         }
     }
 
-    /// Moves recorded jobs to `recorded`, leaving this thread no reference to them.
+    private func startWriting() {
+        lingering = false
+        lingerCount += 1
+        swap(&current, &queue)
+        chunkEnd = 0
+        nextChunk()
+    }
+
+    private func nextChunk() {
+        chunkStart = chunkEnd
+        chunkEnd = min(chunkStart + Completer.chunk, current.count)
+        writing = prepare(current[chunkStart..<chunkEnd])
+        attempt()
+    }
+
+    private func stopIfIdle() {
+        guard stopping, writing == nil, queue.isEmpty, let done = stopped else { return }
+        stopped = nil
+        redis.close()
+        done()
+    }
+
+    /// Moves recorded jobs to `recorded`, leaving this object no reference to them.
     private func handOver(_ batch: inout [FinishedJob]) {
         recorded.withLock { q in
             q.append([])
@@ -101,18 +127,48 @@ final class Completer: @unchecked Sendable {
         }
     }
 
-    /// The jobs recorded since the last call, for the calling thread to drop. The fetchers (on
-    /// the I/O threads) take them: they allocated the jobs, and freeing them there keeps malloc's
-    /// per-thread cache filled and its arena's lock uncontended, where frees from this thread
-    /// took that lock against the fetcher's mallocs (futex calls on both threads).
+    /// The jobs recorded since the last call, for the calling thread to drop. The fetchers take
+    /// them as they take new jobs: freeing one job as the next is allocated keeps malloc's
+    /// per-thread cache filled.
     func takeRecorded() -> [[FinishedJob]] {
         var taken: [[FinishedJob]] = []
         recorded.withLock { swap(&$0, &taken) }
         return taken
     }
 
-    /// Retries until Redis takes the batch: an outcome is never dropped.
-    private func write(_ batch: ArraySlice<FinishedJob>) {
+    // MARK: Writing a chunk
+
+    /// A chunk being written: its decisions, and where its writing stands. A class: its step
+    /// changes before each send, which may fail at once and report back.
+    private final class Writing {
+        let groups: AckGroups
+        let marked: Marks
+        let decided: Decided
+        let recordable: Bool
+        var scriptArgs: RedisArgs?
+        /// After an I/O error the last write may have run with its reply lost: only the script,
+        /// which skips what is marked done, may write the chunk again.
+        var uncertain = false
+        var step = Step.idle
+
+        init(groups: AckGroups, marked: Marks, decided: Decided, recordable: Bool) {
+            self.groups = groups
+            self.marked = marked
+            self.decided = decided
+            self.recordable = recordable
+        }
+    }
+
+    private enum Step {
+        case idle
+        /// WATCH and whether the oldest batch touched is still there.
+        case checking(TakenBatch)
+        /// The transaction, with the check of `next` after it.
+        case transaction(next: TakenBatch?)
+        case script
+    }
+
+    private func prepare(_ batch: ArraySlice<FinishedJob>) -> Writing {
         var groups = AckGroups()
         // Each job's group, and the marks of fan-out pieces by position: an array of (group,
         // mark) pairs was destroyed element by element through generic tuple witnesses.
@@ -128,42 +184,98 @@ final class Completer: @unchecked Sendable {
             decided.decisions.append(decision) // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))
-        var scriptArgs: RedisArgs? // built only if the batch goes to the script
-        // After an I/O error the last write may have run with its reply lost: only the script,
-        // which skips what is marked done, may write the batch again.
-        var uncertain = false
-        while true {
-            do {
-                let recorded = try redis.with { r throws(RedisError) -> Bool in
-                    if recordable && !uncertain {
-                        let next = unfinished.oldest(besides: groups.finishing)
-                        let isChecked = checked.map { $0.connection == ObjectIdentifier(r) && groups.oldest!.number >= $0.number } ?? false
-                        let (result, nextChecked) = try transaction.run(r, groups: groups, counters: decided.counters, checked: isChecked,
-                                                                        next: next, buffer: &transactionBuffer) { t in
-                            appendRecords(batch, decided, to: &t)
-                        }
-                        checked = nextChecked ? (ObjectIdentifier(r), next!.number) : nil
-                        switch result {
-                        case .recorded: return true
-                        case .aborted: return false // jobs were taken back meanwhile: decide again
-                        case .notAllInFlight: break
-                        }
-                    }
-                    if scriptArgs == nil { scriptArgs = scriptArguments(batch, groups: groups, marked: marked, decided) }
-                    _ = try r.run(QueueScripts.complete, scriptArgs!)
-                    return true
-                }
-                guard recorded else { continue }
-                groups.commit()
-                count(batch, decided.decisions)
-                return
-            } catch {
-                checked = nil // the WATCH may be gone with the connection
-                if case .io = error { uncertain = true }
-                // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
-                if !runner.isRunning, case .io = error { return }
-            }
+        return Writing(groups: groups, marked: marked, decided: decided, recordable: recordable)
+    }
+
+    /// Sends the chunk's next request: the check, the transaction, or the script.
+    private func attempt() {
+        guard redis.isReady, let w = writing, case .idle = w.step else { return }
+        guard w.recordable && !w.uncertain else { return sendScript(w) }
+        let oldest = w.groups.oldest!
+        if let checked, oldest.number >= checked { return sendTransaction(w) }
+        w.step = .checking(oldest)
+        redis.send(transaction.check(oldest))
+    }
+
+    private func sendTransaction(_ w: Writing) {
+        let next = unfinished.oldest(besides: w.groups.finishing)
+        let batch = current[chunkStart..<chunkEnd], decided = w.decided
+        transaction.fill(&transactionBuffer, groups: w.groups, counters: decided.counters) { t in appendRecords(batch, decided, to: &t) }
+        w.step = .transaction(next: next)
+        redis.send { (p) throws(RedisError) in try p.send(&transactionBuffer, then: next.map(transaction.check) ?? []) }
+    }
+
+    private func sendScript(_ w: Writing, loading: Bool = false) {
+        if w.scriptArgs == nil { w.scriptArgs = scriptArguments(current[chunkStart..<chunkEnd], groups: w.groups, marked: w.marked, w.decided) }
+        w.step = .script
+        // A restarted Redis: the script is loaded ahead of the call, in the same write.
+        redis.send((loading ? [RedisArgs(["SCRIPT", "LOAD", QueueScripts.complete.source])] : []) + [w.scriptArgs!], skipping: loading ? 1 : 0)
+    }
+
+    func redisConnected() {
+        checked = nil
+        attempt()
+    }
+
+    func redisFailed(_ error: RedisError) {
+        checked = nil // the WATCH went with the connection
+        guard let w = writing else { return stopIfIdle() }
+        if case .idle = w.step {} else if case .io = error { w.uncertain = true }
+        w.step = .idle
+        // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
+        if stopping, case .io = error {
+            writing = nil
+            queue.removeAll()
+            current.removeAll()
+            return stopIfIdle()
         }
+    }
+
+    func redisReplied(_ reply: RedisFlatReply) throws(RedisError) {
+        guard let w = writing else { return }
+        let step = w.step
+        w.step = .idle
+        switch step {
+        case .idle:
+            return
+        case .checking(let oldest):
+            if reply.integer(1) == 1 {
+                checked = oldest.number
+                return attempt()
+            }
+            // Jobs were taken back meanwhile: the script decides job by job.
+            checked = nil
+            redis.send([RedisArgs(["UNWATCH"])], skipping: 1)
+            sendScript(w)
+        case .transaction(let next):
+            if let message = reply.firstError { throw .server(message) }
+            checked = next != nil && reply.integer(reply.count - 1) == 1 ? next!.number : nil
+            // EXEC answered nil: jobs were taken back meanwhile, so decide again.
+            guard reply.isArray(0) else { return attempt() }
+            chunkRecorded()
+        case .script:
+            if let message = reply.error {
+                guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
+                return sendScript(w, loading: true)
+            }
+            chunkRecorded()
+        }
+    }
+
+    private func chunkRecorded() {
+        guard let w = writing else { return }
+        w.groups.commit()
+        count(current[chunkStart..<chunkEnd], w.decided.decisions)
+        writing = nil
+        let n = chunkEnd - chunkStart
+        if chunkEnd == current.count {
+            handOver(&current) // before the gate wakes a fetcher
+            chunkEnd = 0
+        }
+        gate.recorded(n)
+        if chunkEnd > 0 { return nextChunk() }
+        writeIfDue()
+        stopIfIdle()
     }
 
     /// Each job's ack group (`AckGroups`), and the mark of each fan-out piece that is not its

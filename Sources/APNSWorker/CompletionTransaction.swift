@@ -27,27 +27,15 @@ struct CompletionTransaction {
     /// Whether a batch of outcomes of these kinds can be recorded this way.
     static func canRecord(_ kinds: some Sequence<OutcomeRecords.Kind>) -> Bool { !kinds.contains(.schedule) }
 
-    enum Result { case recorded, aborted, notAllInFlight }
-
     /// What `records` added besides results, for the trims.
     struct Added { var deadLetters = false, invalidTokens = false }
 
-    /// `records`: appends the XADDs of the outcomes (with this type's prefixes), written straight
-    /// into the transaction; `groups`: the batches touched and the acks.
-    /// `checked`: the take-back key is WATCHed on `r` and a batch no newer than any touched was
-    /// found in Redis since; if false, both are done first, with a round trip of their own.
-    /// `next`: the batch to check the same way after EXEC, in the same write, for the next call.
-    /// Returns the result, and whether `next` was found (the take-back key WATCHed again).
-    /// `buffer`: kept by the caller across batches, so that its capacity is reused.
-    func run(_ r: RedisConnection, groups: AckGroups, counters: CounterPairs, checked: Bool, next: TakenBatch?,
-             buffer t: inout RedisTransaction, records: (inout RedisTransaction) -> Added) throws(RedisError) -> (Result, nextChecked: Bool) {
-        guard let oldest = groups.oldest else { return (.notAllInFlight, false) }
-        if !checked {
-            guard try r.commands(check(oldest), flat: { $0.integer(1) }) == 1 else {
-                _ = try r.command(["UNWATCH"])
-                return (.notAllInFlight, false)
-            }
-        }
+    /// Fills `t` (emptied first) with the batch's records, by `records` (which appends the
+    /// XADDs with this type's prefixes, written straight into the transaction), the trims, the
+    /// counters and the acks of `groups`. The oldest batch touched must have been checked
+    /// (`check`) since the take-back key was WATCHed, and `t` is sent with the check of the
+    /// next oldest after it (`RedisPipe.send(_:then:)`).
+    func fill(_ t: inout RedisTransaction, groups: AckGroups, counters: CounterPairs, records: (inout RedisTransaction) -> Added) {
         // Records first, acks last: Redis does not roll back, so a command failing halfway
         // (out of memory, say) leaves jobs in flight to be recorded again, never acked unrecorded.
         t.removeAll()
@@ -72,13 +60,11 @@ struct CompletionTransaction {
             }
         }
         if !finished.isEmpty { words(&t, &command, ["HDEL", keys.batches(worker: workerID)] + finished) }
-        let (ran, answers) = try r.exec(&t, then: next.map(check) ?? [])
-        return (ran ? .recorded : .aborted, answers.last == 1)
     }
 
     /// WATCH the take-back key, then whether `batch`'s list is still there (its answer, an
     /// integer, is the second).
-    private func check(_ batch: TakenBatch) -> [RedisArgs] {
+    func check(_ batch: TakenBatch) -> [RedisArgs] {
         [RedisArgs(["WATCH", keys.takeback(worker: workerID)]), RedisArgs(["EXISTS", keys.batch(worker: workerID, id: batch.id)])]
     }
 

@@ -10,7 +10,7 @@ import Synchronization
 /// set), so a batch crosses no thread on its way out. A fetch thread of its own blocked on each
 /// reply and on the gate, and woke the I/O thread per batch: the process made 30-31 context
 /// switches per 1,000 jobs then, 20-21 now.
-final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's thread only, but `stop`
+final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's thread only, but `stop`
     private let keys: QueueKeys
     private let workerID: String
     private let configuration: WorkerConfiguration
@@ -23,12 +23,9 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
     /// Where sendable jobs go: the owning loop's queue of sends (loop thread).
     private let deliver: ([SendRequest]) -> Void
     private let loop: EventLoop
-    private var pipe: RedisPipe?
-    private var watchingWrites = false
-    private var backoff = Backoff(baseMs: 100, capMs: 5000)
-    /// Replies awaited, oldest first, and since when the oldest has been awaited.
+    private let redis: LoopRedis
+    /// Replies awaited, oldest first.
     private var expected: [Expected] = []
-    private var waitingSinceMs: UInt64 = 0
     /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
     private var lost: [String] = []
     private var stopping = false
@@ -40,9 +37,6 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
     /// so that each free hands malloc's per-thread cache the blocks the next job allocates. Freed
     /// a batch at a time, most went back to the arena's bins and came out again the slow way.
     private var unfreed = UnfreedJobs()
-    /// A reply not read this long after the request (the blocking wait is 1 s) means a Redis
-    /// that hangs: the connection is dropped as a blocking call's timeout would have dropped it.
-    private static let replyTimeoutMs: UInt64 = 5000
 
     private enum Expected {
         case fetch(batch: String)
@@ -65,13 +59,12 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
         self.logger = logger
         self.deliver = deliver
         templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
+        redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
+        redis.owner = self
     }
 
     /// Loop thread: connects and starts fetching.
-    func start() {
-        connect()
-        scheduleTimeoutCheck()
-    }
+    func start() { redis.start() }
 
     /// Stops taking jobs; returns once the batch being fetched, if any, is routed. Any thread
     /// but the loop's.
@@ -87,7 +80,7 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
 
     private func stopIfIdle() {
         guard stopping, !expected.contains(where: { if case .fetch = $0 { true } else if case .lost = $0 { true } else { false } }) else { return }
-        close()
+        redis.close()
         expected.removeAll()
         stopped?()
         stopped = nil
@@ -95,28 +88,11 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
 
     // MARK: Redis
 
-    private func connect() {
-        guard !stopping else { return }
-        do throws(RedisError) {
-            let p = try RedisPipe(configuration.redis)
-            do { try loop.register(fd: p.fd, handler: self, writable: true) } catch { throw .io("\(error)") }
-            pipe = p
-            watchingWrites = true
-            waitingSinceMs = MonotonicClock.nowMilliseconds()
-        } catch {
-            failed(error)
-        }
-    }
+    func redisConnected() { fetchIfRoom() }
 
-    private func close() {
-        guard let p = pipe else { return }
-        loop.unregister(fd: p.fd)
-        pipe = nil
-    }
-
-    /// Drops the connection, and tries again after a backoff pause. A fetch whose reply is lost
-    /// to an I/O error may have run: its batch is looked up once Redis answers.
-    private func failed(_ error: RedisError) {
+    /// A fetch whose reply is lost to an I/O error may have run: its batch is looked up once
+    /// Redis answers.
+    func redisFailed(_ error: RedisError) {
         for e in expected {
             switch e {
             case .fetch(let batch): if case .io = error { lost.append(batch) }
@@ -125,84 +101,38 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
             }
         }
         expected.removeAll()
-        close()
-        let delay = backoff.nextDelayMs()
-        logger.warning("Redis call failed", ["redis": .string(configuration.redis.description), "error": .string(error.description), "retry_ms": .int(delay)])
-        if stopping { stopIfIdle(); return }
-        loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
+        stopIfIdle()
     }
 
-    private func scheduleTimeoutCheck() {
-        loop.schedule(afterMilliseconds: 1000) { [weak self] in
-            guard let self, !stopping else { return }
-            if let pipe, !pipe.isConnected || !expected.isEmpty, MonotonicClock.nowMilliseconds() - waitingSinceMs > Self.replyTimeoutMs {
-                failed(.io("\(configuration.redis): no reply in \(Self.replyTimeoutMs) ms"))
-            }
-            scheduleTimeoutCheck()
-        }
-    }
-
-    func handleEvents(readable: Bool, writable: Bool, hangup: Bool) {
-        guard let pipe else { return }
-        do throws(RedisError) {
-            if writable {
-                let connecting = !pipe.isConnected
-                try pipe.writable()
-                if connecting {
-                    if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(configuration.redis.description)]) }
-                    backoff.reset()
-                }
-            }
-            if readable || hangup {
-                try pipe.readable()
-                while let reply = try pipe.nextReply() {
-                    waitingSinceMs = MonotonicClock.nowMilliseconds()
-                    try handle(expected.removeFirst(), reply)
-                }
-            }
-            stopIfIdle()
-            fetchIfRoom()
-            watchWrites()
-        } catch {
-            failed(error)
-        }
+    func redisReplied(_ reply: RedisFlatReply) throws(RedisError) {
+        try handle(expected.removeFirst(), reply)
+        stopIfIdle()
+        fetchIfRoom()
     }
 
     /// Loop thread, after each turn's sends and answers: asks for the next batch if nothing is
     /// awaited and the gate has room for it, or the lost batches' lookups first.
     func fetchIfRoom() {
-        guard let pipe, pipe.isConnected, expected.isEmpty, !stopping else { return }
-        do throws(RedisError) {
-            if !lost.isEmpty {
-                for batch in lost {
-                    try send([RedisArgs(["HGET", keys.batches(worker: workerID), batch]), listArgs(batch)], expecting: .lost(batch: batch))
-                }
-                lost.removeAll()
-            } else {
-                unfreed.add(completer.takeRecorded())
-                guard gate.hasRoom(for: configuration.batchSize, waiter: ObjectIdentifier(self), orWake: wakeLoop) else { unfreed.freeAll(); return }
-                // Templates changed in Redis are read at most once a second, in the same write.
-                if let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) { try send([read], expecting: .templates) }
-                let batch = batchIDs.next()
-                try send([fetchArgs(batch), listArgs(batch)], expecting: .fetch(batch: batch))
+        guard redis.isReady, expected.isEmpty, !stopping else { return }
+        if !lost.isEmpty {
+            while redis.isReady, let batch = lost.first {
+                lost.removeFirst()
+                send([RedisArgs(["HGET", keys.batches(worker: workerID), batch]), listArgs(batch)], expecting: .lost(batch: batch))
             }
-            try pipe.writable()
-            watchWrites()
-        } catch {
-            failed(error)
+            return
         }
+        unfreed.add(completer.takeRecorded())
+        guard gate.hasRoom(for: configuration.batchSize, waiter: ObjectIdentifier(self), orWake: wakeLoop) else { unfreed.freeAll(); return }
+        // Templates changed in Redis are read at most once a second, in the same write.
+        if let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) { send([read], expecting: .templates) }
+        let batch = batchIDs.next()
+        send([fetchArgs(batch), listArgs(batch)], expecting: .fetch(batch: batch))
     }
 
-    private func send(_ commands: [RedisArgs], skipping: Int = 0, expecting: Expected) throws(RedisError) {
-        if expected.isEmpty { waitingSinceMs = MonotonicClock.nowMilliseconds() }
-        try pipe!.send(commands, skipping: skipping)
+    /// Noted as awaited first: a send that fails reports it lost with the rest.
+    private func send(_ commands: [RedisArgs], skipping: Int = 0, expecting: Expected) {
         expected.append(expecting)
-    }
-
-    private func watchWrites() {
-        guard let pipe, pipe.wantsWrite != watchingWrites else { return }
-        watchingWrites = pipe.wantsWrite
-        loop.setWritable(fd: pipe.fd, watchingWrites)
+        redis.send(commands, skipping: skipping)
     }
 
     private func handle(_ request: Expected, _ reply: RedisFlatReply) throws(RedisError) {
@@ -215,8 +145,8 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
             if let message = reply.error {
                 guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
                 // A restarted Redis: load the script and fetch again, in one write.
-                try send([RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch), listArgs(batch)], skipping: 1,
-                         expecting: .fetch(batch: batch))
+                send([RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch), listArgs(batch)], skipping: 1,
+                     expecting: .fetch(batch: batch))
                 return
             }
             let taken = try TakenJobs(reply)
@@ -224,7 +154,7 @@ final class Fetcher: EventHandler, @unchecked Sendable { // the owning loop's th
                 unfreed.freeAll()
                 // Nothing queued: Redis holds the request up to 1 s for the next job, moved
                 // atomically to our staging list (taken by the next fetch).
-                try send([RedisArgs(["BLMOVE", keys.jobs, keys.staging(worker: workerID), "RIGHT", "LEFT", "1"])], expecting: .blockingWait)
+                send([RedisArgs(["BLMOVE", keys.jobs, keys.staging(worker: workerID), "RIGHT", "LEFT", "1"])], expecting: .blockingWait)
                 return
             }
             route(taken, batch: completer.unfinished.open(id: batch, jobs: taken.count))

@@ -48,11 +48,14 @@ final class SendLoop: @unchecked Sendable {
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
     private var breakers: [CircuitBreaker]
-    /// Takes this thread's jobs from Redis on this loop (set before `start`).
+    /// Take this thread's jobs from Redis and write their outcomes, on this loop (set before
+    /// `start`).
     var fetcher: Fetcher?
+    var completer: Completer?
 
+    /// `loop`: the loop to run on (a new one if nil).
     init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
-         sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
+         loop: EventLoop? = nil, sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
         self.name = name
         self.metrics = metrics
         self.health = health
@@ -61,7 +64,7 @@ final class SendLoop: @unchecked Sendable {
         self.logger = logger
         self.sink = sink
         deliveredApps = Array(repeating: false, count: apps.count)
-        loop = try EventLoop()
+        self.loop = try loop ?? EventLoop()
         var keys: [String] = [], representatives: [AppRuntime] = [], names: [[String]] = [], poolOf: [Int] = []
         for app in apps {
             if let i = keys.firstIndex(of: app.poolKey) {
@@ -82,8 +85,8 @@ final class SendLoop: @unchecked Sendable {
         slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = pools.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
         // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
-        loop.onWake = { [unowned(unsafe) self] in self.takeInbox() }
-        loop.afterEvents = { [unowned(unsafe) self] in self.dispatch() }
+        self.loop.onWake = { [unowned(unsafe) self] in self.takeInbox() }
+        self.loop.afterEvents = { [unowned(unsafe) self] in self.dispatch() }
     }
 
     func start() {
@@ -92,6 +95,7 @@ final class SendLoop: @unchecked Sendable {
             for p in pools.indices { for s in slots[p].indices { openConnection(pool: p, slot: s) } }
             scheduleTimeoutScan()
             fetcher?.start()
+            completer?.start()
             loop.run()
         }
         t.name = name
@@ -105,14 +109,18 @@ final class SendLoop: @unchecked Sendable {
         loop.wake()
     }
 
-    /// Closes every connection and ends the thread. Unsent jobs stay in Redis in flight.
+    /// Closes every connection, lets the completer write what it holds, and ends the thread;
+    /// returns once it has ended. Unsent jobs stay in Redis in flight.
     func stop() {
+        let ended = DispatchSemaphore(value: 0)
         loop.execute { [self] in
             stopping = true
             for c in slots.flatMap({ $0 }) { c?.http?.shutdown(error: nil) }
             for c in draining.values { c.http?.shutdown(error: nil) }
-            loop.stop()
+            let end: @Sendable () -> Void = { [loop] in loop.stop(); ended.signal() }
+            if let completer { completer.finish(then: end) } else { end() }
         }
+        _ = ended.wait(timeout: .now() + .seconds(30))
     }
 
     // MARK: Loop thread

@@ -3,8 +3,8 @@ import Foundation
 import HTTP2TLS
 import RedisClient
 
-/// One worker process: K I/O threads, each fetching its own jobs, and a completion thread
-/// (DESIGN.md §1).
+/// One worker process: K I/O threads, each fetching its own jobs, sending them and writing their
+/// outcomes on one event loop (DESIGN.md §1).
 public final class Worker: @unchecked Sendable {
     public let workerID: String
     public let configuration: WorkerConfiguration
@@ -13,8 +13,6 @@ public final class Worker: @unchecked Sendable {
     private let apps: [AppRuntime]
     private let gate: InflightGate
     private let sendLoops: [SendLoop]
-    private let completer: Completer
-    private let fetchers: [Fetcher]
     private let housekeeper: Housekeeper
     public let metrics: Metrics
     public let health: HealthState
@@ -40,24 +38,21 @@ public final class Worker: @unchecked Sendable {
         }
         let gate = InflightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
-        let completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate,
-                                  metrics: metrics, logger: logger)
-        self.completer = completer
         let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
                                          credentialPauseMs: configuration.credentialPauseMs,
                                          pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs)
-        let (runtimes, metrics, health) = (apps, metrics, health)
+        let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
+        // Each I/O thread fetches, sends and records its own jobs, on its own loop.
         sendLoops = try (0..<configuration.ioThreads).map { i in
-            try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
-                         sink: { [gate] in gate.answered($0.count); completer.submit($0) })
-        }
-        let (batchIDs, id, keys) = (BatchIDs(), workerID, keys)
-        fetchers = try sendLoops.map { loop in
-            let fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
-                                      gate: gate, batchIDs: batchIDs, loop: loop.loop, logger: logger) { [unowned loop] in loop.accept($0) }
-            loop.fetcher = fetcher
-            return fetcher
+            let loop = try EventLoop()
+            let completer = Completer(keys: keys, workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop)
+            let sendLoop = try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
+                                        loop: loop, sink: { [gate] in gate.answered($0.count); completer.submit($0) })
+            sendLoop.completer = completer
+            sendLoop.fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
+                                           gate: gate, batchIDs: batchIDs, loop: loop, logger: logger) { [unowned sendLoop] in sendLoop.accept($0) }
+            return sendLoop
         }
         housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
     }
@@ -83,7 +78,6 @@ public final class Worker: @unchecked Sendable {
         checkCertificates()
         housekeeper.recoverPreviousRun()
         housekeeper.start()
-        completer.start()
         for loop in sendLoops { loop.start() }
         logger.info("worker started", [
             "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
@@ -153,10 +147,9 @@ public final class Worker: @unchecked Sendable {
 
     public func shutdown() {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
-        for fetcher in fetchers { fetcher.stop() }
+        for loop in sendLoops { loop.fetcher?.stop() }
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
-        for loop in sendLoops { loop.stop() }
-        completer.stop()
+        for loop in sendLoops { loop.stop() } // each writes the outcomes it holds
         housekeeper.stop()
         healthServer?.stop()
         var handedBack: Int64 = 0

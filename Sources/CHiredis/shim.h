@@ -311,6 +311,26 @@ static inline int apnsw_redis_connect_result(redisContext *c) {
     return REDIS_ERR;
 }
 
+/// Queues formatted commands on a non-blocking context: written straight from `buf` as far as
+/// the socket takes them when nothing else waits (and `connected`), the rest copied into
+/// hiredis's output buffer for `redisBufferWrite`.
+static inline int apnsw_redis_send_nonblock(redisContext *c, const char *buf, size_t len, int connected) {
+    if (c->err) return REDIS_ERR;
+    size_t done = 0;
+    if (connected && sdslen(c->obuf) == 0) {
+        while (done < len) {
+            ssize_t n = write(c->fd, buf + done, len - done);
+            if (n > 0) { done += (size_t)n; continue; }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno == EAGAIN) break;
+            c->err = REDIS_ERR_IO;
+            snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? strerror(errno) : "write returned 0");
+            return REDIS_ERR;
+        }
+    }
+    return done < len ? redisAppendFormattedCommand(c, buf + done, len - done) : REDIS_OK;
+}
+
 /// Bytes of commands waiting in hiredis's output buffer.
 static inline size_t apnsw_redis_output_len(const redisContext *c) { return sdslen(c->obuf); }
 

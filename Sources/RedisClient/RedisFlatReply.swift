@@ -44,6 +44,14 @@ public struct RedisFlatReply {
         return (bytes, ranges)
     }
 
+    /// The message of the first error among the items, nested ones included (a transaction's
+    /// commands that failed when EXEC ran them).
+    public var firstError: String? {
+        let items = UnsafeBufferPointer(start: storage.pointee.items, count: count)
+        guard let it = items.first(where: { $0.type == REDIS_REPLY_ERROR }) else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: storage.pointee.bytes + it.offset, count: it.length), as: UTF8.self)
+    }
+
     /// The message of an error reply at the top.
     public var error: String? {
         guard count > 0, item(0).type == REDIS_REPLY_ERROR else { return nil }

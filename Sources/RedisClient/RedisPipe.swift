@@ -82,6 +82,17 @@ public final class RedisPipe {
         groups.append(Group(skipped: skipping, kept: commands.count - skipping))
     }
 
+    /// Queues commands already in RESP as one group: `commands` of them, the first `skipping`
+    /// answered only to be checked. With nothing else queued, what the socket takes is written
+    /// straight from `resp` (a completion's transaction is hundreds of kilobytes).
+    func send(resp: [UInt8], commands: Int, skipping: Int) throws(RedisError) {
+        let rc = resp.withUnsafeBufferPointer { b in
+            b.withMemoryRebound(to: CChar.self) { apnsw_redis_send_nonblock(context, $0.baseAddress, $0.count, isConnected ? 1 : 0) }
+        }
+        guard rc == REDIS_OK else { throw .io(lastError) }
+        groups.append(Group(skipped: skipping, kept: commands - skipping))
+    }
+
     /// The socket is writable: finishes connecting, then writes what is queued until the socket
     /// takes no more.
     public func writable() throws(RedisError) {

@@ -90,3 +90,15 @@ extension RedisConnection {
         return (ran, answers)
     }
 }
+
+extension RedisPipe {
+    /// Queues `transaction`, then `next`, as one group: MULTI's and each command's
+    /// acknowledgement are checked and dropped (an error among them is thrown by `nextReply`);
+    /// EXEC's reply (nil when a WATCHed key changed) and `next`'s come back read flat.
+    /// The transaction ends with EXEC; `removeAll()` readies it for the next one.
+    public func send(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) {
+        RedisArgs(["EXEC"]).encode(appendingTo: &t.encoded)
+        for command in next { command.encode(appendingTo: &t.encoded) }
+        try send(resp: t.encoded, commands: t.count + 2 + next.count, skipping: t.count + 1) // MULTI, the commands, EXEC
+    }
+}

@@ -1,6 +1,7 @@
 @testable import APNSWorker
 import APNSCore
 import Foundation
+import HTTP2TLS
 import RedisClient
 import TestSupport
 import XCTest
@@ -16,7 +17,7 @@ final class CompleterTests: XCTestCase {
         let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? redis.reset(queue: keys.queue) }
         let r = try redis.connect()
-        let (completer, _) = startCompleter(keys, redis.endpoint)
+        let (completer, _) = try startCompleter(keys, redis.endpoint)
         defer { completer.stop() }
         let batches = keys.batches(worker: worker)
 
@@ -95,9 +96,9 @@ final class CompleterTests: XCTestCase {
         XCTAssertNotNil(first, "kept until dropped")
         XCTAssertNotNil(second)
         var unfreed = UnfreedJobs()
-        unfreed.add(completer.takeRecorded())
+        unfreed.add(completer.completer.takeRecorded())
         XCTAssertEqual(unfreed.count, 2)
-        XCTAssertTrue(completer.takeRecorded().isEmpty, "taken once")
+        XCTAssertTrue(completer.completer.takeRecorded().isEmpty, "taken once")
         unfreed.freeOne()
         XCTAssertTrue((first == nil) != (second == nil), "one freed")
         XCTAssertEqual(unfreed.count, 1)
@@ -146,7 +147,7 @@ final class CompleterTests: XCTestCase {
             """, String(port), String(redis.endpoint.port)], outputFile: directory.file("proxy.log"))
         defer { proxy.signal(SIGKILL); _ = proxy.wait(timeout: 5) }
         XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
-        let (completer, gate) = startCompleter(keys, RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password))
+        let (completer, gate) = try startCompleter(keys, RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password))
         defer { completer.stop() }
         let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
         completer.unfinished.opened(b1)
@@ -193,13 +194,13 @@ final class CompleterTests: XCTestCase {
     /// A running completer on a fresh queue, with one batch ("b-1") of `jobs` in flight in Redis,
     /// open in the completer and counted in the gate as decided.
     private struct OneBatch {
-        let redis: TestRedis, keys: QueueKeys, r: RedisConnection, completer: Completer, gate: InflightGate, batch: TakenBatch
+        let redis: TestRedis, keys: QueueKeys, r: RedisConnection, completer: LoopCompleter, gate: InflightGate, batch: TakenBatch
 
         init(_ test: CompleterTests, jobs: Int) throws {
             redis = try TestRedis()
             keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
             r = try redis.connect()
-            (completer, gate) = test.startCompleter(keys, redis.endpoint)
+            (completer, gate) = try test.startCompleter(keys, redis.endpoint)
             batch = try test.batch(r, keys, "b-1", number: 1, first: 1, jobs: jobs)
             completer.unfinished.opened(batch)
             gate.add(sent: 0, decided: jobs)
@@ -226,9 +227,7 @@ final class CompleterTests: XCTestCase {
         configuration.streams = 1
         let gate = InflightGate(sendingCapacity: 100, recordingCapacity: 100)
         // A linger longer than the test: only a full transaction is written.
-        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
-                                  logger: Logger(level: .error), linger: 60)
-        completer.start()
+        let completer = try LoopCompleter(keys: keys, workerID: worker, configuration: configuration, gate: gate, linger: 60)
         defer { completer.stop() }
         let b = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
         completer.unfinished.opened(b)
@@ -248,14 +247,38 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try execs() - before, 1, "one transaction for the four")
     }
 
-    private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) -> (Completer, InflightGate) {
+    private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) throws -> (LoopCompleter, InflightGate) {
         var configuration = WorkerConfiguration()
         configuration.redis = endpoint
         let gate = InflightGate(sendingCapacity: 100, recordingCapacity: 100)
-        let completer = Completer(keys: keys, workerID: worker, configuration: configuration, gate: gate, metrics: Metrics(),
-                                  logger: Logger(level: .error))
-        completer.start()
-        return (completer, gate)
+        return (try LoopCompleter(keys: keys, workerID: worker, configuration: configuration, gate: gate), gate)
+    }
+
+    /// A completer on an event loop running on a thread of its own, as an I/O thread runs it.
+    final class LoopCompleter: Sendable {
+        let completer: Completer
+        private let loop: EventLoop
+
+        init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate, linger: TimeInterval = 0.002) throws {
+            loop = try EventLoop()
+            completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate, metrics: Metrics(),
+                                  logger: Logger(level: .error), loop: loop, linger: linger)
+            let (loop, completer) = (loop, completer)
+            Thread { loop.run() }.start()
+            loop.execute { completer.start() }
+        }
+
+        var unfinished: UnfinishedBatches { completer.unfinished }
+
+        func submit(_ batch: [FinishedJob]) { completer.submit(batch) }
+
+        /// Writes what the completer holds, then ends the loop.
+        func stop() {
+            let ended = DispatchSemaphore(value: 0)
+            let (loop, completer) = (loop, completer)
+            loop.execute { completer.finish { loop.stop(); ended.signal() } }
+            XCTAssertEqual(ended.wait(timeout: .now() + 30), .success, "the completer finished")
+        }
     }
 
     /// A batch in flight in Redis, as a fetch leaves it.

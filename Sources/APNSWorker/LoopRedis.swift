@@ -1,0 +1,144 @@
+import HTTP2TLS
+import RedisClient
+
+/// What a `LoopRedis` tells its owner, on the loop's thread.
+protocol LoopRedisOwner: AnyObject {
+    /// Connected (again): requests can be sent.
+    func redisConnected()
+    /// The replies of the oldest group sent, read flat (valid during the call). An error thrown
+    /// drops the connection, as one from Redis would.
+    func redisReplied(_ reply: RedisFlatReply) throws(RedisError)
+    /// The connection is gone, with the replies of every group sent. It is tried again after a
+    /// backoff pause unless `close()` was called.
+    func redisFailed(_ error: RedisError)
+}
+
+/// A `RedisPipe` in an event loop's epoll set: connects and reconnects with capped, jittered
+/// backoff, hands each group's replies to its owner in order, and drops a connection whose
+/// reply is late, as a blocking call's timeout would. Loop thread only.
+final class LoopRedis: EventHandler {
+    private let endpoint: RedisEndpoint
+    private let loop: EventLoop
+    private let logger: Logger
+    unowned(unsafe) var owner: LoopRedisOwner! // the owner holds this object
+    private var pipe: RedisPipe?
+    private var watchingWrites = false
+    private var backoff = Backoff(baseMs: 100, capMs: 5000)
+    /// Since when a reply has been awaited (or the connect has been under way).
+    private var waitingSinceMs: UInt64 = 0
+    private var closed = false
+    /// A reply not read this long after its request (a blocking wait is 1 s) means a Redis that
+    /// hangs.
+    static let replyTimeoutMs: UInt64 = 5000
+
+    init(_ endpoint: RedisEndpoint, loop: EventLoop, logger: Logger) {
+        self.endpoint = endpoint
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// Connects, and checks for late replies once a second.
+    func start() {
+        connect()
+        scheduleTimeoutCheck()
+    }
+
+    /// Whether requests can be sent now.
+    var isReady: Bool { pipe?.isConnected ?? false }
+
+    /// Queues `commands` as one group (`RedisPipe.send`) and writes what the socket takes. On
+    /// an error the connection is dropped (`redisFailed`), this group's replies with the rest.
+    func send(_ commands: [RedisArgs], skipping: Int = 0) {
+        send { (p) throws(RedisError) in try p.send(commands, skipping: skipping) }
+    }
+
+    /// Queues what `body` adds to the pipe and writes what the socket takes (as `send(_:skipping:)`).
+    func send(_ body: (RedisPipe) throws(RedisError) -> Void) {
+        // No connection: a reconnect is on its way (or the owner closed it).
+        guard let pipe else { return owner.redisFailed(.io("\(endpoint): not connected")) }
+        do throws(RedisError) {
+            if !pipe.isWaiting { waitingSinceMs = MonotonicClock.nowMilliseconds() }
+            try body(pipe)
+            if pipe.isConnected { try pipe.writable() }
+            watchWrites()
+        } catch {
+            failed(error)
+        }
+    }
+
+    /// Closes the connection for good.
+    func close() {
+        closed = true
+        drop()
+    }
+
+    private func connect() {
+        guard !closed else { return }
+        do throws(RedisError) {
+            let p = try RedisPipe(endpoint)
+            do { try loop.register(fd: p.fd, handler: self, writable: true) } catch { throw .io("\(error)") }
+            pipe = p
+            watchingWrites = true
+            waitingSinceMs = MonotonicClock.nowMilliseconds()
+        } catch {
+            failed(error)
+        }
+    }
+
+    private func drop() {
+        guard let p = pipe else { return }
+        loop.unregister(fd: p.fd)
+        pipe = nil
+    }
+
+    private func failed(_ error: RedisError) {
+        drop()
+        let delay = backoff.nextDelayMs()
+        if !closed {
+            logger.warning("Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
+            loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
+        }
+        owner.redisFailed(error)
+    }
+
+    private func scheduleTimeoutCheck() {
+        loop.schedule(afterMilliseconds: 1000) { [weak self] in
+            guard let self, !closed else { return }
+            if let pipe, !pipe.isConnected || pipe.isWaiting, MonotonicClock.nowMilliseconds() - waitingSinceMs > Self.replyTimeoutMs {
+                failed(.io("\(endpoint): no reply in \(Self.replyTimeoutMs) ms"))
+            }
+            scheduleTimeoutCheck()
+        }
+    }
+
+    private func watchWrites() {
+        guard let pipe, pipe.wantsWrite != watchingWrites else { return }
+        watchingWrites = pipe.wantsWrite
+        loop.setWritable(fd: pipe.fd, watchingWrites)
+    }
+
+    func handleEvents(readable: Bool, writable: Bool, hangup: Bool) {
+        guard let pipe else { return }
+        do throws(RedisError) {
+            if writable {
+                let connecting = !pipe.isConnected
+                try pipe.writable()
+                if connecting {
+                    if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
+                    backoff.reset()
+                    owner.redisConnected()
+                }
+            }
+            if readable || hangup {
+                try pipe.readable()
+                while self.pipe === pipe, let reply = try pipe.nextReply() {
+                    waitingSinceMs = MonotonicClock.nowMilliseconds()
+                    try owner.redisReplied(reply)
+                }
+            }
+            watchWrites()
+        } catch {
+            failed(error)
+        }
+    }
+}
