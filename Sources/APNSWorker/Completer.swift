@@ -9,7 +9,7 @@ import Synchronization
 /// event loop: outcomes are written by the thread that decided them, on a connection of its
 /// own, without a hand-over to another thread (a completion thread cost a wake-up and two
 /// context switches per transaction).
-final class Completer: LoopRedisOwner, @unchecked Sendable { // the owning loop's thread, but `submit` and `stop`
+final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the owning loop's thread, but `submit` and `stop`
     private let keys: QueueKeys
     private let workerID: String
     private let configuration: WorkerConfiguration
@@ -80,6 +80,15 @@ final class Completer: LoopRedisOwner, @unchecked Sendable { // the owning loop'
         stopIfIdle()
     }
 
+    /// Each decided send is queued as it is decided: gathering a turn's in an array of their own
+    /// and appending that to the queue counted a reference per job more.
+    func add(_ decided: FinishedJob) { queue.append(decided) }
+
+    func turnEnded(decided: Int) {
+        gate.answered(decided)
+        writeIfDue()
+    }
+
     private func accept(_ batch: [FinishedJob]) {
         queue.adopt(batch)
         writeIfDue()
@@ -101,6 +110,7 @@ final class Completer: LoopRedisOwner, @unchecked Sendable { // the owning loop'
         lingering = false
         lingerCount += 1
         swap(&current, &queue)
+        queue.reserveCapacity(fullTransaction)
         chunkEnd = 0
         nextChunk()
     }

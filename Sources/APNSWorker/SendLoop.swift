@@ -3,9 +3,17 @@ import Foundation
 import HTTP2TLS
 import Synchronization
 
+/// Where a send loop's decided sends go, on the loop's thread.
+protocol DecidedSink: AnyObject {
+    /// One send decided: its outcome goes to Redis.
+    func add(_ decided: FinishedJob)
+    /// A loop turn ended in which `decided` sends were decided.
+    func turnEnded(decided: Int)
+}
+
 /// One I/O thread: an epoll loop that owns its APNs connections (shared-nothing, DESIGN.md §1).
-/// Jobs arrive in batches from its fetcher (or through `submit`); decided outcomes leave in
-/// batches through `sink`.
+/// Jobs arrive in batches from its fetcher (or through `submit`); decided sends go to `sink`
+/// one by one, and the end of each loop turn is told.
 final class SendLoop: @unchecked Sendable {
     struct Settings {
         var connectionsPerApp: Int
@@ -26,7 +34,7 @@ final class SendLoop: @unchecked Sendable {
     private let logger: Logger
     private let metrics: Metrics
     private let health: HealthState
-    private let sink: @Sendable ([FinishedJob]) -> Void
+    private let sink: DecidedSink
     private let inbox = Mutex<[SendRequest]>([])
     private let name: String
     private var thread: Thread?
@@ -41,8 +49,9 @@ final class SendLoop: @unchecked Sendable {
     private var slots: [[APNSConnection?]]
     private var backoffs: [[Backoff]]
     private var draining: [ObjectIdentifier: APNSConnection] = [:]
-    private var finishedBatch: [FinishedJob] = []
-    /// Apps with a delivery in `finishedBatch`: readiness is told once per batch, not per push.
+    /// Sends decided this turn, and the apps with a delivery among them: readiness is told once
+    /// per turn, not per push.
+    private var decidedThisTurn = 0
     private var deliveredApps: [Bool]
     private var stopping = false
     private var touched: [APNSConnection] = []
@@ -55,7 +64,7 @@ final class SendLoop: @unchecked Sendable {
 
     /// `loop`: the loop to run on (a new one if nil).
     init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
-         loop: EventLoop? = nil, sink: @escaping @Sendable ([FinishedJob]) -> Void) throws {
+         loop: EventLoop? = nil, sink: DecidedSink) throws {
         self.name = name
         self.metrics = metrics
         self.health = health
@@ -153,16 +162,14 @@ final class SendLoop: @unchecked Sendable {
         }
         for c in touched { c.flush() }
         touched.removeAll(keepingCapacity: true)
-        if !finishedBatch.isEmpty {
+        if decidedThisTurn > 0 {
             for app in deliveredApps.indices where deliveredApps[app] {
                 health.succeeded(app: apps[app].name)
                 deliveredApps[app] = false
             }
-            // Handed over whole, so the completer can adopt the array.
-            var out: [FinishedJob] = []
-            out.reserveCapacity(finishedBatch.capacity)
-            swap(&out, &finishedBatch)
-            sink(out)
+            let n = decidedThisTurn
+            decidedThisTurn = 0
+            sink.turnEnded(decided: n)
         }
         fetcher?.fetchIfRoom()
     }
@@ -275,7 +282,8 @@ final class SendLoop: @unchecked Sendable {
         breakers[poolOf[r.app]].succeeded()
         if case .delivered = outcome { deliveredApps[r.app] = true }
         if !freeResends.isEmpty { freeResends[Self.resendKey(r)] = nil }
-        finishedBatch.append(r.decide(outcome, appName: apps[r.app].name))
+        sink.add(r.decide(outcome, appName: apps[r.app].name))
+        decidedThisTurn += 1
     }
 
     func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {

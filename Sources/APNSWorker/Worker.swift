@@ -48,7 +48,7 @@ public final class Worker: @unchecked Sendable {
             let loop = try EventLoop()
             let completer = Completer(keys: keys, workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop)
             let sendLoop = try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
-                                        loop: loop, sink: { [gate] in gate.answered($0.count); completer.submit($0) })
+                                        loop: loop, sink: completer)
             sendLoop.completer = completer
             sendLoop.fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
                                            gate: gate, batchIDs: batchIDs, loop: loop, logger: logger) { [unowned sendLoop] in sendLoop.accept($0) }

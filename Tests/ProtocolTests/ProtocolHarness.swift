@@ -11,7 +11,11 @@ final class ProtocolHarness: @unchecked Sendable {
     let mock: MockFixture
     let app: AppRuntime
     let sendLoop: SendLoop
-    private final class Outcomes: @unchecked Sendable { let list = Mutex<[FinishedJob]>([]) }
+    private final class Outcomes: DecidedSink, @unchecked Sendable {
+        let list = Mutex<[FinishedJob]>([])
+        func add(_ decided: FinishedJob) { list.withLock { $0.append(decided) } }
+        func turnEnded(decided: Int) {}
+    }
     private let finished = Outcomes()
 
     init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
@@ -24,11 +28,10 @@ final class ProtocolHarness: @unchecked Sendable {
                                       auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
-        let sink = finished
         sendLoop = try SendLoop(name: "test-io", apps: [app],
                                 settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
                                                 credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs),
-                                logger: logger, sink: { batch in sink.list.withLock { $0.append(contentsOf: batch) } })
+                                logger: logger, sink: finished)
         sendLoop.start()
     }
 
