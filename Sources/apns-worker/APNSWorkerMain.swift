@@ -34,6 +34,7 @@ struct APNSWorkerMain {
         }
 
         signal(SIGPIPE, SIG_IGN)
+        Worker.tuneMalloc()
         let configuration: WorkerConfiguration
         do { configuration = try WorkerConfiguration.load(path: configPath) } catch { fail("configuration error: \(error)") }
         let logger = Logger(level: configuration.logLevel)
