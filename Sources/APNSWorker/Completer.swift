@@ -258,10 +258,18 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
             redis.send([RedisArgs(["UNWATCH"])], skipping: 1)
             sendScript(w)
         case .transaction(let next):
-            if let message = reply.firstError { throw .server(message) }
-            checked = next != nil && reply.integer(reply.count - 1) == 1 ? next!.number : nil
+            let ran: Bool
+            if let next {
+                // EXEC's reply was only scanned (an error in it is thrown by the pipe).
+                ran = reply.skippedArray
+                checked = reply.integer(reply.count - 1) == 1 ? next.number : nil
+            } else {
+                if let message = reply.firstError { throw .server(message) }
+                ran = reply.isArray(0)
+                checked = nil
+            }
             // EXEC answered nil: jobs were taken back meanwhile, so decide again.
-            guard reply.isArray(0) else { return attempt() }
+            guard ran else { return attempt() }
             chunkRecorded()
         case .script:
             if let message = reply.error {

@@ -6,8 +6,14 @@ import CHiredis
 /// Valid only inside the `run(_:_:flat:)` body that it is handed to.
 public struct RedisFlatReply {
     fileprivate let storage: UnsafeMutablePointer<apnsw_flat_reply>
+    /// From a `RedisPipe` group with skipped replies: whether the last of them was an array (a
+    /// transaction's EXEC: it ran), its elements scanned but not kept.
+    public let skippedArray: Bool
 
-    init(_ storage: UnsafeMutablePointer<apnsw_flat_reply>) { self.storage = storage }
+    init(_ storage: UnsafeMutablePointer<apnsw_flat_reply>, skippedArray: Bool = false) {
+        self.storage = storage
+        self.skippedArray = skippedArray
+    }
 
     public var count: Int { storage.pointee.items_len }
 

@@ -132,18 +132,21 @@ public final class RedisPipe {
                     // The server's message never holds the password; ours names only the endpoint.
                     throw .server(group.handshake ? "authentication to \(endpoint) failed" : message)
                 }
+                skippedArray = summary.pointee.top_type == REDIS_REPLY_ARRAY
                 if group.kept > 0 { begin(skipping: false, count: group.kept); continue }
             }
             isMidGroup = false
             next += 1
             if next == groups.count { groups.removeAll(keepingCapacity: true); next = 0 }
-            if group.kept > 0 { return RedisFlatReply(flat) }
+            if group.kept > 0 { return RedisFlatReply(flat, skippedArray: group.skipped > 0 && skippedArray) }
         }
         return nil
     }
 
-    /// Whether the oldest group's scan has begun (its skipped replies may all be read).
+    /// Whether the oldest group's scan has begun (its skipped replies may all be read), and
+    /// whether the last of its skipped replies was an array.
     private var isMidGroup = false
+    private var skippedArray = false
 
     private func begin(skipping: Bool, count: Int) {
         self.skipping = skipping

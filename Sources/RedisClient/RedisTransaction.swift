@@ -92,13 +92,17 @@ extension RedisConnection {
 }
 
 extension RedisPipe {
-    /// Queues `transaction`, then `next`, as one group: MULTI's and each command's
-    /// acknowledgement are checked and dropped (an error among them is thrown by `nextReply`);
-    /// EXEC's reply (nil when a WATCHed key changed) and `next`'s come back read flat.
+    /// Queues `transaction`, then `next`, as one group. MULTI's and each command's
+    /// acknowledgement are checked and dropped (an error among them is thrown by `nextReply`).
+    /// Without `next`, EXEC's reply comes back read flat (nil when a WATCHed key changed). With
+    /// it, EXEC's reply is checked and dropped too, `skippedArray` telling whether it ran, and
+    /// `next`'s replies come back read flat: the transaction's own replies, one per command, are
+    /// only scanned.
     /// The transaction ends with EXEC; `removeAll()` readies it for the next one.
     public func send(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) {
         RedisArgs(["EXEC"]).encode(appendingTo: &t.encoded)
         for command in next { command.encode(appendingTo: &t.encoded) }
-        try send(resp: t.encoded, commands: t.count + 2 + next.count, skipping: t.count + 1) // MULTI, the commands, EXEC
+        // MULTI, the commands, EXEC, then `next`
+        try send(resp: t.encoded, commands: t.count + 2 + next.count, skipping: t.count + (next.isEmpty ? 1 : 2))
     }
 }

@@ -50,6 +50,50 @@ final class RedisPipeTests: XCTestCase {
         }
     }
 
+    /// A transaction sent with commands after it: EXEC's reply is only scanned, and whether it
+    /// ran (an array) or was aborted by a WATCHed key (nil) comes with the next replies; an error
+    /// inside it is thrown. Without commands after it, EXEC's reply itself comes back.
+    func testATransactionTellsWhetherItRanAndThrowsItsErrors() throws {
+        let redis = try TestRedis()
+        let key = "pipe-t\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let other = try redis.connect()
+        defer { _ = try? other.command(["DEL", key, key + ":w"]) }
+        let pipe = try RedisPipe(redis.endpoint)
+        var t = RedisTransaction()
+        t.append(RedisArgs(["RPUSH", key, "a"]))
+        try pipe.send(&t, then: [RedisArgs(["LLEN", key])])
+        try pump(pipe, replies: 1) { reply in
+            XCTAssertTrue(reply.skippedArray, "EXEC ran")
+            XCTAssertEqual(reply.integer(0), 1)
+        }
+
+        try pipe.send([RedisArgs(["WATCH", key + ":w"])])
+        try pump(pipe, replies: 1) { _ in }
+        _ = try other.command(["SET", key + ":w", "changed"])
+        t.removeAll()
+        t.append(RedisArgs(["RPUSH", key, "b"]))
+        try pipe.send(&t, then: [RedisArgs(["LLEN", key])])
+        try pump(pipe, replies: 1) { reply in
+            XCTAssertFalse(reply.skippedArray, "a WATCHed key changed: EXEC answered nil")
+            XCTAssertEqual(reply.integer(0), 1, "nothing ran")
+        }
+
+        t.removeAll()
+        t.append(RedisArgs(["RPUSH", key, "c"]))
+        try pipe.send(&t, then: [])
+        try pump(pipe, replies: 1) { reply in
+            XCTAssertTrue(reply.isArray(0), "EXEC's own reply")
+            XCTAssertEqual(reply.integer(1), 2)
+        }
+
+        t.removeAll()
+        t.append(RedisArgs(["INCR", key])) // a list: fails when EXEC runs it
+        try pipe.send(&t, then: [RedisArgs(["PING"])])
+        XCTAssertThrowsError(try pump(pipe, replies: 1) { _ in XCTFail("the error comes first") }) {
+            XCTAssertTrue("\($0)".contains("WRONGTYPE"), "\($0)")
+        }
+    }
+
     /// Nothing listening: the connect fails as an I/O error, whether at once or once polled.
     func testAConnectToNothingIsAnIOError() throws {
         XCTAssertThrowsError(try {
