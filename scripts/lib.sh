@@ -29,7 +29,8 @@ ensure_swift() {
 # - the Swift runtime and Foundation linked in: the binary starts in 7 ms instead of 12 and calls
 #   the runtime directly, not through the PLT (worker CPU -0.07 us per notification);
 # - whole-program LTO across our modules: inlining between the Redis, HTTP/2 and domain modules
-#   (worker CPU -0.09 us per notification, fetch and completion threads; 6 interleaved pairs).
+#   (worker CPU -0.09 us per notification, in what were then the fetch and completion threads;
+#   6 interleaved pairs).
 RELEASE_FLAGS=(-c release --static-swift-stdlib --experimental-lto-mode=full)
 
 build_release() {

@@ -1,7 +1,7 @@
 /// A device token: the lowercase hex that goes into `:path` (apns-protocol.md §2.1).
 ///
 /// Today's tokens (64 hex digits) are kept inline, like `APNSID`: a job's token allocates
-/// nothing and counts no reference on its way through the fetch, I/O and completion threads.
+/// nothing and counts no reference on its way through fetching, sending and recording.
 /// A longer one is kept as a String.
 public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
     // Internal for the inlinable `withHex`: unspecialized, it went through a generic thunk

@@ -34,8 +34,8 @@ public final class Job: @unchecked Sendable {
     public var payload: ArraySlice<UInt8> { rendered.map { $0[...] } ?? raw[payloadRange] }
     /// The same bytes, lent without a reference count, for the hot path (the I/O thread sends
     /// from them). Valid while the job lives: it holds both buffers, and neither ever changes.
-    /// A slice held a second reference on the buffer a batch's jobs share, which the fetch,
-    /// I/O and completion threads each counted.
+    /// A slice held a second reference on the buffer a batch's jobs share, which fetching,
+    /// sending and recording each counted.
     public let payloadBytes: UnsafeRawBufferPointer
     private let payloadRange: Range<Int>
     private let rendered: [UInt8]?

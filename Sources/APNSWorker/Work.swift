@@ -2,11 +2,11 @@ import APNSCore
 
 /// One fetch's jobs as the completer sees them: the batch's id in Redis and how many of its
 /// jobs are not yet acked. When none are left, the batch's keys go.
-final class TakenBatch: @unchecked Sendable { // made by a fetcher (I/O thread), then the completer's alone
+final class TakenBatch: @unchecked Sendable { // an I/O thread's alone: its fetcher makes it, its completer acks it
     let id: String
     /// Fetch order within this process: a later batch has a higher number.
     let number: Int
-    /// Jobs not yet acked (completion thread only).
+    /// Jobs not yet acked.
     var unfinished: Int
 
     init(id: String, number: Int, jobs: Int) {

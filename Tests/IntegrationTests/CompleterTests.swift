@@ -78,9 +78,9 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["LLEN", keys.jobs]).integer, 2)
     }
 
-    /// Recorded jobs are kept for the fetch thread, which allocated them, and freed only when it
-    /// drops them: the completer holds no reference of its own to them. The fetch thread frees
-    /// them one at a time.
+    /// Recorded jobs are kept for the fetcher, which allocated them, and freed only when it
+    /// drops them: the completer holds no reference of its own to them. The fetcher frees them
+    /// one at a time.
     func testRecordedJobsAreFreedByWhoeverDropsThem() throws {
         let rig = try OneBatch(self, jobs: 2)
         defer { rig.close() }
