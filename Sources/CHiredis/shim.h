@@ -21,23 +21,27 @@ static inline redisContext *apnsw_redis_connect_unix(const char *path, long time
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     return redisConnectUnixWithTimeout(path, tv);
 }
-/// Sends a formatted command (or many) straight from the caller's buffer: hiredis 0.14 would
-/// copy it into its output buffer, grown from empty for each call, before the same write.
-/// Falls back to that copy if hiredis still holds unsent bytes. An error leaves the context
-/// in error, as hiredis's own write would.
-static inline int apnsw_redis_send(redisContext *c, const char *buf, size_t len) {
+/// Sends formatted commands straight from the caller's buffer, as far as the socket takes them:
+/// hiredis 0.14 would copy them into its output buffer, grown from empty for each call, before
+/// the same write. What hiredis still holds goes first, so then the commands are copied after
+/// it; so is what a non-blocking socket does not take now, and everything before a non-blocking
+/// connect has finished (`connected` 0), for `redisBufferWrite`. An error leaves the context in
+/// error, as hiredis's own write would.
+static inline int apnsw_redis_send(redisContext *c, const char *buf, size_t len, int connected) {
     if (c->err) return REDIS_ERR;
-    if (sdslen(c->obuf) > 0) return redisAppendFormattedCommand(c, buf, len);
     size_t done = 0;
-    while (done < len) {
-        ssize_t n = write(c->fd, buf + done, len - done);
-        if (n > 0) { done += (size_t)n; continue; }
-        if (n < 0 && errno == EINTR) continue;
-        c->err = REDIS_ERR_IO;
-        snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? strerror(errno) : "write returned 0");
-        return REDIS_ERR;
+    if (connected && sdslen(c->obuf) == 0) {
+        while (done < len) {
+            ssize_t n = write(c->fd, buf + done, len - done);
+            if (n > 0) { done += (size_t)n; continue; }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno == EAGAIN && !(c->flags & REDIS_BLOCK)) break;
+            c->err = REDIS_ERR_IO;
+            snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? strerror(errno) : "write returned 0");
+            return REDIS_ERR;
+        }
     }
-    return REDIS_OK;
+    return done < len ? redisAppendFormattedCommand(c, buf + done, len - done) : REDIS_OK;
 }
 static inline int apnsw_redis_set_timeout(redisContext *c, long timeout_ms) {
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
@@ -309,26 +313,6 @@ static inline int apnsw_redis_connect_result(redisContext *c) {
     c->err = REDIS_ERR_IO;
     snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(err));
     return REDIS_ERR;
-}
-
-/// Queues formatted commands on a non-blocking context: written straight from `buf` as far as
-/// the socket takes them when nothing else waits (and `connected`), the rest copied into
-/// hiredis's output buffer for `redisBufferWrite`.
-static inline int apnsw_redis_send_nonblock(redisContext *c, const char *buf, size_t len, int connected) {
-    if (c->err) return REDIS_ERR;
-    size_t done = 0;
-    if (connected && sdslen(c->obuf) == 0) {
-        while (done < len) {
-            ssize_t n = write(c->fd, buf + done, len - done);
-            if (n > 0) { done += (size_t)n; continue; }
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && errno == EAGAIN) break;
-            c->err = REDIS_ERR_IO;
-            snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? strerror(errno) : "write returned 0");
-            return REDIS_ERR;
-        }
-    }
-    return done < len ? redisAppendFormattedCommand(c, buf + done, len - done) : REDIS_OK;
 }
 
 /// Bytes of commands waiting in hiredis's output buffer.

@@ -143,7 +143,7 @@ public final class RedisConnection {
     func appendEncoded(_ resp: [UInt8]) throws(RedisError) {
         let rc = resp.withUnsafeBufferPointer { b in
             b.withMemoryRebound(to: CChar.self) {
-                $0.count >= 16 * 1024 ? apnsw_redis_send(context, $0.baseAddress, $0.count)
+                $0.count >= 16 * 1024 ? apnsw_redis_send(context, $0.baseAddress, $0.count, 1)
                                       : redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
             }
         }

@@ -70,16 +70,11 @@ public final class RedisPipe {
     /// Whether sent commands still await replies.
     public var isWaiting: Bool { next < groups.count }
 
-    /// Queues `commands` as one group (sent by `writable()`).
+    /// Queues `commands` as one group (as `send(resp:commands:skipping:)` does).
     public func send(_ commands: [RedisArgs], skipping: Int = 0) throws(RedisError) {
-        for args in commands {
-            args.encode(into: &encoded)
-            let rc = encoded.withUnsafeBufferPointer { b in
-                b.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
-            }
-            guard rc == REDIS_OK else { throw .io(lastError) }
-        }
-        groups.append(Group(skipped: skipping, kept: commands.count - skipping))
+        encoded.removeAll(keepingCapacity: true)
+        for args in commands { args.encode(appendingTo: &encoded) }
+        try send(resp: encoded, commands: commands.count, skipping: skipping)
     }
 
     /// Queues commands already in RESP as one group: `commands` of them, the first `skipping`
@@ -87,7 +82,7 @@ public final class RedisPipe {
     /// straight from `resp` (a completion's transaction is hundreds of kilobytes).
     func send(resp: [UInt8], commands: Int, skipping: Int) throws(RedisError) {
         let rc = resp.withUnsafeBufferPointer { b in
-            b.withMemoryRebound(to: CChar.self) { apnsw_redis_send_nonblock(context, $0.baseAddress, $0.count, isConnected ? 1 : 0) }
+            b.withMemoryRebound(to: CChar.self) { apnsw_redis_send(context, $0.baseAddress, $0.count, isConnected ? 1 : 0) }
         }
         guard rc == REDIS_OK else { throw .io(lastError) }
         groups.append(Group(skipped: skipping, kept: commands - skipping))
@@ -127,10 +122,9 @@ public final class RedisPipe {
             if scanned == 0 { return nil }
             if skipping {
                 if summary.pointee.errors > 0 {
-                    let message = withUnsafeBytes(of: summary.pointee.first_error) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
                     groups.removeAll(); next = 0; isMidGroup = false
                     // The server's message never holds the password; ours names only the endpoint.
-                    throw .server(group.handshake ? "authentication to \(endpoint) failed" : message)
+                    throw .server(group.handshake ? "authentication to \(endpoint) failed" : summary.pointee.firstError)
                 }
                 skippedArray = summary.pointee.top_type == REDIS_REPLY_ARRAY
                 if group.kept > 0 { begin(skipping: false, count: group.kept); continue }

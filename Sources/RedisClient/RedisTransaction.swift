@@ -55,6 +55,12 @@ public struct RedisTransaction {
         count += 1
     }
 
+    /// Ends the transaction with EXEC, and appends `next` after it, to go in the same write.
+    fileprivate mutating func end(then next: [RedisArgs]) {
+        RedisArgs(["EXEC"]).encode(appendingTo: &encoded)
+        for command in next { command.encode(appendingTo: &encoded) }
+    }
+
     /// `$ddd\r\n`: where a bulk string's header goes before its length is known.
     private static let placeholder: [UInt8] = Array("$000\r\n".utf8)
 }
@@ -71,8 +77,7 @@ extension RedisConnection {
     /// Runs `transaction`, then `next` in the same write: one round trip. Returns whether the
     /// transaction ran, and each of `next`'s replies as an integer (nil if it is not one).
     public func exec(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) -> (ran: Bool, next: [Int64?]) {
-        RedisArgs(["EXEC"]).encode(appendingTo: &t.encoded)
-        for command in next { command.encode(appendingTo: &t.encoded) }
+        t.end(then: next)
         try appendEncoded(t.encoded)
         var summary = apnsw_reply_summary()
         // MULTI, each command's QUEUED, EXEC
@@ -84,8 +89,7 @@ extension RedisConnection {
             answers.append(summary.top_type == REDIS_REPLY_INTEGER ? summary.top_value : nil)
         }
         if summary.errors > 0 {
-            let message = withUnsafeBytes(of: &summary.first_error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            throw .server(message)
+            throw .server(summary.firstError)
         }
         return (ran, answers)
     }
@@ -100,9 +104,15 @@ extension RedisPipe {
     /// only scanned.
     /// The transaction ends with EXEC; `removeAll()` readies it for the next one.
     public func send(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) {
-        RedisArgs(["EXEC"]).encode(appendingTo: &t.encoded)
-        for command in next { command.encode(appendingTo: &t.encoded) }
+        t.end(then: next)
         // MULTI, the commands, EXEC, then `next`
         try send(resp: t.encoded, commands: t.count + 2 + next.count, skipping: t.count + (next.isEmpty ? 1 : 2))
+    }
+}
+
+extension apnsw_reply_summary {
+    /// The first error reply's message (cut short at 159 bytes).
+    var firstError: String {
+        withUnsafeBytes(of: first_error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 }
