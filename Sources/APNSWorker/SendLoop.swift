@@ -1,7 +1,6 @@
 import APNSCore
 import Foundation
 import HTTP2TLS
-import Synchronization
 
 /// Where a send loop's decided sends go, on the loop's thread.
 protocol DecidedSink: AnyObject {
@@ -12,7 +11,7 @@ protocol DecidedSink: AnyObject {
 }
 
 /// One I/O thread: an epoll loop that owns its APNs connections (shared-nothing, DESIGN.md §1).
-/// Jobs arrive in batches from its fetcher (or through `submit`); decided sends go to `sink`
+/// Jobs arrive in batches from its fetcher (`accept`); decided sends go to `sink`
 /// one by one, and the end of each loop turn is told.
 final class SendLoop: @unchecked Sendable {
     struct Settings {
@@ -35,7 +34,6 @@ final class SendLoop: @unchecked Sendable {
     private let metrics: Metrics
     private let health: HealthState
     private let sink: DecidedSink
-    private let inbox = Mutex<[SendRequest]>([])
     private let name: String
     private var thread: Thread?
 
@@ -94,7 +92,6 @@ final class SendLoop: @unchecked Sendable {
         slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = pools.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
         // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
-        self.loop.onWake = { [unowned(unsafe) self] in self.takeInbox() }
         self.loop.afterEvents = { [unowned(unsafe) self] in self.dispatch() }
     }
 
@@ -110,12 +107,6 @@ final class SendLoop: @unchecked Sendable {
         t.name = name
         thread = t
         t.start()
-    }
-
-    /// Hands a batch to this thread. Safe from any thread.
-    func submit(_ batch: [SendRequest]) {
-        inbox.withLock { $0.adopt(batch) }
-        loop.wake()
     }
 
     /// Closes every connection, lets the completer write what it holds, and ends the thread;
@@ -134,11 +125,7 @@ final class SendLoop: @unchecked Sendable {
 
     // MARK: Loop thread
 
-    private func takeInbox() {
-        accept(inbox.withLock { q -> [SendRequest] in defer { q = [] }; return q })
-    }
-
-    /// Queues a batch for sending. Loop thread (the fetcher's routing, or the inbox).
+    /// Queues a batch for sending. Loop thread (the fetcher's routing).
     func accept(_ batch: [SendRequest]) {
         // One pool (the usual case) takes the batch whole: no reference counted per request.
         if pools.count == 1 { pending[0].append(contentsOf: batch); return }

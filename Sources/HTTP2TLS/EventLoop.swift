@@ -15,8 +15,6 @@ public final class EventLoop: @unchecked Sendable {
     private var handlers: [Int32: EventHandler] = [:]
     private var timers: [(deadline: UInt64, id: UInt64, action: () -> Void)] = []
     private var nextTimerID: UInt64 = 1
-    /// Called on the loop thread after `wake()`.
-    public var onWake: (() -> Void)?
     private let submitted = Mutex<[@Sendable () -> Void]>([])
     /// Called once per loop iteration after events are handled (e.g. to flush coalesced writes).
     public var afterEvents: (() -> Void)?
@@ -124,7 +122,6 @@ public final class EventLoop: @unchecked Sendable {
                     var value: UInt64 = 0
                     _ = read(wakeFD, &value, 8)
                     for task in submitted.withLock({ q in defer { q.removeAll() }; return q }) { task() }
-                    onWake?()
                     continue
                 }
                 guard let handler = handlers[fd] else { continue }

@@ -51,7 +51,8 @@ final class ProtocolHarness: @unchecked Sendable {
                         topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
                         attempts: [], recoveries: 0, fanout: 1)
         }
-        sendLoop.submit(requests)
+        let loop = sendLoop
+        loop.loop.execute { loop.accept(requests) }
     }
 
     /// Waits for `count` outcomes; fails the test on timeout.
