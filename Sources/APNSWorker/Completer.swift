@@ -347,12 +347,12 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         return added
     }
 
-    /// Calls `body` with each job's position and the job, borrowed where it is: a `for` loop
-    /// copies each one, counting a reference on its request (one fewer call to swift_retain per
-    /// job in callgrind; the bodies still count others, perf uprobes show).
-    private func forEachInPlace(_ batch: ArraySlice<FinishedJob>, _ body: (Int, borrowing FinishedJob) -> Void) {
+    /// Calls `body` with each job's position and the job, lent (`FinishedJob.Lent`): a job
+    /// itself, borrowed or not, was copied around the calls the body makes with it, an atomic
+    /// retain and release per job and loop (callgrind, counting `lock cmpxchg` by caller).
+    private func forEachInPlace(_ batch: ArraySlice<FinishedJob>, _ body: (Int, FinishedJob.Lent) -> Void) {
         batch.withUnsafeBufferPointer { jobs in
-            for i in jobs.indices { body(i, jobs[i]) }
+            for i in jobs.indices { body(i, jobs[i].lent) }
         }
     }
 
@@ -376,7 +376,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
             args.append(marked.groups[i] + 1)
             if let piece = marked.pieces[i] { args.append(piece) } else { args.append(f.index) }
             args.append(d.pairs[i])
-            OutcomeRecords.append(d.decisions[i], of: f, shared: d.shared[i], to: &args)
+            OutcomeRecords.append(d.decisions[i], of: f.lent, shared: d.shared[i], to: &args)
         }
         d.counters.append(to: &args)
         return args
@@ -407,7 +407,8 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
                 case .scheduled: return
                 }
             }
-            let key = SeriesKey(app: app, pushType: f.job?.pushType, status: status, reason: reason, stat: stat)
+            // The job read in place: `f.job` counted a reference on it per job.
+            let key = SeriesKey(app: app, pushType: f.unmanagedJob?._withUnsafeGuaranteedRef { $0.pushType }, status: status, reason: reason, stat: stat)
             if let r = run, r.key == key {
                 run!.count += 1
             } else {
@@ -453,7 +454,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
     /// Fan-out pieces of one handle still to come; the job is acked with its last piece.
     private var remainingPieces: [Int64: Int] = [:]
 
-    private func isLastPiece(_ f: FinishedJob) -> Bool {
+    private func isLastPiece(_ f: FinishedJob.Lent) -> Bool {
         guard f.fanout > 1 else { return true }
         let left = (remainingPieces[f.handle] ?? f.fanout) - 1
         remainingPieces[f.handle] = left == 0 ? nil : left

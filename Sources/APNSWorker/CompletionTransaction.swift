@@ -97,7 +97,12 @@ struct AckGroups {
     }
 
     private(set) var all: [Group] = []
-    private var last = -1
+    private var last = -1 {
+        didSet { lastBatch = ObjectIdentifier(all[last].batch) }
+    }
+    /// The batch of `all[last]`, to compare with: reading the batch out of the group counted a
+    /// reference on it per job.
+    private var lastBatch: ObjectIdentifier?
 
     /// Notes the outcome of job `index` of `batch`; `piece`: the token of a fan-out piece that is
     /// not the job's last (nil: the job is acked). Returns the job's group and the mark of a
@@ -113,8 +118,8 @@ struct AckGroups {
     /// `note(_:index:piece:)` for `f`: a job of the batch noted last is noted without reading its
     /// batch (reading it from the job counted a reference on it, which the I/O thread counts
     /// too).
-    mutating func note(_ f: borrowing FinishedJob, index: Int, piece: String?) -> (group: Int, piece: String?) {
-        guard last >= 0, f.isIn(all[last].batch) else { return note(f.batch, index: index, piece: piece) }
+    mutating func note(_ f: FinishedJob.Lent, index: Int, piece: String?) -> (group: Int, piece: String?) {
+        guard let lastBatch, f.isIn(lastBatch) else { return note(f.batch, index: index, piece: piece) }
         return note(index: index, piece: piece)
     }
 

@@ -21,7 +21,7 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
     private let templates: TemplateSource
     private let batchIDs: BatchIDs
     /// Where sendable jobs go: the owning loop's queue of sends (loop thread).
-    private let deliver: ([SendRequest]) -> Void
+    private let deliver: ([SendRequest?]) -> Void
     private let loop: EventLoop
     private let redis: LoopRedis
     /// Replies awaited, oldest first.
@@ -47,7 +47,7 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
     }
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
-         gate: InflightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest]) -> Void) throws {
+         gate: InflightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest?]) -> Void) throws {
         self.loop = loop
         self.keys = keys
         self.workerID = workerID
@@ -185,7 +185,7 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
     private func route(_ taken: TakenJobs, batch: TakenBatch) {
         let now = MonotonicClock.nowNanoseconds()
         let nowMs = WallClock.nowMilliseconds()
-        var sends: [SendRequest] = []
+        var sends: [SendRequest?] = [] // optional for the send loop's queue to move them out (PendingQueue)
         sends.reserveCapacity(taken.count)
         var decided: [FinishedJob] = []
         var units = 0
@@ -209,19 +209,24 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
                                                          recoveries: meta.recoveries))
                         continue
                     }
-                    func send(_ token: DeviceToken, fanout: Int) {
-                        sends.append(SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app,
-                                                 topic: topic, takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries,
-                                                 fanout: fanout))
+                    // The job is consumed by its last request: passed on, not counted once more.
+                    func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
+                        SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic,
+                                    takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout)
                     }
                     // A retried piece of a fan-out job carries its one token in its envelope.
                     if let retried = meta.token.flatMap(DeviceToken.init) {
                         units += 1
-                        send(retried, fanout: 1)
+                        sends.append(request(consume job, retried, fanout: 1))
+                    } else if job.otherTokens.isEmpty {
+                        units += 1
+                        let token = job.token
+                        sends.append(request(consume job, token, fanout: 1))
                     } else {
-                        units += job.tokenCount
-                        send(job.token, fanout: job.tokenCount)
-                        for token in job.otherTokens { send(token, fanout: job.tokenCount) }
+                        let fanout = job.tokenCount
+                        units += fanout
+                        sends.append(request(job, job.token, fanout: fanout))
+                        for token in job.otherTokens { sends.append(request(job, token, fanout: fanout)) }
                     }
                 } catch {
                     units += 1

@@ -44,7 +44,7 @@ struct OutcomeRecords {
         case failed(APNSRejection, deadDetail: String?)
     }
 
-    mutating func decide(_ f: FinishedJob, worker: String) -> Decision {
+    mutating func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
         var attempts = f.attempts.count
         if f.isDelivered { attempts += 1 } // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
@@ -58,14 +58,14 @@ struct OutcomeRecords {
     }
 
     /// Appends the outcome's kind and its two records.
-    static func append(_ d: Decision, of f: FinishedJob, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs) {
+    static func append(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs) {
         args.append(d.kind.rawValue)
         args.append { writeFirst(d, of: f, shared: shared, into: &$0) }
         args.append { writeSecond(d, of: f, shared: shared, into: &$0) }
     }
 
     /// The first record: the result (or, for a schedule, the job in its envelope).
-    static func writeFirst(_ d: Decision, of f: FinishedJob, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    static func writeFirst(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         let context = Self.context(f, shared: shared)
         switch d.plan {
         case .delivered(let id): OutcomeRecord.delivered(context, apnsID: id, attempts: d.attempts, into: &out)
@@ -76,7 +76,7 @@ struct OutcomeRecords {
 
     /// The second record: the dead letter or invalid-token record (for a schedule, its time);
     /// nothing for a delivery.
-    static func writeSecond(_ d: Decision, of f: FinishedJob, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    static func writeSecond(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         switch d.plan {
         case .delivered: break
         case .failed(let r, let detail?):
@@ -88,11 +88,11 @@ struct OutcomeRecords {
     }
 
     /// Lends the job and the shared fields: the batch holds both while its records are written.
-    private static func context(_ f: FinishedJob, shared: UnsafeBufferPointer<UInt8>) -> OutcomeRecord.Context {
+    private static func context(_ f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>) -> OutcomeRecord.Context {
         OutcomeRecord.Context(handle: f.handle, lending: f.unmanagedJob, token: f.token, shared: shared)
     }
 
-    private mutating func plan(_ f: FinishedJob, worker: String, attempts: Int) -> Plan {
+    private mutating func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
         switch f.outcome {
         case .delivered(let apnsID):
             return .delivered(apnsID: apnsID)

@@ -126,10 +126,10 @@ final class SendLoop: @unchecked Sendable {
     // MARK: Loop thread
 
     /// Queues a batch for sending. Loop thread (the fetcher's routing).
-    func accept(_ batch: [SendRequest]) {
+    func accept(_ batch: [SendRequest?]) {
         // One pool (the usual case) takes the batch whole: no reference counted per request.
         if pools.count == 1 { pending[0].append(contentsOf: batch); return }
-        for r in batch { pending[poolOf[r.app]].append(r) }
+        for case let r? in batch { pending[poolOf[r.app]].append(r) }
     }
 
     /// Fills every connection's free streams, flushes each touched connection once, and hands
@@ -313,7 +313,9 @@ private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
 
 /// A FIFO with O(1) pops from the front and pushes to the front (for resends).
 struct PendingQueue {
-    private var items: [SendRequest] = []
+    /// Optional, so that a request is moved out (`take()`): a copy counted a reference on it,
+    /// and emptying the array gave it back, two atomic operations per request.
+    private var items: [SendRequest?] = []
     private var head = 0
     private var front: [SendRequest] = []
 
@@ -323,14 +325,14 @@ struct PendingQueue {
     mutating func append(_ r: SendRequest) { items.append(r) }
 
     /// An empty queue adopts the batch's array instead of copying its references (`popFirst`
-    /// empties `items` once every item is taken).
-    mutating func append(contentsOf batch: [SendRequest]) { items.adopt(batch) }
+    /// empties `items` once every item is taken). Its requests are all there (not nil).
+    mutating func append(contentsOf batch: [SendRequest?]) { items.adopt(batch) }
     mutating func pushFront(_ r: SendRequest) { front.append(r) }
 
     mutating func popFirst() -> SendRequest? {
         if let r = front.popLast() { return r }
         guard head < items.count else { return nil }
-        let r = items[head]
+        let r = items[head].take()
         head += 1
         if head == items.count {
             items.removeAll(keepingCapacity: true)

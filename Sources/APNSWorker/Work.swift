@@ -85,6 +85,7 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
 
 /// A decided send (or a job decided before sending), on its way back to Redis. A decided send
 /// is its request, which carries the outcome: deciding allocates nothing.
+@dynamicMemberLookup
 enum FinishedJob: @unchecked Sendable { // handed over whole between threads, never shared
     case sent(SendRequest)
     case unsent(Unsent)
@@ -123,38 +124,58 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
                        outcome: outcome, attempts: attempts, recoveries: recoveries))
     }
 
-    var handle: Int64 { switch self { case .sent(let r): r.handle; case .unsent(let u): u.handle } }
-    var batch: TakenBatch { switch self { case .sent(let r): r.batch; case .unsent(let u): u.batch } }
-    func isIn(_ batch: TakenBatch) -> Bool { switch self { case .sent(let r): r.batch === batch; case .unsent(let u): u.batch === batch } }
-    var index: Int { switch self { case .sent(let r): r.index; case .unsent(let u): u.index } }
-    /// The producer's job bytes (inside any envelope).
-    var raw: ArraySlice<UInt8> { switch self { case .sent(let r): r.job.raw; case .unsent(let u): u.raw } }
-    var job: Job? { switch self { case .sent(let r): r.job; case .unsent(let u): u.job } }
-    /// The job without counting a reference on it, for a caller that holds this outcome.
-    var unmanagedJob: Unmanaged<Job>? {
+    /// The job's fields, read in place (`Lent`); `f.handle` reads `f.lent.handle`.
+    subscript<T>(dynamicMember field: KeyPath<Lent, T>) -> T { lent[keyPath: field] }
+
+    /// This job without a reference count, for a caller that holds it while it reads it.
+    var lent: Lent {
         switch self {
-        case .sent(let r): Unmanaged.passUnretained(r.job)
-        case .unsent(let u): u.job.map { Unmanaged.passUnretained($0) }
+        case .sent(let r): .sent(Unmanaged.passUnretained(r))
+        case .unsent(let u): .unsent(Unmanaged.passUnretained(u))
         }
     }
-    var token: DeviceToken? { if case .sent(let r) = self { r.token } else { nil } }
-    var appName: String? { switch self { case .sent(let r): r.appName; case .unsent(let u): u.appName } }
-    var topic: String? { switch self { case .sent(let r): r.topic; case .unsent(let u): u.topic } }
-    var outcome: Outcome { switch self { case .sent(let r): r.outcome; case .unsent(let u): u.outcome } }
-    /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
-    var isDelivered: Bool {
-        switch self {
-        case .sent(let r): if case .delivered = r.outcome { true } else { false }
-        case .unsent: false
+
+    /// A finished job lent by whoever holds it, valid while they do. A plain value: copied or
+    /// captured, it counts nothing, where the completer's loops copied each job (an atomic
+    /// retain and release per job and loop) around the calls they make with it.
+    enum Lent {
+        case sent(Unmanaged<SendRequest>)
+        case unsent(Unmanaged<Unsent>)
+
+        private func read<T>(_ sent: (SendRequest) -> T, _ unsent: (Unsent) -> T) -> T {
+            switch self {
+            case .sent(let r): r._withUnsafeGuaranteedRef(sent)
+            case .unsent(let u): u._withUnsafeGuaranteedRef(unsent)
+            }
         }
+
+        private func readSent<T>(_ sent: (SendRequest) -> T, else absent: T) -> T {
+            if case .sent(let r) = self { r._withUnsafeGuaranteedRef(sent) } else { absent }
+        }
+
+        var handle: Int64 { read({ $0.handle }, { $0.handle }) }
+        var batch: TakenBatch { read({ $0.batch }, { $0.batch }) }
+        func isIn(_ batch: ObjectIdentifier) -> Bool { read({ ObjectIdentifier($0.batch) == batch }, { ObjectIdentifier($0.batch) == batch }) }
+        var index: Int { read({ $0.index }, { $0.index }) }
+        /// The producer's job bytes (inside any envelope).
+        var raw: ArraySlice<UInt8> { read({ $0.job.raw }, { $0.raw }) }
+        var job: Job? { read({ $0.job }, { $0.job }) }
+        /// The job without counting a reference on it.
+        var unmanagedJob: Unmanaged<Job>? { read({ Unmanaged.passUnretained($0.job) }, { $0.job.map { Unmanaged.passUnretained($0) } }) }
+        var token: DeviceToken? { readSent({ $0.token }, else: nil) }
+        var appName: String? { read({ $0.appName }, { $0.appName }) }
+        var topic: String? { read({ $0.topic }, { $0.topic }) }
+        var outcome: Outcome { read({ $0.outcome }, { $0.outcome }) }
+        /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
+        var isDelivered: Bool { readSent({ if case .delivered = $0.outcome { true } else { false } }, else: false) }
+        var attempts: [OutcomeRecord.Attempt] { read({ $0.attempts }, { $0.attempts }) }
+        var recoveries: Int { read({ $0.recoveries }, { $0.recoveries }) }
+        var fanout: Int { readSent({ $0.fanout }, else: 1) }
+        /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
+        var takenAtNs: UInt64 { readSent({ $0.takenAtNs }, else: 0) }
+        var sentAtNs: UInt64 { readSent({ $0.sentAtNs }, else: 0) }
+        var answeredAtNs: UInt64 { readSent({ $0.answeredAtNs }, else: 0) }
     }
-    var attempts: [OutcomeRecord.Attempt] { switch self { case .sent(let r): r.attempts; case .unsent(let u): u.attempts } }
-    var recoveries: Int { switch self { case .sent(let r): r.recoveries; case .unsent(let u): u.recoveries } }
-    var fanout: Int { if case .sent(let r) = self { r.fanout } else { 1 } }
-    /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
-    var takenAtNs: UInt64 { if case .sent(let r) = self { r.takenAtNs } else { 0 } }
-    var sentAtNs: UInt64 { if case .sent(let r) = self { r.sentAtNs } else { 0 } }
-    var answeredAtNs: UInt64 { if case .sent(let r) = self { r.answeredAtNs } else { 0 } }
 }
 
 extension Array {

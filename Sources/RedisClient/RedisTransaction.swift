@@ -35,7 +35,8 @@ public struct RedisTransaction {
         // Lent, not passed: append(contentsOf:) takes an array argument owned, a retain per call.
         prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
         let header = encoded.count
-        encoded.append(contentsOf: RedisTransaction.placeholder)
+        // Lent too: the static array passed to append(contentsOf:) was retained and released per record.
+        RedisTransaction.placeholder.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
         let start = encoded.count
         body(&encoded)
         let length = encoded.count - start

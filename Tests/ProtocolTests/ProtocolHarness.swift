@@ -68,12 +68,12 @@ final class ProtocolHarness: @unchecked Sendable {
 
 extension FinishedJob {
     var deliveredID: String? {
-        if case .delivered(let id) = outcome { return id.description }
+        if case .delivered(let id) = self.outcome { return id.description }
         return nil
     }
 
     var rejection: APNSRejection? {
-        if case .rejected(let r) = outcome { return r }
+        if case .rejected(let r) = self.outcome { return r }
         return nil
     }
 }
