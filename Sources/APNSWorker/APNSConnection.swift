@@ -145,19 +145,27 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         // The loop's time read through the connection: a local reference to the loop counted one.
         guard let nowNs = http?.loop.iterationNs else { return }
         lastReadMs = nowNs / 1_000_000
-        // A closure that keeps the request past a close returns a reference of its own.
-        let refused = streams[stream]?._withUnsafeGuaranteedRef { s -> SendRequest? in
-            guard s.status != 0 else { return nil }
+        guard let lent = streams[stream] else { return }
+        let status = lent._withUnsafeGuaranteedRef { s -> Int in
+            guard s.status != 0 else { return 0 }
             s.answered = true
             s.answeredAtNs = nowNs
-            guard s.status != 200 else {
-                budget.succeeded()
-                withOwner { $0.finished(s, outcome: .delivered(apnsID: s.apnsID.isEmpty ? APNSID(s.job.apnsID ?? "") : s.apnsID)) }
-                return nil
-            }
-            return s // a reference of its own: handling a rejection may close this connection's streams
+            return s.status
         }
-        guard let s = refused ?? nil else { return }
+        guard status != 0 else { return }
+        if status == 200 {
+            budget.succeeded()
+            // The table's reference goes on with the outcome, moved (`take`), never counted.
+            var delivered = streams.handOver(stream)
+            withOwner { owner in
+                let s = delivered.take()!
+                let id = s.apnsID.isEmpty ? APNSID(s.job.apnsID ?? "") : s.apnsID
+                owner.finished(s, outcome: .delivered(apnsID: id))
+            }
+            return
+        }
+        // A reference of its own: handling a rejection may close this connection's streams.
+        let s = lent.takeUnretainedValue()
         let now = http?.loop.iterationWallMs ?? WallClock.nowMilliseconds()
         let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID.isEmpty ? nil : s.apnsID.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
@@ -177,9 +185,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
-        guard let s = streams.close(stream) else { return }
+        let (wasOpen, request) = streams.close(stream)
+        guard wasOpen else { return }
         budget.closed()
-        if !s.answered {
+        if let s = request, !s.answered {
             // Refused, cut by GOAWAY, cancelled on timeout or reset: never processed, send again.
             withOwner { $0.resend(s) }
         }

@@ -82,7 +82,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
 
     /// Each decided send is queued as it is decided: gathering a turn's in an array of their own
     /// and appending that to the queue counted a reference per job more.
-    func add(_ decided: FinishedJob) { queue.append(decided) }
+    func add(_ decided: consuming FinishedJob) { queue.append(decided) }
 
     func turnEnded(decided: Int) {
         gate.answered(decided)

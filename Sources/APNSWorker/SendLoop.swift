@@ -5,7 +5,7 @@ import HTTP2TLS
 /// Where a send loop's decided sends go, on the loop's thread.
 protocol DecidedSink: AnyObject {
     /// One send decided: its outcome goes to Redis.
-    func add(_ decided: FinishedJob)
+    func add(_ decided: consuming FinishedJob)
     /// A loop turn ended in which `decided` sends were decided.
     func turnEnded(decided: Int)
 }
@@ -265,11 +265,13 @@ final class SendLoop: @unchecked Sendable {
     /// A send's entry in `freeResends`: its job's handle and its token (a fan-out job has many).
     private static func resendKey(_ r: SendRequest) -> String { "\(r.handle)/\(r.token.hex)" }
 
-    func finished(_ r: SendRequest, outcome: Outcome) {
-        breakers[poolOf[r.app]].succeeded()
-        if case .delivered = outcome { deliveredApps[r.app] = true }
+    /// `r` is consumed: its reference goes on with the outcome.
+    func finished(_ r: consuming SendRequest, outcome: Outcome) {
+        let app = r.app
+        breakers[poolOf[app]].succeeded()
+        if case .delivered = outcome { deliveredApps[app] = true }
         if !freeResends.isEmpty { freeResends[Self.resendKey(r)] = nil }
-        sink.add(r.decide(outcome, appName: apps[r.app].name))
+        sink.add(r.decide(outcome, appName: apps[app].name))
         decidedThisTurn += 1
     }
 

@@ -67,7 +67,7 @@ final class SendRequest: @unchecked Sendable { // handed over whole between thre
     }
 
     /// The send is decided: the request becomes its own outcome record.
-    func decide(_ outcome: Outcome, appName: String) -> FinishedJob {
+    consuming func decide(_ outcome: Outcome, appName: String) -> FinishedJob {
         self.outcome = outcome
         self.appName = appName
         return .sent(self)

@@ -13,7 +13,7 @@ final class ProtocolHarness: @unchecked Sendable {
     let sendLoop: SendLoop
     private final class Outcomes: DecidedSink, @unchecked Sendable {
         let list = Mutex<[FinishedJob]>([])
-        func add(_ decided: FinishedJob) { list.withLock { $0.append(decided) } }
+        func add(_ decided: consuming FinishedJob) { list.withLock { [decided] in $0.append(decided) } }
         func turnEnded(decided: Int) {}
     }
     private let finished = Outcomes()
