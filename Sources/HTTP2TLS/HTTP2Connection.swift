@@ -25,7 +25,7 @@ public final class HTTP2Connection: EventHandler {
     /// reference counted once per use, several times per response.
     public unowned(unsafe) let loop: EventLoop
     private unowned(unsafe) let delegate: HTTP2ConnectionDelegate
-    private var output: [UInt8] = []
+    private var output = OutputBuffer(capacity: HTTP2Connection.writeTarget * 2)
     private var outputOffset = 0
     private var waitingForWritable = false
     private static let writeTarget = 32 * 1024
@@ -45,7 +45,6 @@ public final class HTTP2Connection: EventHandler {
         self.loop = loop
         self.delegate = delegate
         state = .connecting
-        output.reserveCapacity(HTTP2Connection.writeTarget * 2)
         session = try HTTP2Session(isServer: false, delegate: delegate)
         try loop.register(fd: fd, handler: self, writable: true)
         waitingForWritable = true
@@ -59,7 +58,6 @@ public final class HTTP2Connection: EventHandler {
         self.loop = loop
         self.delegate = delegate
         state = .handshaking
-        output.reserveCapacity(HTTP2Connection.writeTarget * 2)
         session = try HTTP2Session(isServer: true, delegate: delegate, maxConcurrentStreams: maxConcurrentStreams, answerPings: answerPings)
         try loop.register(fd: fd, handler: self, writable: false)
     }
@@ -128,12 +126,12 @@ public final class HTTP2Connection: EventHandler {
         guard state == .open else { return }
         while true {
             if outputOffset == output.count {
-                output.removeAll(keepingCapacity: true)
+                output.removeAll()
                 outputOffset = 0
                 try session.produce(into: &output, target: HTTP2Connection.writeTarget)
                 if output.isEmpty { break }
             }
-            let result = try output.withUnsafeBytes { try tls.write(UnsafeRawBufferPointer(rebasing: $0[outputOffset...])) }
+            let result = try tls.write(output.bytes(from: outputOffset))
             switch result {
             case .bytes(let n):
                 outputOffset += n

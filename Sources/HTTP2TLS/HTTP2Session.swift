@@ -230,13 +230,13 @@ public final class HTTP2Session {
 
     /// Appends pending frames to `out` until it holds at least `target` bytes or nothing is left.
     /// Chunks from nghttp2 stay valid only until the next call, so each is copied.
-    public func produce(into out: inout [UInt8], target: Int) throws(ProtocolError) {
+    func produce(into out: inout OutputBuffer, target: Int) throws(ProtocolError) {
         while out.count < target {
             var chunk: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &chunk)
             if n < 0 { throw ProtocolError(code: Int32(n), operation: "writing HTTP/2 frames") }
             if n == 0 { return }
-            out.append(contentsOf: UnsafeBufferPointer(start: chunk, count: n))
+            out.append(UnsafeRawBufferPointer(start: chunk, count: n))
         }
     }
 

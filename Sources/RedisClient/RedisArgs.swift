@@ -87,15 +87,21 @@ public struct RedisArgs {
         }
     }
 
-    /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:writing:)`.
+    /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:writing:)`,
+    /// followed by the header of the last argument with room for its length (`$000\r\n`): the
+    /// two go into a transaction in one append.
     public struct Prefix {
         let resp: [UInt8]
+        static let lengthRoom = 3
     }
 
     /// These arguments as the start of a command that has one more.
     public var prefix: Prefix {
         var resp: [UInt8] = []
         encode(appendingTo: &resp, more: 1)
+        resp.append(UInt8(ascii: "$"))
+        resp.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: Prefix.lengthRoom))
+        resp.append(contentsOf: [13, 10])
         return Prefix(resp: resp)
     }
 

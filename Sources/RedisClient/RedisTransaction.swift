@@ -33,15 +33,14 @@ public struct RedisTransaction {
     /// mostly 100-999 bytes).
     public mutating func append(prefix: RedisArgs.Prefix, writing body: (inout [UInt8]) -> Void) {
         // Lent, not passed: append(contentsOf:) takes an array argument owned, a retain per call.
+        // The prefix ends with the last argument's header (`$000\r\n`).
         prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
-        let header = encoded.count
-        // Lent too: the static array passed to append(contentsOf:) was retained and released per record.
-        RedisTransaction.placeholder.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
+        let room = RedisArgs.Prefix.lengthRoom + 3
+        let header = encoded.count - room
         let start = encoded.count
         body(&encoded)
         let length = encoded.count - start
         RedisArgs.withDecimal(length, before: UInt8(ascii: "$"), after: true) { digits in
-            let room = RedisTransaction.placeholder.count
             if digits.count < room {
                 encoded.removeSubrange(header..<(header + room - digits.count))
             } else if digits.count > room {
@@ -62,8 +61,6 @@ public struct RedisTransaction {
         for command in next { command.encode(appendingTo: &encoded) }
     }
 
-    /// `$ddd\r\n`: where a bulk string's header goes before its length is known.
-    private static let placeholder: [UInt8] = Array("$000\r\n".utf8)
 }
 
 extension RedisConnection {
