@@ -384,6 +384,10 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
 
     private struct SeriesKey: Hashable {
         let app: String, pushType: PushType?, status: Int, reason: String, stat: OutcomeRecords.Stat
+
+        func matches(app: String, pushType: PushType?, status: Int, reason: String, stat: OutcomeRecords.Stat) -> Bool {
+            self.stat == stat && self.status == status && self.pushType == pushType && self.app == app && self.reason == reason
+        }
     }
 
     /// Counts the batch locally, then records it under one lock: labels are built per series,
@@ -392,7 +396,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
     private func count(_ batch: ArraySlice<FinishedJob>, _ decisions: [OutcomeRecords.Decision]) {
         let now = MonotonicClock.nowNanoseconds()
         var series: [SeriesKey: Int] = [:]
-        var run: (key: SeriesKey, count: Int)?
+        var runKey: SeriesKey?, runCount = 0
         var latencies: [AppLatencies] = []
         var current = -1
         forEachInPlace(batch) { i, f in
@@ -408,12 +412,14 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
                 }
             }
             // The job read in place: `f.job` counted a reference on it per job.
-            let key = SeriesKey(app: app, pushType: f.unmanagedJob?._withUnsafeGuaranteedRef { $0.pushType }, status: status, reason: reason, stat: stat)
-            if let r = run, r.key == key {
-                run!.count += 1
+            let pushType = f.unmanagedJob?._withUnsafeGuaranteedRef { $0.pushType }
+            // Compared in place: building a key per job copied and destroyed its strings.
+            if runKey?.matches(app: app, pushType: pushType, status: status, reason: reason, stat: stat) == true {
+                runCount += 1
             } else {
-                if let r = run { series[r.key, default: 0] += r.count }
-                run = (key, 1)
+                if let key = runKey { series[key, default: 0] += runCount }
+                runKey = SeriesKey(app: app, pushType: pushType, status: status, reason: reason, stat: stat)
+                runCount = 1
             }
             guard f.takenAtNs > 0 else { return }
             if current < 0 || latencies[current].app != app {
@@ -423,7 +429,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
             if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.observe(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
             if now >= f.takenAtNs { latencies[current].totals.observe(Double(now - f.takenAtNs) / 1e9) }
         }
-        if let r = run { series[r.key, default: 0] += r.count }
+        if let key = runKey { series[key, default: 0] += runCount }
         metrics.record { m in
             for (k, n) in series {
                 let v = Double(n)

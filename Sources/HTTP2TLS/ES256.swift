@@ -8,7 +8,13 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) and checks it is a P-256 EC key.
     public init(pem: [UInt8]) throws(OpenSSLError) {
-        pkey = try readKey(pem, operation: "reading the .p8 key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
+        if let key = pem.withUnsafeBufferPointer({ apnsw_read_ec_private_key_pem($0.baseAddress, $0.count) }) {
+            pkey = key
+        } else {
+            // Not an EC key: read it as any key, for the error that says what it is.
+            OpenSSLError.clear()
+            pkey = try readKey(pem, operation: "reading the .p8 key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
+        }
         try requireP256(pkey, "the .p8 key")
     }
 
@@ -79,9 +85,10 @@ private func readKey(_ pem: [UInt8], operation: String, _ read: (OpaquePointer) 
     return key
 }
 
+/// Called once the key is stored: the object's deinit frees it when this throws (freeing it here
+/// too freed it twice).
 private func requireP256(_ pkey: OpaquePointer, _ what: String) throws(OpenSSLError) {
     guard EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC, EVP_PKEY_get_bits(pkey) == 256 else {
-        EVP_PKEY_free(pkey)
         throw OpenSSLError(operation: "loading \(what)", details: "not an EC P-256 key (APNs needs ES256)")
     }
 }
