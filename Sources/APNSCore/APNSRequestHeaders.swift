@@ -1,6 +1,6 @@
 /// Where request headers go: nghttp2's header list in production, an array in tests. Names are
 /// lowercase literals, which live as long as the program: nghttp2 sends them without a copy.
-public protocol HeaderSink {
+public protocol HeaderSink: ~Copyable {
     /// A value the sink keeps for the requests that follow (`APNSRequestHeaders.Shared`).
     associatedtype Kept
     mutating func keep(_ value: String) -> Kept
@@ -31,7 +31,7 @@ public enum APNSRequestHeaders {
                    priorityValue: Kept?
 
         @usableFromInline
-        init<S: HeaderSink>(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
+        init<S: HeaderSink & ~Copyable>(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
                             keptIn sink: inout S) where S.Kept == Kept {
             self.authority = authority
             self.bearer = bearer
@@ -56,7 +56,7 @@ public enum APNSRequestHeaders {
 
     /// Keeps the shared values in `sink`. `bearer`: the JWT, nil with certificate authentication.
     @inlinable
-    public static func share<S: HeaderSink>(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
+    public static func share<S: HeaderSink & ~Copyable>(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
                                             into sink: inout S) -> Shared<S.Kept> {
         Shared(authority: authority, bearer: bearer, pushType: pushType, topic: topic, priority: priority, keptIn: &sink)
     }
@@ -67,7 +67,7 @@ public enum APNSRequestHeaders {
     /// goes out as a literal in every request, as Apple's "Sending notification requests" page
     /// asks (§2.3), and is Huffman-coded each time.
     @inlinable
-    public static func write<S: HeaderSink>(job: Job, token: DeviceToken, shared: Shared<S.Kept>, into sink: inout S) {
+    public static func write<S: HeaderSink & ~Copyable>(job: Job, token: DeviceToken, shared: Shared<S.Kept>, into sink: inout S) {
         sink.add(":method", kept: shared.method, sensitive: false)
         sink.add(":scheme", kept: shared.scheme, sensitive: false)
         token.withHex { sink.add(":path", "/3/device/", utf8: $0, sensitive: true) }
@@ -82,7 +82,7 @@ public enum APNSRequestHeaders {
     }
 
     /// The headers of one request on their own, with nothing shared before.
-    public static func write<S: HeaderSink>(job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S) {
+    public static func write<S: HeaderSink & ~Copyable>(job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S) {
         let shared = share(authority: authority, bearer: bearer, pushType: job.pushType, topic: topic, priority: job.priority, into: &sink)
         write(job: job, token: token, shared: shared, into: &sink)
     }

@@ -52,7 +52,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         let now = http.loop.iterationNs
         let authority = app.configuration.endpoint.serverName, bearer = authorization?.token
         if let authorization { jwtGeneration = authorization.generation }
-        var headers = HeaderList.unreserved, shared = self.shared
+        var headers = HeaderList(unreserved: ()), shared = self.shared
         swap(&headers, &self.headers)
         defer { swap(&headers, &self.headers); self.shared = shared }
         var opened = 0

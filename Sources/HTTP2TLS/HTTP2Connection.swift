@@ -25,7 +25,7 @@ public final class HTTP2Connection: EventHandler {
     /// reference counted once per use, several times per response.
     public unowned(unsafe) let loop: EventLoop
     private unowned(unsafe) let delegate: HTTP2ConnectionDelegate
-    private var output = OutputBuffer(capacity: HTTP2Connection.writeTarget * 2)
+    private var output = ByteBuffer(capacity: HTTP2Connection.writeTarget * 2)
     private var outputOffset = 0
     private var waitingForWritable = false
     private static let writeTarget = 32 * 1024

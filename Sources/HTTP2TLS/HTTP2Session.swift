@@ -158,7 +158,7 @@ public final class HTTP2Session {
 
     /// Queues a request; returns its stream id. The body's bytes are read when frames are
     /// written: the caller keeps `body`'s storage alive and unchanged until the stream closes.
-    public func submitRequest(_ headers: HeaderList, body: UnsafeRawBufferPointer) throws(ProtocolError) -> Int32 {
+    public func submitRequest(_ headers: borrowing HeaderList, body: UnsafeRawBufferPointer) throws(ProtocolError) -> Int32 {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let session = session // a closure that read self's property retained self, per request
         let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
@@ -168,7 +168,7 @@ public final class HTTP2Session {
     }
 
     /// Queues a response; a nil body ends the stream with the HEADERS frame.
-    public func submitResponse(stream: Int32, _ headers: HeaderList, body: [UInt8]?) {
+    public func submitResponse(stream: Int32, _ headers: borrowing HeaderList, body: [UInt8]?) {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let rc: Int32, session = session
         if let body {
@@ -230,7 +230,7 @@ public final class HTTP2Session {
 
     /// Appends pending frames to `out` until it holds at least `target` bytes or nothing is left.
     /// Chunks from nghttp2 stay valid only until the next call, so each is copied.
-    func produce(into out: inout OutputBuffer, target: Int) throws(ProtocolError) {
+    func produce(into out: inout ByteBuffer, target: Int) throws(ProtocolError) {
         while out.count < target {
             var chunk: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &chunk)

@@ -3,26 +3,25 @@ import APNSCore
 
 /// Header fields for one HTTP/2 request or response, kept in one contiguous buffer so that
 /// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.
-public struct HeaderList {
+/// Not copyable: it owns its buffer.
+public struct HeaderList: ~Copyable {
     /// The values, end to end; names are literals and stay where the program keeps them.
     /// The first `keptEnd` bytes are kept values (`keep(_:)`), which `clear()` leaves.
-    private var storage: [UInt8] = []
+    private var storage: ByteBuffer
     private var keptEnd = 0
     private var entries: [(name: StaticString, value: Range<Int>, sensitive: Bool)] = []
 
     public init() {
-        storage.reserveCapacity(1024)
+        storage = ByteBuffer(capacity: 1024)
         entries.reserveCapacity(12)
     }
 
-    /// A list with no buffers yet, to swap a reused one in and out of a property.
-    public static var unreserved: HeaderList { HeaderList(reserving: false) }
-
-    private init(reserving: Bool) {}
+    /// A list with the least of buffers, to swap a reused one in and out of a property.
+    public init(unreserved: Void) { storage = ByteBuffer(capacity: 0) }
 
     /// Empties the list for the next request; kept values stay in the buffer.
     public mutating func clear() {
-        storage.removeLast(storage.count - keptEnd)
+        storage.truncate(to: keptEnd)
         entries.removeAll(keepingCapacity: true)
     }
 
@@ -69,7 +68,7 @@ public struct HeaderList {
         Self.check(name)
         let v0 = storage.count
         append(prefix)
-        storage.append(contentsOf: value)
+        storage.append(UnsafeRawBufferPointer(value))
         entries.append((name, v0..<storage.count, sensitive))
     }
 
@@ -80,25 +79,23 @@ public struct HeaderList {
 
     /// Copies a string's bytes in one go; `append(contentsOf: s.utf8)` would go byte by byte.
     private mutating func append(_ text: String) {
-        text.withUTF8Bytes { storage.append(contentsOf: $0) }
+        text.withUTF8Bytes { storage.append(UnsafeRawBufferPointer($0)) }
     }
 
     public var count: Int { entries.count }
 
     /// The fields as nghttp2's array, built on the stack: one request costs no allocation here.
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        storage.withUnsafeBufferPointer { buf in
-            // nghttp2 takes mutable pointers but only reads through them.
-            let base = UnsafeMutablePointer(mutating: buf.baseAddress!)
-            return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: entries.count) { nva in
-                for (i, e) in entries.enumerated() {
-                    var flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
-                    if e.sensitive { flags |= UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) }
-                    nva.initializeElement(at: i, to: nghttp2_nv(name: UnsafeMutablePointer(mutating: e.name.utf8Start), value: base + e.value.lowerBound,
-                                                                namelen: e.name.utf8CodeUnitCount, valuelen: e.value.count, flags: flags))
-                }
-                return body(UnsafePointer(nva.baseAddress!), entries.count)
+        // nghttp2 takes mutable pointers but only reads through them.
+        let base = UnsafeMutablePointer(mutating: storage.bytes().baseAddress!.assumingMemoryBound(to: UInt8.self))
+        return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: entries.count) { nva in
+            for (i, e) in entries.enumerated() {
+                var flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
+                if e.sensitive { flags |= UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) }
+                nva.initializeElement(at: i, to: nghttp2_nv(name: UnsafeMutablePointer(mutating: e.name.utf8Start), value: base + e.value.lowerBound,
+                                                            namelen: e.name.utf8CodeUnitCount, valuelen: e.value.count, flags: flags))
             }
+            return body(UnsafePointer(nva.baseAddress!), entries.count)
         }
     }
 }
