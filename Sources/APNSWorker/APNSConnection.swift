@@ -21,6 +21,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private var jwtGeneration = 0
     private(set) var isReady = false
     private(set) var isClosed = false
+    /// The server's first SETTINGS have arrived.
+    private var settled = false
     /// Monotonic ms of the last frame received, and of an unanswered PING.
     private var lastReadMs = MonotonicClock.nowMilliseconds()
     private var pingSentMs: UInt64?
@@ -196,6 +198,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2RemoteSettings(maxConcurrentStreams: Int) {
         budget.settingsReceived(maxConcurrentStreams: maxConcurrentStreams)
+        if !settled {
+            settled = true
+            withOwner { $0.connectionSettled(self) }
+        }
     }
 
     func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {

@@ -55,6 +55,8 @@ final class SendLoop: @unchecked Sendable {
     private var touched: [APNSConnection] = []
     private var freeResends: [String: Int] = [:]
     private var breakers: [CircuitBreaker]
+    /// Pools whose connections but the first are still to open (`openRest`).
+    private var restToOpen: [Bool]
     /// Take this thread's jobs from Redis and write their outcomes, on this loop (set before
     /// `start`).
     var fetcher: Fetcher?
@@ -91,6 +93,7 @@ final class SendLoop: @unchecked Sendable {
         breakers = pools.map { _ in CircuitBreaker(pauseMs: settings.credentialPauseMs, probeTimeoutMs: settings.requestTimeoutMs + 5000) }
         slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = pools.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
+        restToOpen = pools.map { _ in true }
         // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
         self.loop.afterEvents = { [unowned(unsafe) self] in self.dispatch() }
     }
@@ -98,7 +101,11 @@ final class SendLoop: @unchecked Sendable {
     func start() {
         let t = Thread { [self] in
             nameCurrentThread(name)
-            for p in pools.indices { for s in slots[p].indices { openConnection(pool: p, slot: s) } }
+            // One connection per pool first; the rest once it has settled, to resume its TLS session.
+            for p in pools.indices {
+                openConnection(pool: p, slot: 0)
+                loop.schedule(afterMilliseconds: 1000) { [self] in openRest(pool: p) } // the first one may hang
+            }
             scheduleTimeoutScan()
             fetcher?.start()
             completer?.start()
@@ -170,8 +177,18 @@ final class SendLoop: @unchecked Sendable {
         } catch {
             logger.warning("cannot connect to APNs", ["apps": .string(poolNames[p]), "error": .string("\(error)")])
             slots[p][s] = nil
+            openRest(pool: p)
             retryConnection(pool: p, slot: s)
         }
+    }
+
+    /// Opens the pool's other connections, once: after its first has read the server's SETTINGS
+    /// (its TLS session ticket came before them), so that they resume that session, which
+    /// spares each a certificate chain to verify; or after the first failed, or took a second.
+    private func openRest(pool p: Int) {
+        guard restToOpen[p] else { return }
+        restToOpen[p] = false
+        for s in slots[p].indices.dropFirst() where slots[p][s] == nil { openConnection(pool: p, slot: s) }
     }
 
     private func retryConnection(pool p: Int, slot s: Int) {
@@ -226,6 +243,9 @@ final class SendLoop: @unchecked Sendable {
         publishGauges()
     }
 
+    /// The server's first SETTINGS arrived on `c`.
+    func connectionSettled(_ c: APNSConnection) { openRest(pool: c.poolIndex) }
+
     func connectionDraining(_ c: APNSConnection, reason: String) {
         metrics.record { $0.add("apns_goaways_total", .init(("pool", poolNames[c.poolIndex]))) }
         logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(poolNames[c.poolIndex]), "reason": .string(reason)])
@@ -236,6 +256,7 @@ final class SendLoop: @unchecked Sendable {
     }
 
     func connectionClosed(_ c: APNSConnection, error: Error?, unanswered: [SendRequest]) {
+        openRest(pool: c.poolIndex)
         for r in unanswered.reversed() { resend(r) }
         if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
         guard let s = slot(of: c) else { return }

@@ -22,6 +22,10 @@ static inline long apnsw_ssl_ctx_set_modes(SSL_CTX *ctx) {
     return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 }
 static inline void apnsw_ssl_ctx_set_read_ahead(SSL_CTX *ctx) { SSL_CTX_set_read_ahead(ctx, 1); }
+/// New client sessions go to the context's callback only (`TLSContext`), not to OpenSSL's cache.
+static inline long apnsw_ssl_ctx_cache_client_sessions(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+}
 static inline long apnsw_ssl_ctx_set_options(SSL_CTX *ctx) {
     return SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
 }

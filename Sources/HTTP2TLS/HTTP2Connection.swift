@@ -65,6 +65,9 @@ public final class HTTP2Connection: EventHandler {
     /// The client certificate's subject UID, on servers that asked for one.
     public var peerSubjectUID: String? { tls.peerSubjectUID }
 
+    /// The TLS handshake resumed a session of an earlier connection of the same context.
+    public var resumedTLSSession: Bool { tls.resumedSession }
+
     public func handleEvents(readable: Bool, writable: Bool, hangup: Bool) {
         do {
             switch state {

@@ -15,6 +15,7 @@ final class TLSStream {
             SSL_set_accept_state(ssl)
         } else {
             SSL_set_connect_state(ssl)
+            context.offerSession(to: ssl)
             if let serverName {
                 // SNI, and hostname verification of the peer certificate.
                 try OpenSSLError.check(Int32(apnsw_ssl_set_sni(ssl, serverName)), "setting SNI")
@@ -75,6 +76,9 @@ final class TLSStream {
         default: throw OpenSSLError.drain(operation)
         }
     }
+
+    /// The handshake resumed an earlier session (no certificate chain was sent or verified).
+    var resumedSession: Bool { SSL_session_reused(ssl) == 1 }
 
     /// The peer certificate's subject UID (the bundle id on APNs push certificates).
     var peerSubjectUID: String? {

@@ -193,4 +193,51 @@ final class TLSVerificationTests: XCTestCase {
         XCTAssertFalse(p.ready)
         XCTAssertNotNil(p.closedError)
     }
+
+    /// A client context keeps its connections' latest TLS session, and the next connection
+    /// resumes it while the first is still open (no certificate chain checked again), as the
+    /// worker opens a pool's connections; another context starts afresh.
+    func testALaterConnectionResumesTheContextsSession() throws {
+        final class SettledProbe: HTTP2ConnectionDelegate {
+            var resumed: Bool?
+            var settled = false
+            func connectionReady(_ c: HTTP2Connection) { resumed = c.resumedTLSSession }
+            func connectionClosed(_ c: HTTP2Connection, error: Error?) {}
+            func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
+            func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
+            func http2EndStream(_ stream: Int32) {}
+            func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
+            // The session ticket arrives before the server's SETTINGS.
+            func http2RemoteSettings(maxConcurrentStreams: Int) { settled = true }
+            func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
+        }
+        let mock = try MockFixture()
+        let loop = try EventLoop()
+        let tls = try TLSContext(clientWithCAFile: mock.files.caFile)
+        // Each connection opens once the one before it has settled, on one loop run.
+        let contexts = [tls, tls, try TLSContext(clientWithCAFile: mock.files.caFile)]
+        var probes: [SettledProbe] = [], open: [HTTP2Connection] = []
+        var failure: Error?
+        func next() {
+            guard probes.count < contexts.count else { return loop.stop() }
+            let probe = SettledProbe()
+            probes.append(probe)
+            do {
+                open.append(try HTTP2Connection(connectingTo: "127.0.0.1", port: mock.port, tls: contexts[probes.count - 1], serverName: "localhost",
+                                                loop: loop, delegate: probe))
+            } catch {
+                failure = error
+                loop.stop()
+            }
+        }
+        loop.afterEvents = { if probes.last?.settled == true { next() } }
+        loop.schedule(afterMilliseconds: 10_000) { loop.stop() }
+        next()
+        loop.run()
+        for c in open { c.shutdown(error: nil) }
+        XCTAssertNil(failure)
+        XCTAssertEqual(probes.map(\.settled), [true, true, true], "each connection got the server's SETTINGS")
+        XCTAssertEqual(probes.map(\.resumed), [false, true, false],
+                       "the first has no session to resume, the second resumes it, another context has none")
+    }
 }
