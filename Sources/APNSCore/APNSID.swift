@@ -1,5 +1,7 @@
-/// An `apns-id` as APNs sent it. Up to 40 ASCII bytes (a UUID has 36) are kept inline, so the
-/// answer to a notification allocates nothing for its id; anything else is kept as a String.
+/// An `apns-id` as APNs sent it. Up to 40 bytes that a JSON string holds as they are (ASCII, no
+/// quote, backslash or control character: a UUID has 36) are kept inline, so the answer to a
+/// notification allocates nothing for its id and its record copies it without an escape check;
+/// anything else is kept as a String.
 public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleByStringInterpolation {
     // Internal for the inlinable `withBytes` (see DeviceToken).
     @usableFromInline var words: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
@@ -14,9 +16,10 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
 
     /// The header value's bytes.
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
-        // Copied, and checked for ASCII, eight bytes at a time.
+        // Copied, and checked, eight bytes at a time.
         let inline = bytes.count <= Self.inlineCapacity && withUnsafeMutableBytes(of: &words) { out in
-            ByteWord.copy(bytes, to: out, word: { ByteWord.isASCII($0) ? $0 : nil }, byte: { $0 < 0x80 ? $0 : nil })
+            ByteWord.copy(bytes, to: out, word: { ByteWord.isASCII($0) && !ByteWord.hasJSONSpecial($0) ? $0 : nil },
+                          byte: { $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") ? $0 : nil })
         }
         guard inline else {
             words = (0, 0, 0, 0, 0)
@@ -43,6 +46,9 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
             body(UnsafeBufferPointer(start: raw.baseAddress!.assumingMemoryBound(to: UInt8.self), count: length))
         }
     }
+
+    /// The bytes are a JSON string's content as they are (kept inline), so a record copies them.
+    public var isPlainJSON: Bool { text == nil }
 
     public var description: String { text ?? withBytes { String(decoding: $0, as: UTF8.self) } }
     public var isEmpty: Bool { text?.isEmpty ?? (length == 0) }

@@ -119,7 +119,8 @@ public enum OutcomeRecord {
             w.field(literal: "status", literal: rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
             if hasID {
                 w.key(literal: "apns_id")
-                id.withBytes { w.string(utf8: $0) }
+                let plain = id.isPlainJSON
+                id.withBytes { plain ? w.string(plain: $0) : w.string(utf8: $0) }
             }
             if let rejection {
                 if rejection.status != 0 { w.field(literal: "http_status", rejection.status) }
