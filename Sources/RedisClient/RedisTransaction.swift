@@ -40,6 +40,16 @@ public struct RedisTransaction {
         let start = encoded.count
         body(&encoded)
         let length = encoded.count - start
+        // Three digits (most records): written over the room's zeros, in place.
+        if length >= 100 && length <= 999 && RedisArgs.Prefix.lengthRoom == 3 {
+            encoded[header + 1] = UInt8(ascii: "0") &+ UInt8(length / 100)
+            encoded[header + 2] = UInt8(ascii: "0") &+ UInt8(length / 10 % 10)
+            encoded[header + 3] = UInt8(ascii: "0") &+ UInt8(length % 10)
+            encoded.append(13)
+            encoded.append(10)
+            count += 1
+            return
+        }
         RedisArgs.withDecimal(length, before: UInt8(ascii: "$"), after: true) { digits in
             if digits.count < room {
                 encoded.removeSubrange(header..<(header + room - digits.count))
