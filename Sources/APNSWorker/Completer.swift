@@ -58,6 +58,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         self.loop = loop
         redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration)
+        records = OutcomeRecords(policy: configuration.retryPolicy)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
         redis.owner = self
     }
@@ -189,8 +190,9 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
             marked.groups.append(group)
             if let piece { marked.pieces[i] = piece }
             let decision = records.decide(f, worker: workerID)
-            decided.shared.append(decided.fields.fields(app: f.appName, topic: f.topic))
-            decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
+            let app = f.appName
+            decided.shared.append(decided.fields.fields(app: app, topic: f.topic))
+            decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-"))
             decided.decisions.append(decision) // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))
@@ -467,5 +469,6 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         return left == 0
     }
 
-    private lazy var records = OutcomeRecords(policy: configuration.retryPolicy)
+    /// Not lazy: a lazy property was checked for its value at each job.
+    private var records: OutcomeRecords
 }

@@ -38,14 +38,16 @@ struct OutcomeRecords {
     }
 
     fileprivate enum Plan {
-        case delivered(apnsID: APNSID)
+        /// The id is read from the job's answer when its record is written: copied here, it
+        /// was copied and destroyed once more per job.
+        case delivered
         case schedule(JobEnvelope.Meta, at: String, stat: Stat)
         /// Final and failed: a result, plus a dead letter or an invalid-token record.
         case failed(APNSRejection, deadDetail: String?)
     }
 
     mutating func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
-        var attempts = f.attempts.count
+        var attempts = f.attemptCount
         if f.isDelivered { attempts += 1 } // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
         let stat: Stat
@@ -68,7 +70,7 @@ struct OutcomeRecords {
     static func writeFirst(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         let context = Self.context(f, shared: shared)
         switch d.plan {
-        case .delivered(let id): OutcomeRecord.delivered(context, apnsID: id, attempts: d.attempts, into: &out)
+        case .delivered: f.withDeliveredID { OutcomeRecord.delivered(context, apnsID: $0, attempts: d.attempts, into: &out) }
         case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
         case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
         }
@@ -93,9 +95,10 @@ struct OutcomeRecords {
     }
 
     private mutating func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
+        if f.isDelivered { return .delivered }
         switch f.outcome {
-        case .delivered(let apnsID):
-            return .delivered(apnsID: apnsID)
+        case .delivered:
+            return .delivered
         case .scheduled(let atMs):
             return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
                              at: "=\(atMs)", stat: .scheduled)

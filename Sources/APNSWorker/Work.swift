@@ -169,6 +169,18 @@ enum FinishedJob: @unchecked Sendable { // handed over whole between threads, ne
         /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
         var isDelivered: Bool { readSent({ if case .delivered = $0.outcome { true } else { false } }, else: false) }
         var attempts: [OutcomeRecord.Attempt] { read({ $0.attempts }, { $0.attempts }) }
+        /// How many, read in place: `attempts` copies the array.
+        var attemptCount: Int { read({ $0.attempts.count }, { $0.attempts.count }) }
+        /// The id of a delivered send, lent in place (an empty one for anything else).
+        func withDeliveredID<R>(_ body: (borrowing APNSID) -> R) -> R {
+            if case .sent(let r) = self {
+                return r._withUnsafeGuaranteedRef { s in
+                    if case .delivered(let id) = s.outcome { return body(id) }
+                    return body(APNSID())
+                }
+            }
+            return body(APNSID())
+        }
         var recoveries: Int { read({ $0.recoveries }, { $0.recoveries }) }
         var fanout: Int { readSent({ $0.fanout }, else: 1) }
         /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
