@@ -18,7 +18,7 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         // Copied, and checked, eight bytes at a time.
         let inline = bytes.count <= Self.inlineCapacity && withUnsafeMutableBytes(of: &words) { out in
-            ByteWord.copy(bytes, to: out, word: { ByteWord.isASCII($0) && !ByteWord.hasJSONSpecial($0) ? $0 : nil },
+            ByteWord.copy(bytes, to: out, word: { ByteWord.firstSpecialOrNonASCII($0) == nil ? $0 : nil },
                           byte: { $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") ? $0 : nil })
         }
         guard inline else {
