@@ -215,12 +215,10 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
                                     takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout)
                     }
                     // A retried piece of a fan-out job carries its one token in its envelope.
-                    if let retried = meta.token.flatMap(DeviceToken.init) {
+                    let retried = meta.token.flatMap(DeviceToken.init)
+                    if retried != nil || job.otherTokens.isEmpty {
                         units += 1
-                        sends.append(request(consume job, retried, fanout: 1))
-                    } else if job.otherTokens.isEmpty {
-                        units += 1
-                        let token = job.token
+                        let token = retried ?? job.token
                         sends.append(request(consume job, token, fanout: 1))
                     } else {
                         let fanout = job.tokenCount

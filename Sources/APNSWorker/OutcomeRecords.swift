@@ -95,7 +95,7 @@ struct OutcomeRecords {
     }
 
     private mutating func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
-        if f.isDelivered { return .delivered }
+        if f.isDelivered { return .delivered } // read in place: `outcome` copies it
         switch f.outcome {
         case .delivered:
             return .delivered

@@ -37,8 +37,8 @@ static inline void apnsw_openssl_free(void *p) { OPENSSL_free(p); }
 static inline EVP_PKEY *apnsw_ec_p256_generate(void) { return EVP_EC_gen("P-256"); }
 
 /// An EC private key from PEM (PKCS#8 or SEC1), NULL if it is not one. Asking OpenSSL's
-/// decoders for EC keys only took a third off reading a .p8 (PEM_read_bio_PrivateKey tries
-/// every key type it knows: 10 million instructions, most of the worker's start).
+/// decoders for EC keys only took about a third off reading a .p8: PEM_read_bio_PrivateKey
+/// tries every key type it knows (10 million instructions, a third of the main thread's start).
 static inline EVP_PKEY *apnsw_read_ec_private_key_pem(const unsigned char *pem, size_t len) {
     EVP_PKEY *pkey = NULL;
     OSSL_DECODER_CTX *ctx = OSSL_DECODER_CTX_new_for_pkey(&pkey, "PEM", NULL, "EC", EVP_PKEY_KEYPAIR, NULL, NULL);

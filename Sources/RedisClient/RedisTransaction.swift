@@ -40,24 +40,21 @@ public struct RedisTransaction {
         let start = encoded.count
         body(&encoded)
         let length = encoded.count - start
-        // Three digits (most records): written over the room's zeros, in place.
         if length >= 100 && length <= 999 && RedisArgs.Prefix.lengthRoom == 3 {
+            // Three digits (most records): written over the room's zeros, in place.
             encoded[header + 1] = UInt8(ascii: "0") &+ UInt8(length / 100)
             encoded[header + 2] = UInt8(ascii: "0") &+ UInt8(length / 10 % 10)
             encoded[header + 3] = UInt8(ascii: "0") &+ UInt8(length % 10)
-            encoded.append(13)
-            encoded.append(10)
-            count += 1
-            return
-        }
-        RedisArgs.withDecimal(length, before: UInt8(ascii: "$"), after: true) { digits in
-            if digits.count < room {
-                encoded.removeSubrange(header..<(header + room - digits.count))
-            } else if digits.count > room {
-                encoded.insert(contentsOf: repeatElement(0, count: digits.count - room), at: header)
-            }
-            encoded.withUnsafeMutableBufferPointer { out in
-                _ = UnsafeMutableBufferPointer(rebasing: out[header..<(header + digits.count)]).initialize(from: digits)
+        } else {
+            RedisArgs.withDecimal(length, before: UInt8(ascii: "$"), after: true) { digits in
+                if digits.count < room {
+                    encoded.removeSubrange(header..<(header + room - digits.count))
+                } else if digits.count > room {
+                    encoded.insert(contentsOf: repeatElement(0, count: digits.count - room), at: header)
+                }
+                encoded.withUnsafeMutableBufferPointer { out in
+                    _ = UnsafeMutableBufferPointer(rebasing: out[header..<(header + digits.count)]).initialize(from: digits)
+                }
             }
         }
         encoded.append(13)
@@ -70,7 +67,6 @@ public struct RedisTransaction {
         RedisArgs(["EXEC"]).encode(appendingTo: &encoded)
         for command in next { command.encode(appendingTo: &encoded) }
     }
-
 }
 
 extension RedisConnection {
