@@ -158,7 +158,12 @@ public struct JSONScanner: ~Copyable {
     @inline(__always)
     private mutating func skipKey(_ b: UInt8) throws(JSONSyntaxError) -> UInt8 {
         guard b == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-        try skipString()
+        try skipString(atQuote: ())
+        // As producers write JSON: the colon, then the value, with no space between.
+        if index + 1 < bytes.count, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] > 0x20 {
+            index += 1
+            return bytes[index]
+        }
         try expect(UInt8(ascii: ":"))
         return try peek()
     }
@@ -166,7 +171,7 @@ public struct JSONScanner: ~Copyable {
     /// A string, number, `true`, `false` or `null` starting with `b`.
     private mutating func skipScalar(_ b: UInt8) throws(JSONSyntaxError) {
         switch b {
-        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "\""): try skipString(atQuote: ())
         case UInt8(ascii: "t"): try literal("true")
         case UInt8(ascii: "f"): try literal("false")
         case UInt8(ascii: "n"): try literal("null")
@@ -236,7 +241,14 @@ public struct JSONScanner: ~Copyable {
     /// Validates a string (escapes, no raw control characters, valid UTF-8) without decoding it.
     /// Plain ASCII up to the closing quote (nearly every string) is passed in place.
     public mutating func skipString() throws(JSONSyntaxError) {
-        if try peek() == UInt8(ascii: "\""), let end = plainEnd(from: index + 1) {
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string") }
+        try skipString(atQuote: ())
+    }
+
+    /// `skipString` with the scanner at the opening quote, as the value loop knows it is.
+    @inline(__always)
+    private mutating func skipString(atQuote: Void) throws(JSONSyntaxError) {
+        if let end = plainEnd(from: index + 1) {
             index = end + 1
             return
         }

@@ -119,13 +119,15 @@ final class JSONScannerTests: XCTestCase {
     /// closing bracket at any depth is refused, and whitespace is allowed between any tokens.
     func testNestedContainersAreCheckedAtEveryDepth() {
         for good in [#"{"a":[[],{},[{}],{"b":[]}]}"#, #" { "a" : [ 1 , { "b" : "c" } , [ ] ] , "d" : { } } "#,
-                     "{\"a\":\n\t[\r\n\"x\\\"y\", \"é\", -0.5e+2, true, false, null]}", #"{"":{"":[""]}}"#] {
+                     "{\"a\":\n\t[\r\n\"x\\\"y\", \"é\", -0.5e+2, true, false, null]}", #"{"":{"":[""]}}"#,
+                     #"{"a":{"k\"ey":1,"é":2,"c": 3}}"#] {
             XCTAssertTrue(validates(good), good)
         }
         for bad in [#"{"a":[1,]}"#, #"{"a":[,1]}"#, #"{"a":{,}}"#, #"{"a":[1 2]}"#, #"{"a":{"b" 1}}"#, #"{"a":{1:2}}"#,
                     #"{"a":[}"#, #"{"a":{]}"#, #"{"a":[1}"#, #"{"a":{"b":1]}"#, #"{"a":[[]"#, #"{"a":[1,[2,{"b":}]]}"#,
                     #"{"a" : [ 1 , 2 ] , }"#, #"{"a":[1]]}"#, #"{"a":{}}}"#, #"{"a":[{"b":1},]}"#, #"{"a":[{"b":1}{"c":2}]}"#,
-                    #"{"a":[nul]}"#, #"{"a":{"b":"\q"}}"#, #"{"a":["x]}"#, #"{"a":{"b\u00"}}"#] {
+                    #"{"a":[nul]}"#, #"{"a":{"b":"\q"}}"#, #"{"a":["x]}"#, #"{"a":{"b\u00"}}"#,
+                    #"{"a":{"b":"#, #"{"a":{"b":}}"#, #"{"a":{"b";1}}"#] {
             XCTAssertFalse(validates(bad), bad)
         }
     }
