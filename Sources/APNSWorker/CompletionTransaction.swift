@@ -90,19 +90,22 @@ struct CompletionTransaction {
 struct AckGroups {
     struct Group {
         let batch: TakenBatch
+        /// The batch's identity, to compare with: reading the batch out of the group counted a
+        /// reference on it per job.
+        let id: ObjectIdentifier
         var acks: [Int] = []
         var pieces: [String] = []
         /// This completion acks every job of the batch still unfinished: the batch's keys go.
         var finishes: Bool { acks.count == batch.unfinished }
+
+        init(batch: TakenBatch) {
+            self.batch = batch
+            id = ObjectIdentifier(batch)
+        }
     }
 
     private(set) var all: [Group] = []
-    private var last = -1 {
-        didSet { lastBatch = ObjectIdentifier(all[last].batch) }
-    }
-    /// The batch of `all[last]`, to compare with: reading the batch out of the group counted a
-    /// reference on it per job.
-    private var lastBatch: ObjectIdentifier?
+    private var last = -1
 
     /// Notes the outcome of job `index` of `batch`; `piece`: the token of a fan-out piece that is
     /// not the job's last (nil: the job is acked). Returns the job's group and the mark of a
@@ -119,7 +122,7 @@ struct AckGroups {
     /// batch (reading it from the job counted a reference on it, which the I/O thread counts
     /// too).
     mutating func note(_ f: FinishedJob.Lent, index: Int, piece: String?) -> (group: Int, piece: String?) {
-        guard let lastBatch, f.isIn(lastBatch) else { return note(f.batch, index: index, piece: piece) }
+        guard last >= 0, f.isIn(all[last].id) else { return note(f.batch, index: index, piece: piece) }
         return note(index: index, piece: piece)
     }
 

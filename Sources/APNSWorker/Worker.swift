@@ -70,7 +70,7 @@ public final class Worker: @unchecked Sendable {
 
     /// Keeps glibc from giving an I/O thread's heap back to the kernel and taking it again
     /// batch after batch: that cost 1.9-2.1 mprotect calls and 3.3-4.9 page faults per 1,000
-    /// jobs, against none and 0.8-2.3 with these settings (perf stat, 200,000 jobs). What is kept
+    /// jobs, against none and 0-2.3 with these settings (perf stat, 200,000 jobs). What is kept
     /// stays bounded by the in-flight limits. No effect under jemalloc. Call before any thread starts.
     public static func tuneMalloc() {
         apnsw_malloc_keep(64 << 20, 16 << 20)
