@@ -20,11 +20,13 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
 
+        // Bytes the modules below write into: requests, frames, transactions, records.
+        .target(name: "Buffers", swiftSettings: hotPath),
         // Domain: jobs, tokens, push types, reasons, keys, JSON scanning. No C import.
-        .target(name: "APNSCore", swiftSettings: hotPath),
+        .target(name: "APNSCore", dependencies: ["Buffers"], swiftSettings: hotPath),
         // Edges: one module per C library family.
-        .target(name: "RedisClient", dependencies: ["CHiredis"], swiftSettings: hotPath),
-        .target(name: "HTTP2TLS", dependencies: ["APNSCore", "CNghttp2", "COpenSSL", "CLinux"], swiftSettings: hotPath),
+        .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis"], swiftSettings: hotPath),
+        .target(name: "HTTP2TLS", dependencies: ["APNSCore", "Buffers", "CNghttp2", "COpenSSL", "CLinux"], swiftSettings: hotPath),
         // The worker: fetch, send, complete, lifecycle.
         .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS", "CLinux"], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
@@ -37,15 +39,15 @@ let package = Package(
 
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
-        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore"]),
+        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers"]),
         .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin"]),
 
         // Pure: no sockets, no services.
-        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker"]),
+        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "Buffers", "HTTP2TLS", "APNSWorker"]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
         .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker", "APNSMock", "TestSupport"]),
         // Worker processes against a real redis-server and the mock.
-        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

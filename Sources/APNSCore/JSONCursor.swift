@@ -1,3 +1,5 @@
+import Buffers
+
 /// Writes JSON through a pointer, into room reserved beforehand for the largest size the value
 /// can take. Outcome records and envelopes are written this way: each piece is a copy, where a
 /// `JSONWriter` pays an array append per piece (`apns-render-bench`: a result record took
@@ -14,30 +16,21 @@ public struct JSONCursor: ~Copyable {
     public static func room(forString utf8Count: Int) -> Int { 6 * utf8Count + 2 }
     public static func room(for value: String?) -> Int { value.map { room(forString: $0.utf8.count) } ?? 0 }
 
-    /// Appends to `out` what `body` writes, in at most `maxCount` bytes.
-    public static func append(to out: inout [UInt8], maxCount: Int, _ body: (inout JSONCursor) -> Void) {
-        let start = out.count
-        // Growing the array by a copy of zeros is one memcpy; appending repeated zeros goes byte
-        // by byte, and writing on the stack first cost more than both.
-        if maxCount <= zeroCount {
-            out.append(contentsOf: UnsafeBufferPointer(start: zeros, count: maxCount))
-        } else {
-            out.append(contentsOf: repeatElement(0, count: maxCount))
-        }
-        let written = out.withUnsafeMutableBufferPointer { buf in
-            var cursor = JSONCursor(p: buf.baseAddress! + start, end: buf.baseAddress! + start + maxCount)
+    /// Appends to `out` what `body` writes, in at most `maxCount` bytes, written in place.
+    public static func append(to out: inout ByteBuffer, maxCount: Int, _ body: (inout JSONCursor) -> Void) {
+        out.write(atMost: maxCount) { start in
+            var cursor = JSONCursor(p: start, end: start + maxCount)
             body(&cursor)
-            return cursor.p - (buf.baseAddress! + start)
+            return cursor.p - start
         }
-        out.removeLast(maxCount - written)
     }
 
-    private static let zeroCount = 4096
-    nonisolated(unsafe) private static let zeros: UnsafePointer<UInt8> = { // never written after this
-        let p = UnsafeMutablePointer<UInt8>.allocate(capacity: zeroCount)
-        p.initialize(repeating: 0, count: zeroCount)
-        return UnsafePointer(p)
-    }()
+    /// The same, for an array (values written off the hot path: shared fields, tests).
+    public static func append(to out: inout [UInt8], maxCount: Int, _ body: (inout JSONCursor) -> Void) {
+        var buffer = ByteBuffer(capacity: maxCount)
+        append(to: &buffer, maxCount: maxCount, body)
+        out.append(contentsOf: buffer.bytes())
+    }
 
     private init(p: UnsafeMutablePointer<UInt8>, end: UnsafeMutablePointer<UInt8>) {
         self.p = p

@@ -1,3 +1,5 @@
+import Buffers
+
 /// The wrapper a worker puts around a job it sends back to the queue (a retry, a schedule, a
 /// recovery): `{"_apnsw":{meta},"job":<the producer's job, byte for byte>}`.
 ///
@@ -36,12 +38,10 @@ public enum JobEnvelope {
     }
 
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta) -> [UInt8] {
-        var out: [UInt8] = []
-        wrap(job: job, meta: meta, into: &out)
-        return out
+        ByteBuffer.array { out in wrap(job: job, meta: meta, into: &out) }
     }
 
-    public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout [UInt8]) {
+    public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout ByteBuffer) {
         let room = 128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
             + OutcomeRecord.room(for: meta.attempts)
         JSONCursor.append(to: &out, maxCount: room) { w in

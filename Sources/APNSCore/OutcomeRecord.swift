@@ -1,3 +1,5 @@
+import Buffers
+
 /// The JSON records a worker writes for each outcome (README "Outcome records").
 /// Every record has `"v":1`; fields absent from an outcome are left out.
 public enum OutcomeRecord {
@@ -85,12 +87,10 @@ public enum OutcomeRecord {
 
     /// `{"v":1,"status":"ok"|"failed",…}` for the results stream.
     public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out)
-        return out
+        ByteBuffer.array { out in result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out) }
     }
 
-    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout [UInt8]) {
+    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout ByteBuffer) {
         if let rejected = rejection?.apnsID {
             result(c, id: APNSID(rejected), hasID: true, rejection: rejection, attempts: attempts, into: &out)
         } else if let apnsID {
@@ -101,14 +101,14 @@ public enum OutcomeRecord {
     }
 
     /// The result of a delivery.
-    public static func delivered(_ c: borrowing Context, apnsID: APNSID, attempts: Int, into out: inout [UInt8]) {
+    public static func delivered(_ c: borrowing Context, apnsID: APNSID, attempts: Int, into out: inout ByteBuffer) {
         result(c, id: apnsID, hasID: true, rejection: nil, attempts: attempts, into: &out)
     }
 
     /// `id` is written if `hasID`: an optional id would be destroyed through generic value
     /// witnesses.
     private static func result(_ c: borrowing Context, id: borrowing APNSID, hasID: Bool, rejection: APNSRejection?, attempts: Int,
-                               into out: inout [UInt8]) {
+                               into out: inout ByteBuffer) {
         let room = c.room + fixedRoom + (hasID ? id.withBytes { JSONCursor.room(forString: $0.count) } : 0)
             + JSONCursor.room(for: rejection?.reason.rawValue)
         JSONCursor.append(to: &out, maxCount: room) { w in
@@ -134,12 +134,10 @@ public enum OutcomeRecord {
 
     /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
     public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection) -> [UInt8] {
-        var out: [UInt8] = []
-        invalidToken(c, rejection: rejection, into: &out)
-        return out
+        ByteBuffer.array { out in invalidToken(c, rejection: rejection, into: &out) }
     }
 
-    public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection, into out: inout [UInt8]) {
+    public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection, into out: inout ByteBuffer) {
         JSONCursor.append(to: &out, maxCount: c.room + fixedRoom + JSONCursor.room(for: rejection.reason.rawValue)) { w in
             w.beginObject()
             w.field(literal: "v", 1)
@@ -153,12 +151,10 @@ public enum OutcomeRecord {
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
     public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8] {
-        var out: [UInt8] = []
-        deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out)
-        return out
+        ByteBuffer.array { out in deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out) }
     }
 
-    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout [UInt8]) {
+    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout ByteBuffer) {
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
             return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil

@@ -1,4 +1,5 @@
 import APNSCore
+import Buffers
 import RedisClient
 
 /// Turns a decided outcome into the records of the Redis contract, and decides retries.
@@ -62,12 +63,16 @@ struct OutcomeRecords {
     /// Appends the outcome's kind and its two records.
     static func append(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs) {
         args.append(d.kind.rawValue)
-        args.append { writeFirst(d, of: f, shared: shared, into: &$0) }
-        args.append { writeSecond(d, of: f, shared: shared, into: &$0) }
+        var record = ByteBuffer(capacity: 1024)
+        writeFirst(d, of: f, shared: shared, into: &record)
+        args.append(bytes: record.bytes())
+        record.removeAll()
+        writeSecond(d, of: f, shared: shared, into: &record)
+        args.append(bytes: record.bytes())
     }
 
     /// The first record: the result (or, for a schedule, the job in its envelope).
-    static func writeFirst(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    static func writeFirst(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout ByteBuffer) {
         let context = Self.context(f, shared: shared)
         switch d.plan {
         case .delivered: f.withDeliveredID { OutcomeRecord.delivered(context, apnsID: $0, attempts: d.attempts, into: &out) }
@@ -78,14 +83,14 @@ struct OutcomeRecords {
 
     /// The second record: the dead letter or invalid-token record (for a schedule, its time);
     /// nothing for a delivery.
-    static func writeSecond(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    static func writeSecond(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout ByteBuffer) {
         switch d.plan {
         case .delivered: break
         case .failed(let r, let detail?):
             OutcomeRecord.deadLetter(Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
                                      attempts: f.attempts, into: &out)
         case .failed(let r, nil): OutcomeRecord.invalidToken(Self.context(f, shared: shared), rejection: r, into: &out)
-        case .schedule(_, let at, _): out.append(contentsOf: at.utf8)
+        case .schedule(_, let at, _): at.withUTF8Bytes { out.append(UnsafeRawBufferPointer($0)) }
         }
     }
 

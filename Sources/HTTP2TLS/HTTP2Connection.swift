@@ -1,3 +1,4 @@
+import Buffers
 import Glibc
 
 /// Life events of an `HTTP2Connection`, on top of its HTTP/2 session events.

@@ -1,3 +1,4 @@
+import Buffers
 import CNghttp2
 
 /// Events from an HTTP/2 session. All calls come on the thread that feeds the session.

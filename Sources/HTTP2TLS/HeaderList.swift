@@ -1,5 +1,6 @@
-import CNghttp2
 import APNSCore
+import Buffers
+import CNghttp2
 
 /// Header fields for one HTTP/2 request or response, kept in one contiguous buffer so that
 /// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.

@@ -1,3 +1,4 @@
+import Buffers
 import CHiredis
 
 /// The arguments of one command, packed end to end in one buffer: building a batch of
@@ -40,12 +41,6 @@ public struct RedisArgs {
 
     public mutating func append(_ value: Int) { Self.withDecimal(value) { append(bytes: $0) } }
 
-    /// Appends one argument written in place by `body` (which only appends to the buffer).
-    public mutating func append(writing body: (inout [UInt8]) -> Void) {
-        body(&storage)
-        ends.append(storage.count)
-    }
-
     /// A command written out word by word: `RedisArgs(["LRANGE", key, "0", "-1"])`.
     public init(_ words: [String]) {
         self.init(capacity: words.reduce(16) { $0 + $1.utf8.count })
@@ -75,16 +70,30 @@ public struct RedisArgs {
     /// The command in RESP, after what `out` holds (which grows as arrays do). `more`: arguments
     /// the caller writes after these.
     func encode(appendingTo out: inout [UInt8], more: Int = 0) {
-        Self.appendHeader(UInt8(ascii: "*"), ends.count + more, to: &out)
-        storage.withUnsafeBufferPointer { buf in
+        encode(more: more) { out.append(contentsOf: $0) }
+    }
+
+    func encode(appendingTo out: inout ByteBuffer) {
+        encode(more: 0) { out.append($0) }
+    }
+
+    /// The command in RESP, piece by piece.
+    private func encode(more: Int, _ put: (UnsafeRawBufferPointer) -> Void) {
+        Self.withDecimal(ends.count + more, before: UInt8(ascii: "*"), after: true) { put(UnsafeRawBufferPointer($0)) }
+        storage.withUnsafeBytes { buf in
             var start = 0
             for end in ends {
-                Self.appendHeader(UInt8(ascii: "$"), end - start, to: &out)
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: buf[start..<end]))
-                out.append(13); out.append(10)
+                Self.withDecimal(end - start, before: UInt8(ascii: "$"), after: true) { put(UnsafeRawBufferPointer($0)) }
+                put(UnsafeRawBufferPointer(rebasing: buf[start..<end]))
+                put(Self.crlf)
                 start = end
             }
         }
+    }
+
+    private static var crlf: UnsafeRawBufferPointer {
+        let text: StaticString = "\r\n"
+        return UnsafeRawBufferPointer(start: text.utf8Start, count: 2)
     }
 
     /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:writing:)`,
@@ -103,11 +112,6 @@ public struct RedisArgs {
         resp.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: Prefix.lengthRoom))
         resp.append(contentsOf: [13, 10])
         return Prefix(resp: resp)
-    }
-
-    /// `*<n>\r\n` or `$<n>\r\n`, in one append.
-    static func appendHeader(_ kind: UInt8, _ n: Int, to out: inout [UInt8]) {
-        withDecimal(n, before: kind, after: true) { out.append(contentsOf: $0) }
     }
 
     /// The decimal digits of `n` (optionally after `before`, and followed by CRLF), written right

@@ -135,18 +135,18 @@ public final class RedisConnection {
     /// Queues one command in hiredis's output buffer (sent by the next reply read).
     func append(_ args: RedisArgs) throws(RedisError) {
         args.encode(into: &encoded)
-        try appendEncoded(encoded)
+        var failure: RedisError?
+        encoded.withUnsafeBytes { resp in
+            do throws(RedisError) { try appendEncoded(resp) } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     /// Queues commands already in RESP (sent by the next reply read). A large batch (a
     /// completion's transaction) is written at once from `resp`, not copied into hiredis first.
-    func appendEncoded(_ resp: [UInt8]) throws(RedisError) {
-        let rc = resp.withUnsafeBufferPointer { b in
-            b.withMemoryRebound(to: CChar.self) {
-                $0.count >= 16 * 1024 ? apnsw_redis_send(context, $0.baseAddress, $0.count, 1)
-                                      : redisAppendFormattedCommand(context, $0.baseAddress, $0.count)
-            }
-        }
+    func appendEncoded(_ resp: UnsafeRawBufferPointer) throws(RedisError) {
+        let p = resp.baseAddress?.assumingMemoryBound(to: CChar.self)
+        let rc = resp.count >= 16 * 1024 ? apnsw_redis_send(context, p, resp.count, 1) : redisAppendFormattedCommand(context, p, resp.count)
         guard rc == REDIS_OK else { throw .io(lastError) }
     }
 

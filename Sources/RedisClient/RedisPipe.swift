@@ -74,16 +74,18 @@ public final class RedisPipe {
     public func send(_ commands: [RedisArgs], skipping: Int = 0) throws(RedisError) {
         encoded.removeAll(keepingCapacity: true)
         for args in commands { args.encode(appendingTo: &encoded) }
-        try send(resp: encoded, commands: commands.count, skipping: skipping)
+        var failure: RedisError?
+        encoded.withUnsafeBytes { resp in
+            do throws(RedisError) { try send(resp: resp, commands: commands.count, skipping: skipping) } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     /// Queues commands already in RESP as one group: `commands` of them, the first `skipping`
     /// answered only to be checked. With nothing else queued, what the socket takes is written
     /// straight from `resp` (a completion's transaction is hundreds of kilobytes).
-    func send(resp: [UInt8], commands: Int, skipping: Int) throws(RedisError) {
-        let rc = resp.withUnsafeBufferPointer { b in
-            b.withMemoryRebound(to: CChar.self) { apnsw_redis_send(context, $0.baseAddress, $0.count, isConnected ? 1 : 0) }
-        }
+    func send(resp: UnsafeRawBufferPointer, commands: Int, skipping: Int) throws(RedisError) {
+        let rc = apnsw_redis_send(context, resp.baseAddress?.assumingMemoryBound(to: CChar.self), resp.count, isConnected ? 1 : 0)
         guard rc == REDIS_OK else { throw .io(lastError) }
         groups.append(Group(skipped: skipping, kept: commands - skipping))
     }

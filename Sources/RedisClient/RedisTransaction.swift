@@ -1,21 +1,23 @@
+import Buffers
 import CHiredis
 
 /// Commands for one MULTI … EXEC, encoded end to end in one buffer. Their replies are counted,
 /// not built (`RedisConnection.exec`): a transaction of a thousand commands allocates nothing
 /// per reply, and Redis runs each command directly instead of through a Lua call.
-public struct RedisTransaction {
-    fileprivate var encoded: [UInt8] = []
+/// Not copyable: it owns its buffer.
+public struct RedisTransaction: ~Copyable {
+    fileprivate var encoded: ByteBuffer
     /// Commands between MULTI and EXEC.
     public private(set) var count = 0
 
     public init(capacity: Int = 4096) {
-        encoded.reserveCapacity(capacity)
+        encoded = ByteBuffer(capacity: capacity)
         removeAll()
     }
 
     /// Empties the transaction, keeping its buffer for the next one.
     public mutating func removeAll() {
-        encoded.removeAll(keepingCapacity: true)
+        encoded.removeAll()
         count = 0
         RedisArgs(["MULTI"]).encode(appendingTo: &encoded)
     }
@@ -31,10 +33,9 @@ public struct RedisTransaction {
     /// transaction without a buffer of its own. Its length comes first: room for three digits is
     /// kept, and the bytes move only when the length has another number of digits (records are
     /// mostly 100-999 bytes).
-    public mutating func append(prefix: RedisArgs.Prefix, writing body: (inout [UInt8]) -> Void) {
-        // Lent, not passed: append(contentsOf:) takes an array argument owned, a retain per call.
+    public mutating func append(prefix: RedisArgs.Prefix, writing body: (inout ByteBuffer) -> Void) {
         // The prefix ends with the last argument's header (`$000\r\n`).
-        prefix.resp.withUnsafeBufferPointer { encoded.append(contentsOf: $0) }
+        prefix.resp.withUnsafeBytes { encoded.append($0) }
         let room = RedisArgs.Prefix.lengthRoom + 3
         let header = encoded.count - room
         let start = encoded.count
@@ -47,14 +48,7 @@ public struct RedisTransaction {
             encoded[header + 3] = UInt8(ascii: "0") &+ UInt8(length % 10)
         } else {
             RedisArgs.withDecimal(length, before: UInt8(ascii: "$"), after: true) { digits in
-                if digits.count < room {
-                    encoded.removeSubrange(header..<(header + room - digits.count))
-                } else if digits.count > room {
-                    encoded.insert(contentsOf: repeatElement(0, count: digits.count - room), at: header)
-                }
-                encoded.withUnsafeMutableBufferPointer { out in
-                    _ = UnsafeMutableBufferPointer(rebasing: out[header..<(header + digits.count)]).initialize(from: digits)
-                }
+                encoded.replaceSubrange(header..<(header + room), with: UnsafeRawBufferPointer(digits))
             }
         }
         encoded.append(13)
@@ -82,7 +76,7 @@ extension RedisConnection {
     /// transaction ran, and each of `next`'s replies as an integer (nil if it is not one).
     public func exec(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) -> (ran: Bool, next: [Int64?]) {
         t.end(then: next)
-        try appendEncoded(t.encoded)
+        try appendEncoded(t.encoded.bytes())
         var summary = apnsw_reply_summary()
         // MULTI, each command's QUEUED, EXEC
         guard apnsw_redis_skip_replies(context, t.count + 2, &summary) == REDIS_OK else { throw .io(lastError) }
@@ -110,7 +104,7 @@ extension RedisPipe {
     public func send(_ t: inout RedisTransaction, then next: [RedisArgs]) throws(RedisError) {
         t.end(then: next)
         // MULTI, the commands, EXEC, then `next`
-        try send(resp: t.encoded, commands: t.count + 2 + next.count, skipping: t.count + (next.isEmpty ? 1 : 2))
+        try send(resp: t.encoded.bytes(), commands: t.count + 2 + next.count, skipping: t.count + (next.isEmpty ? 1 : 2))
     }
 }
 

@@ -1,4 +1,5 @@
 import APNSCore
+import Buffers
 import Foundation
 
 // Renders/s for raw, structured and template jobs (parse + render + checks), single-threaded,
@@ -46,9 +47,10 @@ print("reference: Foundation decode + encode of the payload alone: \(String(form
 let context = OutcomeRecord.Context(handle: 200_000, jobID: "j199999", app: "default", token: DeviceToken(token), topic: "com.example.app",
                                     worker: "host-12345", timeMs: 1_795_990_039_364)
 let apnsID = APNSID("a4463b69-a8cb-4555-9f2a-f69ecd5d91d3")
-var record: [UInt8] = []
+// Into a buffer kept across records, as the completer writes them into its transaction.
+var record = ByteBuffer(capacity: 1024)
 let (records, _) = measure {
-    record.removeAll(keepingCapacity: true)
+    record.removeAll()
     OutcomeRecord.result(context, delivered: apnsID, rejection: nil, attempts: 1, into: &record)
     return record.count
 }

@@ -130,7 +130,7 @@ final class RedisReplyReadingTests: XCTestCase {
 
         var t = RedisTransaction()
         t.append(command("RPUSH", list, "1"))
-        t.append(prefix: command("RPUSH", list).prefix) { $0.append(contentsOf: "2".utf8) }
+        t.append(prefix: command("RPUSH", list).prefix) { $0.append(UInt8(ascii: "2")) }
         XCTAssertEqual(t.count, 2)
         XCTAssertTrue(try a.exec(&t))
         XCTAssertEqual(try items(), ["1", "2"])
@@ -191,7 +191,7 @@ final class RedisReplyReadingTests: XCTestCase {
         var t = RedisTransaction()
         let prefix = RedisArgs(["RPUSH", list]).prefix
         for (i, n) in lengths.enumerated() {
-            t.append(prefix: prefix) { out in out.append(contentsOf: (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }) }
+            t.append(prefix: prefix) { out in (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }.withUnsafeBytes { out.append($0) } }
             t.append(RedisArgs(["RPUSH", list, "-"])) // each followed by a command written the usual way
         }
         XCTAssertEqual(t.count, 2 * lengths.count)

@@ -1,5 +1,6 @@
 @testable import APNSWorker
 import APNSCore
+import Buffers
 import Foundation
 import Synchronization
 import XCTest
@@ -140,9 +141,9 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertEqual(failed["reason"] as? String, "Unregistered")
         XCTAssertEqual(failed["apns_timestamp"] as? Int, 99)
         XCTAssertEqual(failed["apns_id"] as? String, "id-2", "the id APNs gave with its rejection")
-        var delivered: [UInt8] = []
+        var delivered = ByteBuffer(capacity: 16) // grows: the writer reserves its room first
         OutcomeRecord.delivered(ctx, apnsID: "id-1", attempts: 1, into: &delivered)
-        XCTAssertEqual(delivered, OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))
+        XCTAssertEqual(Array(delivered.bytes()), OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))
         let dead = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.deadLetter(ctx, reason: "X", detail: "d", job: Array("not json".utf8)[...],
                                                                                        attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
         XCTAssertEqual(dead["job_text"] as? String, "not json")
