@@ -13,9 +13,15 @@
 (e) latency-bound: mock answers after 50 ms: jobs/s against connections x streams / delay
 (f) memory with 10,000 notifications in flight
 (g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd
+(h) user-space instructions per notification (valgrind's callgrind, every thread) next to h2load's
+    per request with a path per token: a count the machine's load does not move, where (a) and (b)
+    moved by 10-20% from round to round on a shared machine (under valgrind the worker's batches
+    come out a little differently from run to run: about 2%). The kernel's work, where h2load
+    spends more than the worker, is not in it. Each side's start is taken off as in (a) and (b),
+    by a run of one job (request) per stream, then added back for the worker, spread over JOBS
 
 Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000),
-ROUNDS (5): (a) and (b) run this many times, interleaved, and each figure is the median; the two
+CALLGRIND_N (20000; 0 leaves (h) out), ROUNDS (5): (a) and (b) run this many times, interleaved, and each figure is the median; the two
 headline ratios are also given paired (the median of each round's own ratio).
 
 `--compare DIR` measures only (a), for this build and for the apns-worker in DIR (another build,
@@ -50,6 +56,7 @@ TOPIC = "com.example.app"
 # An optional allocator for deployments (Debian package libjemalloc2); the loader finds it by name.
 JEMALLOC = "libjemalloc.so.2"
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
+CALLGRIND_N = int(os.environ.get("CALLGRIND_N", "20000"))
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -214,13 +221,14 @@ class Bench:
         stats = self.r.hgetall("apns:{%s}:stats" % queue)
         return sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
 
-    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None, binary=None):
+    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None, binary=None, wrapper=()):
         """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB, cpu us per
         worker thread, cpu us of each process in `watch` over the run). `must_load`: a library
-        the worker must have mapped (a failed LD_PRELOAD only warns)."""
+        the worker must have mapped (a failed LD_PRELOAD only warns). `wrapper`: a command the worker
+        runs under (valgrind)."""
         watched = [proc_cpu_us(w.pid) for w in watch]
         start = time.time()
-        p = self.spawn([(binary or BIN) + "/apns-worker", "--config", config], "worker-%s.log" % queue, env=env)
+        p = self.spawn(list(wrapper) + [(binary or BIN) + "/apns-worker", "--config", config], "worker-%s.log" % queue, env=env)
         deadline = start + timeout
         while self.finished(queue) < n:
             if time.time() > deadline or p.poll() is not None:
@@ -241,19 +249,7 @@ class Bench:
         stream with the same arguments measures what h2load spends before and around its load
         (reading -i's 200,000 URIs takes it about 0.2 s), and that is taken off. `cpu_total_us`
         keeps the start in."""
-        argv = ["h2load", "-c", str(connections), "-m", str(streams), "-t", "1", "-d", self.path("payload.json")]
-        if headers:
-            argv += ["-H", "authorization: bearer " + self.jwt(), "-H", "apns-topic: " + TOPIC, "-H", "apns-push-type: alert"]
-        if per_token:
-            # The device tokens the end-to-end jobs carry, one URI each (written once per run).
-            uris = self.path("uris-%d-%d.txt" % (port, n))
-            if not os.path.exists(uris):
-                with open(uris, "w") as f:
-                    for i in range(n):
-                        f.write("https://127.0.0.1:%d/3/device/%064x\n" % (port, i))
-            argv += ["-i", uris]
-        else:
-            argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
+        argv = self.h2load_argv(port, n, connections, streams, path, headers, per_token)
 
         def run(count):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -273,6 +269,67 @@ class Bench:
         return {"req_s": float(m.group(3)), "cpu_us": (cpu - start_cpu) / (n - start_n), "cpu_total_us": cpu / n,
                 "succeeded": int(ok.group(1)) if ok else 0,
                 "2xx": int(status2xx.group(1)) if status2xx else 0, "errored": int(errored.group(1)) if errored else 0}
+
+    def h2load_argv(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, headers=True, per_token=False):
+        """h2load's command without -n: `n` sets how many URIs a path per token writes."""
+        argv = ["h2load", "-c", str(connections), "-m", str(streams), "-t", "1", "-d", self.path("payload.json")]
+        if headers:
+            argv += ["-H", "authorization: bearer " + self.jwt(), "-H", "apns-topic: " + TOPIC, "-H", "apns-push-type: alert"]
+        if per_token:
+            # The device tokens the end-to-end jobs carry, one URI each (written once per run).
+            uris = self.path("uris-%d-%d.txt" % (port, n))
+            if not os.path.exists(uris):
+                with open(uris, "w") as f:
+                    for i in range(n):
+                        f.write("https://127.0.0.1:%d/3/device/%064x\n" % (port, i))
+            argv += ["-i", uris]
+        else:
+            argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
+        return argv
+
+    # -- instructions ---------------------------------------------------------------------------
+
+    def callgrind(self, name):
+        """valgrind's callgrind as a wrapper, and how to read its count once the program ended:
+        every thread's instructions (one file per process)."""
+        prefix = self.path("callgrind-%s" % name)
+        def total():
+            files = [f for f in os.listdir(self.dir) if f.startswith(os.path.basename(prefix) + ".")]
+            count = 0
+            for f in files:
+                for line in open(self.path(f)):
+                    if line.startswith(("summary:", "totals:")):
+                        count += int(line.split()[1])
+                        break
+            if not files or count == 0:
+                raise SystemExit("callgrind left no count for %s (valgrind installed? scripts/install-deps bench)" % name)
+            return count
+        return ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s.%%p" % prefix], total
+
+    def instructions(self, port, n, start_n):
+        """Instructions per job and of the start, for the worker and for h2load with a path per
+        token: runs of `n` and of `start_n` jobs (requests) under callgrind; the difference over
+        `n - start_n` is the cost of one, and what the short run spent beyond its jobs the start."""
+        counts = {}
+        for count in (n, start_n):
+            queue = "cg%d" % count
+            self.fill(queue, count)
+            wrapper, total = self.callgrind("worker-%d" % count)
+            self.run_worker(queue, self.worker_config(queue, port), count, wrapper=wrapper)
+            self.drop(queue)
+            counts[("worker", count)] = total()
+            # h2load reads the same URIs file in both runs, as in (b): reading it is part of its start.
+            argv = self.h2load_argv(port, n, per_token=True)
+            wrapper, total = self.callgrind("h2load-%d" % count)
+            out = subprocess.run(wrapper + argv[:1] + ["-n", str(count)] + argv[1:], capture_output=True, text=True).stdout
+            if "%d succeeded" % count not in out:
+                log("note: h2load under callgrind: %s" % " ".join(l for l in out.splitlines() if l.startswith("requests:")))
+            counts[("h2load", count)] = total()
+        result = {}
+        for side in ("worker", "h2load"):
+            per = (counts[(side, n)] - counts[(side, start_n)]) / (n - start_n)
+            result[side] = {"per": per, "start": counts[(side, start_n)] - start_n * per}
+        return result
 
     def aioapns(self, port, n):
         code = r'''
@@ -453,6 +510,10 @@ def main():
         wait_port(ng_port)
         ngh = b.h2load(ng_port, JOBS, headers=False)
         b.stop(ng)
+        ins = None
+        if CALLGRIND_N:
+            log("(h) instructions under callgrind: %d and %d jobs, the worker and h2load" % (CALLGRIND_N, CONNECTIONS * STREAMS))
+            ins = b.instructions(port, CALLGRIND_N, CONNECTIONS * STREAMS)
         b.stop(mock)
 
         log("(e) latency-bound: the mock answers after 50 ms")
@@ -525,6 +586,12 @@ def main():
     row("(f) RSS MiB with %d notifications in flight" % peak_inflight, peak_rss / 1024, 64, ratio(peak_rss / 1024, 64), "%.1f")
     row("(g) h2load req/s: on the mock vs on nghttpd", h2["req_s"], ngh["req_s"], ratio(h2["req_s"], ngh["req_s"]))
     row("(g) h2load CPU us/req: on the mock vs on nghttpd", h2["cpu_us"], ngh["cpu_us"], ratio(h2["cpu_us"], ngh["cpu_us"]), "%.2f")
+    if ins:
+        w, h = ins["worker"], ins["h2load"]
+        row("(h) user instructions/notification vs h2load, starts off", w["per"], h["per"], ratio(w["per"], h["per"]))
+        with_start = w["per"] + w["start"] / JOBS
+        row("(h) the same, the worker's start over %d jobs" % JOBS, with_start, h["per"], ratio(with_start, h["per"]))
+        row("(h) instructions of each start, millions", w["start"] / 1e6, h["start"] / 1e6, ratio(w["start"], h["start"]), "%.1f")
 
 
 if __name__ == "__main__":
