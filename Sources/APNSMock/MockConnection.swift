@@ -58,7 +58,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        requests[stream]?.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        requests[stream]?.add(name: name, value: value)
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {

@@ -103,13 +103,7 @@ final class MockValidator {
     }
 
     private func checkRequest(_ request: MockRequest, topic: String?) -> MockDecision {
-        // A dozen names at most: comparing pairs costs less than hashing them.
-        let headers = request.headers
-        for i in headers.indices {
-            for j in headers.indices where j > i && headers[j].name == headers[i].name {
-                return .reject(400, .duplicateHeaders)
-            }
-        }
+        if request.hasDuplicateNames { return .reject(400, .duplicateHeaders) }
         guard request.value(":method") == "POST" else { return .reject(405, .methodNotAllowed) }
         guard let tokenText = request.pathToken else { return .reject(404, .badPath) }
         if tokenText.isEmpty { return .reject(400, .missingDeviceToken) }

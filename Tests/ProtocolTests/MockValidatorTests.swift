@@ -114,7 +114,7 @@ final class MockValidatorTests: XCTestCase {
         XCTAssertEqual(decide(request(body: big)), "413 PayloadTooLarge")
         XCTAssertEqual(decide(request(["apns-push-type": "voip", "apns-topic": "com.example.app.voip"], body: big)), "200")
         var twice = request()
-        twice.headers.append(("apns-topic", "com.example.app"))
+        twice.add("apns-topic", "com.example.app")
         XCTAssertEqual(decide(twice), "400 DuplicateHeaders")
     }
 }
