@@ -14,15 +14,16 @@
 (f) memory with 10,000 notifications in flight
 (g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd
 (h) user-space instructions per notification (valgrind's callgrind, every thread) next to h2load's
-    per request with a path per token: a count the machine's load does not move, where (a) and (b)
-    moved by 10-20% from round to round on a shared machine (under valgrind the worker's batches
-    come out a little differently from run to run: about 2%). The kernel's work, where h2load
+    per request with a path per token: a count the machine's load does not move, where single
+    rounds of (a) and (b) moved by 20% and more on a shared machine (under valgrind the worker's
+    batches come out a little differently from run to run: about 2%). The kernel's work, where h2load
     spends more than the worker, is not in it. Each side's start is taken off as in (a) and (b),
     by a run of one job (request) per stream, then added back for the worker, spread over JOBS
 
 Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000),
-CALLGRIND_N (20000; 0 leaves (h) out), ROUNDS (5): (a) and (b) run this many times, interleaved, and each figure is the median; the two
-headline ratios are also given paired (the median of each round's own ratio).
+CALLGRIND_N (20000; 0 leaves (h) out), ROUNDS (5): (a) and (b) run this many times, interleaved,
+and each figure is the median; the two headline ratios are also given paired (the median of each
+round's own ratio).
 
 `--compare DIR` measures only (a), for this build and for the apns-worker in DIR (another build,
 scripts/bench-compare makes one of any commit), in PAIRS (8) interleaved pairs, and prints the
