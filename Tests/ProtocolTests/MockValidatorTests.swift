@@ -234,6 +234,7 @@ final class TLSVerificationTests: XCTestCase {
         loop.schedule(afterMilliseconds: 10_000) { loop.stop() }
         next()
         loop.run()
+        loop.afterEvents = nil // it holds `next`, which holds the loop and the mock: let both go
         for c in open { c.shutdown(error: nil) }
         XCTAssertNil(failure)
         XCTAssertEqual(probes.map(\.settled), [true, true, true], "each connection got the server's SETTINGS")
