@@ -59,41 +59,21 @@ public struct RedisArgs {
     /// Where argument `i` sits in `storage`.
     public func range(of i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
 
-    /// The command in the Redis protocol (RESP), written in one pass into `out`: hiredis's own
-    /// formatting grows a string per argument, which cost more than the records themselves.
-    func encode(into out: inout [UInt8]) {
-        out.removeAll(keepingCapacity: true)
-        out.reserveCapacity(storage.count + ends.count * 16 + 16)
-        encode(appendingTo: &out)
-    }
-
-    /// The command in RESP, after what `out` holds (which grows as arrays do). `more`: arguments
-    /// the caller writes after these.
-    func encode(appendingTo out: inout [UInt8], more: Int = 0) {
-        encode(more: more) { out.append(contentsOf: $0) }
-    }
-
-    func encode(appendingTo out: inout ByteBuffer) {
-        encode(more: 0) { out.append($0) }
-    }
-
-    /// The command in RESP, piece by piece.
-    private func encode(more: Int, _ put: (UnsafeRawBufferPointer) -> Void) {
-        Self.withDecimal(ends.count + more, before: UInt8(ascii: "*"), after: true) { put(UnsafeRawBufferPointer($0)) }
+    /// The command in the Redis protocol (RESP), after what `out` holds: hiredis's own formatting
+    /// grows a string per argument, which cost more than the records themselves. `more`:
+    /// arguments the caller writes after these.
+    func encode(appendingTo out: inout ByteBuffer, more: Int = 0) {
+        Self.withDecimal(ends.count + more, before: UInt8(ascii: "*"), after: true) { out.append(UnsafeRawBufferPointer($0)) }
         storage.withUnsafeBytes { buf in
             var start = 0
             for end in ends {
-                Self.withDecimal(end - start, before: UInt8(ascii: "$"), after: true) { put(UnsafeRawBufferPointer($0)) }
-                put(UnsafeRawBufferPointer(rebasing: buf[start..<end]))
-                put(Self.crlf)
+                Self.withDecimal(end - start, before: UInt8(ascii: "$"), after: true) { out.append(UnsafeRawBufferPointer($0)) }
+                out.append(UnsafeRawBufferPointer(rebasing: buf[start..<end]))
+                out.append(13)
+                out.append(10)
                 start = end
             }
         }
-    }
-
-    private static var crlf: UnsafeRawBufferPointer {
-        let text: StaticString = "\r\n"
-        return UnsafeRawBufferPointer(start: text.utf8Start, count: 2)
     }
 
     /// A command's arguments but its last, in RESP, for `RedisTransaction.append(prefix:writing:)`,
@@ -106,12 +86,13 @@ public struct RedisArgs {
 
     /// These arguments as the start of a command that has one more.
     public var prefix: Prefix {
-        var resp: [UInt8] = []
-        encode(appendingTo: &resp, more: 1)
-        resp.append(UInt8(ascii: "$"))
-        resp.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: Prefix.lengthRoom))
-        resp.append(contentsOf: [13, 10])
-        return Prefix(resp: resp)
+        Prefix(resp: ByteBuffer.array { resp in
+            encode(appendingTo: &resp, more: 1)
+            resp.append(UInt8(ascii: "$"))
+            for _ in 0..<Prefix.lengthRoom { resp.append(UInt8(ascii: "0")) }
+            resp.append(13)
+            resp.append(10)
+        })
     }
 
     /// The decimal digits of `n` (optionally after `before`, and followed by CRLF), written right

@@ -1,3 +1,4 @@
+import Buffers
 import CHiredis
 
 /// A Redis reply, copied out of hiredis.
@@ -73,7 +74,7 @@ public final class RedisConnection {
     let context: UnsafeMutablePointer<redisContext>
     public let endpoint: RedisEndpoint
     /// The last command in RESP, kept to reuse its capacity.
-    private var encoded: [UInt8] = []
+    private var encoded = ByteBuffer(capacity: 1024)
     /// Buffers for replies read flat (`run(_:_:flat:)`), reused from call to call.
     let flat: UnsafeMutablePointer<apnsw_flat_reply> = {
         let p = UnsafeMutablePointer<apnsw_flat_reply>.allocate(capacity: 1)
@@ -134,12 +135,9 @@ public final class RedisConnection {
 
     /// Queues one command in hiredis's output buffer (sent by the next reply read).
     func append(_ args: RedisArgs) throws(RedisError) {
-        args.encode(into: &encoded)
-        var failure: RedisError?
-        encoded.withUnsafeBytes { resp in
-            do throws(RedisError) { try appendEncoded(resp) } catch { failure = error }
-        }
-        if let failure { throw failure }
+        encoded.removeAll()
+        args.encode(appendingTo: &encoded)
+        try appendEncoded(encoded.bytes())
     }
 
     /// Queues commands already in RESP (sent by the next reply read). A large batch (a

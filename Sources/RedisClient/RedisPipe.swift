@@ -1,3 +1,4 @@
+import Buffers
 import CHiredis
 import Glibc
 
@@ -25,7 +26,7 @@ public final class RedisPipe {
         p.initialize(to: apnsw_reply_summary())
         return p
     }()
-    private var encoded: [UInt8] = []
+    private var encoded = ByteBuffer(capacity: 1024)
     /// Whether the connect has finished (the socket was writable once).
     public private(set) var isConnected = false
 
@@ -72,13 +73,9 @@ public final class RedisPipe {
 
     /// Queues `commands` as one group (as `send(resp:commands:skipping:)` does).
     public func send(_ commands: [RedisArgs], skipping: Int = 0) throws(RedisError) {
-        encoded.removeAll(keepingCapacity: true)
+        encoded.removeAll()
         for args in commands { args.encode(appendingTo: &encoded) }
-        var failure: RedisError?
-        encoded.withUnsafeBytes { resp in
-            do throws(RedisError) { try send(resp: resp, commands: commands.count, skipping: skipping) } catch { failure = error }
-        }
-        if let failure { throw failure }
+        try send(resp: encoded.bytes(), commands: commands.count, skipping: skipping)
     }
 
     /// Queues commands already in RESP as one group: `commands` of them, the first `skipping`
