@@ -35,10 +35,24 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         self.streams = OpenRequests(capacity: streams)
     }
 
-    func connect(loop: EventLoop) throws {
+    /// Looks the endpoint up (off the loop for a name), then connects; a failure on the way
+    /// goes to the owner (`connectFailed`), during this call or later.
+    func connect(loop: EventLoop, resolver: HostResolver) {
         let e = app.configuration.endpoint
-        http = try HTTP2Connection(connectingTo: e.host, port: e.port, tls: app.tls, serverName: e.serverName,
-                                   loop: loop, delegate: self)
+        resolver.resolve(e.host, port: e.port, on: loop) { [weak self] result in
+            guard let self, !isClosed else { return }
+            do {
+                http = try HTTP2Connection(connectingTo: result.get(), tls: app.tls, serverName: e.serverName, loop: loop, delegate: self)
+            } catch {
+                isClosed = true
+                withOwner { $0.connectFailed(self, error: error) }
+            }
+        }
+    }
+
+    /// Closes the connection, or stops one still looking its endpoint up from connecting.
+    func close() {
+        if let http { http.shutdown(error: nil) } else { isClosed = true }
     }
 
     var available: Int { isReady && !isClosed ? budget.available : 0 }

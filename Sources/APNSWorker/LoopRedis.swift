@@ -18,6 +18,9 @@ protocol LoopRedisOwner: AnyObject {
 /// reply is late, as a blocking call's timeout would. Loop thread only.
 final class LoopRedis: EventHandler {
     private let endpoint: RedisEndpoint
+    private let resolver: HostResolver
+    /// Connects so far: each tries the next of the host's addresses.
+    private var attempts = 0
     private let loop: EventLoop
     private let logger: Logger
     unowned(unsafe) var owner: LoopRedisOwner! // the owner holds this object
@@ -31,8 +34,9 @@ final class LoopRedis: EventHandler {
     /// hangs.
     static let replyTimeoutMs: UInt64 = 5000
 
-    init(_ endpoint: RedisEndpoint, loop: EventLoop, logger: Logger) {
+    init(_ endpoint: RedisEndpoint, loop: EventLoop, logger: Logger, resolver: HostResolver = HostResolver()) {
         self.endpoint = endpoint
+        self.resolver = resolver
         self.loop = loop
         self.logger = logger
     }
@@ -72,8 +76,28 @@ final class LoopRedis: EventHandler {
         drop()
     }
 
+    /// Looks the host up (off the loop for a name) and connects to one of its addresses, given
+    /// to hiredis in numbers so that it looks nothing up on this thread.
     private func connect() {
         guard !closed else { return }
+        guard endpoint.socket == nil else { return open(endpoint) }
+        resolver.resolve(endpoint.host, port: endpoint.port, on: loop) { [weak self] result in
+            guard let self, !closed else { return }
+            switch result {
+            case .success(let found):
+                // IPv4 first, as hiredis orders a name's addresses itself.
+                let addresses = found.filter(\.isIPv4) + found.filter { !$0.isIPv4 }
+                var numeric = endpoint
+                numeric.host = addresses[attempts % addresses.count].numericHost
+                attempts += 1
+                open(numeric)
+            case .failure(let error):
+                failed(.io("\(endpoint): \(error)"))
+            }
+        }
+    }
+
+    private func open(_ endpoint: RedisEndpoint) {
         do throws(RedisError) {
             let p = try RedisPipe(endpoint)
             do { try loop.register(fd: p.fd, handler: self, writable: true) } catch { throw .io("\(error)") }

@@ -28,6 +28,7 @@ final class SendLoop: @unchecked Sendable {
     }
 
     let loop: EventLoop
+    private let resolver: HostResolver
     private let apps: [AppRuntime]
     private let settings: Settings
     private let logger: Logger
@@ -64,8 +65,9 @@ final class SendLoop: @unchecked Sendable {
 
     /// `loop`: the loop to run on (a new one if nil).
     init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
-         loop: EventLoop? = nil, sink: DecidedSink) throws {
+         loop: EventLoop? = nil, sink: DecidedSink, resolver: HostResolver = HostResolver()) throws {
         self.name = name
+        self.resolver = resolver
         self.metrics = metrics
         self.health = health
         self.apps = apps
@@ -122,8 +124,8 @@ final class SendLoop: @unchecked Sendable {
         let ended = DispatchSemaphore(value: 0)
         loop.execute { [self] in
             stopping = true
-            for c in slots.flatMap({ $0 }) { c?.http?.shutdown(error: nil) }
-            for c in draining.values { c.http?.shutdown(error: nil) }
+            for c in slots.flatMap({ $0 }) { c?.close() }
+            for c in draining.values { c.close() }
             let end: @Sendable () -> Void = { [loop] in loop.stop(); ended.signal() }
             if let completer { completer.finish(then: end) } else { end() }
         }
@@ -172,14 +174,17 @@ final class SendLoop: @unchecked Sendable {
         guard !stopping else { return }
         let c = APNSConnection(app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection)
         slots[p][s] = c
-        do {
-            try c.connect(loop: loop)
-        } catch {
-            logger.warning("cannot connect to APNs", ["apps": .string(poolNames[p]), "error": .string("\(error)")])
-            slots[p][s] = nil
-            openRest(pool: p)
-            retryConnection(pool: p, slot: s)
-        }
+        c.connect(loop: loop, resolver: resolver)
+    }
+
+    /// `c` could not connect (its endpoint's name did not resolve, or no address took a connect).
+    func connectFailed(_ c: APNSConnection, error: Error) {
+        guard let s = slot(of: c) else { return }
+        let p = c.poolIndex
+        logger.warning("cannot connect to APNs", ["apps": .string(poolNames[p]), "error": .string("\(error)")])
+        slots[p][s] = nil
+        openRest(pool: p)
+        retryConnection(pool: p, slot: s)
     }
 
     /// Opens the pool's other connections, once: after its first has read the server's SETTINGS

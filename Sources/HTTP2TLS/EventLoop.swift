@@ -172,5 +172,10 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
     public let code: Int32
     public var description: String { "\(operation): \(String(cString: strerror(code)))" }
 
+    public init(operation: String, code: Int32) {
+        self.operation = operation
+        self.code = code
+    }
+
     public static func errno(_ operation: String) -> SystemError { SystemError(operation: operation, code: Glibc.errno) }
 }

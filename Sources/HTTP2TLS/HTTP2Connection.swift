@@ -17,8 +17,12 @@ public protocol HTTP2ConnectionDelegate: HTTP2SessionDelegate {
 public final class HTTP2Connection: EventHandler {
     public enum State { case connecting, handshaking, open, closed }
 
-    public let fd: Int32
+    public private(set) var fd: Int32
     public private(set) var state: State
+    /// A client's addresses not tried yet.
+    private var untried: ArraySlice<SocketAddress> = []
+    private var peerName = ""
+    private var connectTimeoutMs = 0, connectAttempts = 0
     public private(set) var session: HTTP2Session!
     private let tls: TLSStream
     private var isServer: Bool { session.isServer }
@@ -33,12 +37,18 @@ public final class HTTP2Connection: EventHandler {
     private static let readChunk = 64 * 1024
     private var input = [UInt8](repeating: 0, count: HTTP2Connection.readChunk)
 
-    /// Starts a client connection: non-blocking connect, then TLS with SNI and ALPN.
-    public init(connectingTo host: String, port: Int, tls context: TLSContext, serverName: String?,
-                loop: EventLoop, delegate: HTTP2ConnectionDelegate) throws {
-        fd = try Socket.connect(host: host, port: port)
+    /// Starts a client connection to the first of `addresses` that answers (non-blocking
+    /// connects, one address after another), then TLS with SNI and ALPN for `serverName`.
+    /// Each address has `timeoutMs` to take the connect and finish the TLS handshake: a
+    /// dropped SYN would otherwise wait out the kernel's retries (about two minutes).
+    public init(connectingTo addresses: [SocketAddress], tls context: TLSContext, serverName: String,
+                loop: EventLoop, delegate: HTTP2ConnectionDelegate, timeoutMs: Int = 10_000) throws {
+        var rest = addresses[...]
+        fd = try Self.connectNext(&rest, serverName)
+        untried = rest
+        peerName = serverName
         do {
-            tls = try TLSStream(context: context, fd: fd, serverName: serverName ?? host)
+            tls = try TLSStream(context: context, fd: fd, serverName: serverName)
         } catch {
             close(fd)
             throw error
@@ -49,6 +59,50 @@ public final class HTTP2Connection: EventHandler {
         session = try HTTP2Session(isServer: false, delegate: delegate)
         try loop.register(fd: fd, handler: self, writable: true)
         waitingForWritable = true
+        connectTimeoutMs = timeoutMs
+        armConnectTimeout()
+    }
+
+    /// A socket connecting to the first of `addresses` that takes a connect; the rest stay.
+    private static func connectNext(_ addresses: inout ArraySlice<SocketAddress>, _ name: String) throws(SystemError) -> Int32 {
+        var lastError = SystemError(operation: "connect \(name): no address", code: EHOSTUNREACH)
+        while let address = addresses.popFirst() {
+            do throws(SystemError) { return try Socket.connect(to: address, name: name) } catch { lastError = error }
+        }
+        throw lastError
+    }
+
+    /// A refused or unreachable address gives way to the next (an IPv6 address first, say,
+    /// where only IPv4 gets through).
+    private func connectFailed(_ error: SystemError) throws {
+        guard !untried.isEmpty else { throw error }
+        let next = try Self.connectNext(&untried, peerName) // on failure `shutdown` closes the socket in hand
+        loop.unregister(fd: fd)
+        close(fd)
+        fd = next
+        try tls.rebind(fd: fd)
+        try loop.register(fd: fd, handler: self, writable: true)
+        waitingForWritable = true
+        armConnectTimeout()
+    }
+
+    /// Gives the socket in hand its time: a connect still pending then moves to the next
+    /// address, a handshake not done closes the connection.
+    private func armConnectTimeout() {
+        connectAttempts += 1
+        let attempt = connectAttempts // a closed socket's number may come back for the next
+        _ = loop.schedule(afterMilliseconds: connectTimeoutMs) { [weak self] in
+            guard let self, connectAttempts == attempt else { return }
+            let timedOut = SystemError(operation: "connect \(peerName)", code: ETIMEDOUT)
+            switch state {
+            case .connecting:
+                do { try connectFailed(timedOut) } catch { shutdown(error: error) }
+            case .handshaking:
+                shutdown(error: OpenSSLError(operation: "TLS handshake with \(peerName)", details: "no answer in \(connectTimeoutMs) ms"))
+            case .open, .closed:
+                break
+            }
+        }
     }
 
     /// Wraps an accepted server socket.
@@ -74,7 +128,7 @@ public final class HTTP2Connection: EventHandler {
             switch state {
             case .connecting:
                 let err = Socket.pendingError(fd)
-                guard err == 0 else { throw SystemError(operation: "connect", code: err) }
+                guard err == 0 else { return try connectFailed(SystemError(operation: "connect \(peerName)", code: err)) }
                 state = .handshaking
                 try continueHandshake()
             case .handshaking:

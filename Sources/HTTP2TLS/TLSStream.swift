@@ -26,6 +26,11 @@ final class TLSStream {
 
     deinit { SSL_free(ssl) }
 
+    /// Moves a client that has not started its handshake to another socket.
+    func rebind(fd: Int32) throws(OpenSSLError) {
+        try OpenSSLError.check(SSL_set_fd(ssl, fd), "SSL_set_fd")
+    }
+
     func handshake() throws(OpenSSLError) -> Progress {
         OpenSSLError.clear()
         let r = SSL_do_handshake(ssl)

@@ -20,6 +20,22 @@ final class WorkerEndToEndTests: XCTestCase {
         XCTAssertEqual(Set(accepted.compactMap { $0["token"] as? String }).count, 200)
     }
 
+    /// Redis and APNs given by name: the worker looks both up off its loops and delivers.
+    func testEndpointsGivenByNameAreLookedUp() throws {
+        let base = try WorkerFixture()
+        var endpoint = base.endpoint
+        endpoint["host"] = "localhost"
+        let f = try WorkerFixture.reconfigure(base, [
+            "redis": ["host": "localhost", "port": base.redis.endpoint.port],
+            "apps": [["name": "default", "bundle_id": base.mock.files.topic, "endpoint": endpoint,
+                      "token": ["team_id": base.mock.files.teamID, "key_id": base.mock.files.keyID, "key_file": base.mock.files.p8File]]],
+        ])
+        try f.startWorker()
+        try f.enqueue((0..<20).map { WorkerFixture.job($0) })
+        try f.waitForOutcomes(20)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 20])
+    }
+
     /// Each I/O thread fetches its own batches on its own Redis connection: both take part, and
     /// every job is sent and recorded once.
     func testEachIOThreadFetchesItsOwnJobs() throws {

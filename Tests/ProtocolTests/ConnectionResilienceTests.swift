@@ -2,6 +2,8 @@
 import APNSCore
 import APNSMock
 import Foundation
+import HTTP2TLS
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -65,5 +67,35 @@ final class ConnectionResilienceTests: XCTestCase {
         let stats = h.mock.server.stats.withLock { $0 }
         XCTAssertGreaterThanOrEqual(stats.pingsReceived, 2)
         XCTAssertEqual(stats.connections, 1, "a healthy idle connection is kept, never churned")
+    }
+
+    /// An endpoint given by name is looked up by the resolver, and an address that refuses the
+    /// connect gives way to the next one the name has.
+    func testANamedEndpointIsLookedUpAndARefusingAddressGivesWayToTheNext() throws {
+        let asked = Mutex<[String]>([])
+        let refusing = freePort() // nothing listens there
+        let resolver = HostResolver { host, port throws(SystemError) in
+            asked.withLock { $0.append("\(host):\(port)") }
+            return try Socket.addresses(of: "127.0.0.1", port: refusing) + Socket.addresses(of: "127.0.0.1", port: port)
+        }
+        let h = try ProtocolHarness(host: "apns.test", resolver: resolver)
+        h.send(try (1...3).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"a":1}}"#) })
+        XCTAssertEqual(h.waitForOutcomes(3).compactMap(\.deliveredID).count, 3)
+        XCTAssertEqual(asked.withLock { $0 }, ["apns.test:\(h.mock.port)"], "one lookup, of the endpoint's name and port")
+        XCTAssertEqual(h.mock.server.stats.withLock { $0.connections }, 1)
+    }
+
+    /// A name that does not resolve leaves the pool without a connection, and lookups go on
+    /// (with backoff) until one succeeds.
+    func testALookupThatFailsIsTriedAgain() throws {
+        let lookups = Atomic<Int>(0)
+        let resolver = HostResolver { host, port throws(SystemError) in
+            if lookups.add(1, ordering: .relaxed).newValue < 3 { throw SystemError(operation: "resolving \(host): temporary failure", code: EAGAIN) }
+            return try Socket.addresses(of: "127.0.0.1", port: port)
+        }
+        let h = try ProtocolHarness(host: "apns.test", resolver: resolver)
+        h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(1))","payload":{"a":1}}"#)])
+        XCTAssertEqual(h.waitForOutcomes(1).compactMap(\.deliveredID).count, 1)
+        XCTAssertGreaterThanOrEqual(lookups.load(ordering: .relaxed), 3)
     }
 }

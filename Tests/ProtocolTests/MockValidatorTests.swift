@@ -141,7 +141,7 @@ final class TLSVerificationTests: XCTestCase {
         let loop = try EventLoop()
         let probe = Probe()
         let tls = try TLSContext(clientWithCAFile: caFile)
-        let c = try HTTP2Connection(connectingTo: "127.0.0.1", port: port, tls: tls, serverName: serverName, loop: loop, delegate: probe)
+        let c = try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: port), tls: tls, serverName: serverName, loop: loop, delegate: probe)
         loop.schedule(afterMilliseconds: 5000) { loop.stop() }
         loop.afterEvents = { if probe.closed { loop.stop() } }
         loop.run()
@@ -159,7 +159,7 @@ final class TLSVerificationTests: XCTestCase {
         var closed = false
         do {
             let o = Probe()
-            o.connection = try HTTP2Connection(connectingTo: "127.0.0.1", port: mock.port, tls: try TLSContext(clientWithCAFile: mock.files.caFile),
+            o.connection = try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: mock.port), tls: try TLSContext(clientWithCAFile: mock.files.caFile),
                                                serverName: "localhost", loop: loop, delegate: o)
             owner = o
             connection = o.connection
@@ -223,7 +223,7 @@ final class TLSVerificationTests: XCTestCase {
             let probe = SettledProbe()
             probes.append(probe)
             do {
-                open.append(try HTTP2Connection(connectingTo: "127.0.0.1", port: mock.port, tls: contexts[probes.count - 1], serverName: "localhost",
+                open.append(try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: mock.port), tls: contexts[probes.count - 1], serverName: "localhost",
                                                 loop: loop, delegate: probe))
             } catch {
                 failure = error

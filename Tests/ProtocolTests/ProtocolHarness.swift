@@ -2,6 +2,7 @@
 import APNSCore
 import APNSMock
 import Foundation
+import HTTP2TLS
 import Synchronization
 import TestSupport
 import XCTest
@@ -20,18 +21,18 @@ final class ProtocolHarness: @unchecked Sendable {
 
     init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
          credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000,
-         configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
+         host: String = "127.0.0.1", resolver: HostResolver = HostResolver(), configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
         mock = try MockFixture(configure: configureMock)
         let files = mock.files
         let config = AppConfiguration(name: "default", bundleID: bundleID,
-                                      endpoint: APNSEndpoint(host: "127.0.0.1", port: mock.port, caFile: files.caFile, serverName: "localhost"),
+                                      endpoint: APNSEndpoint(host: host, port: mock.port, caFile: files.caFile, serverName: "localhost"),
                                       auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
         sendLoop = try SendLoop(name: "test-io", apps: [app],
                                 settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
                                                 credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs),
-                                logger: logger, sink: finished)
+                                logger: logger, sink: finished, resolver: resolver)
         sendLoop.start()
     }
 
