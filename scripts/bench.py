@@ -18,7 +18,9 @@
     rounds of (a) and (b) moved by 20% and more on a shared machine (under valgrind the worker's
     batches come out a little differently from run to run: about 2%). The kernel's work, where h2load
     spends more than the worker, is not in it. Each side's start is taken off as in (a) and (b),
-    by a run of one job (request) per stream, then added back for the worker, spread over JOBS
+    by a run of one job (request) per stream, then added back for the worker, spread over JOBS.
+    The count is also split: the HTTP/2 and TLS libraries both sides use (nghttp2, OpenSSL), and
+    everything else (the worker's Redis and JSON work, h2load's bookkeeping, libc, malloc)
 
 Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000),
 CALLGRIND_N (20000; 0 leaves (h) out), ROUNDS (5): (a) and (b) run this many times, interleaved,
@@ -306,8 +308,38 @@ class Bench:
                         break
             if not files or count == 0:
                 raise SystemExit("callgrind left no count for %s (valgrind installed? scripts/install-deps bench)" % name)
-            return count
+            # HTTP/2 and TLS (the same libraries on both sides) apart from the rest.
+            protocol = 0
+            for f in files:
+                for obj, c in Bench.instructions_by_object(self.path(f)).items():
+                    if obj.startswith(("libnghttp2", "libssl", "libcrypto")):
+                        protocol += c
+            return count, protocol
         return ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s.%%p" % prefix], total
+
+    @staticmethod
+    def instructions_by_object(path):
+        """A callgrind file's instructions of each program or library (the code's own, not
+        of what it calls), by file name."""
+        names, counts, current, skip = {}, {}, None, False
+        for line in open(path):
+            if line[:1].isdigit() or line[:1] in "+-*":
+                if skip:
+                    skip = False
+                elif current is not None:
+                    parts = line.split()
+                    if len(parts) > 1:
+                        counts[current] = counts.get(current, 0) + int(parts[1])
+            elif line.startswith(("ob=", "cob=")):
+                # A name is given once, with its number, by whichever line names it first.
+                m = re.match(r"c?ob=(?:\((\d+)\))? ?(.*)", line.rstrip("\n"))
+                if m.group(1) and m.group(2):
+                    names[m.group(1)] = m.group(2)
+                if line.startswith("ob="):
+                    current = os.path.basename(names.get(m.group(1), m.group(2)) if m.group(1) else m.group(2))
+            elif line.startswith("calls="):
+                skip = True  # the next line is the call's inclusive cost, counted where it is spent
+        return counts
 
     def instructions(self, port, n, start_n):
         """Instructions per job and of the start, for the worker and for h2load with a path per
@@ -330,8 +362,10 @@ class Bench:
             counts[("h2load", count)] = total()
         result = {}
         for side in ("worker", "h2load"):
-            per = (counts[(side, n)] - counts[(side, start_n)]) / (n - start_n)
-            result[side] = {"per": per, "start": counts[(side, start_n)] - start_n * per}
+            (big, big_protocol), (small, small_protocol) = counts[(side, n)], counts[(side, start_n)]
+            per = (big - small) / (n - start_n)
+            protocol = (big_protocol - small_protocol) / (n - start_n)
+            result[side] = {"per": per, "start": small - start_n * per, "protocol": protocol, "rest": per - protocol}
         return result
 
     def aioapns(self, port, n):
@@ -595,6 +629,8 @@ def main():
         with_start = w["per"] + w["start"] / JOBS
         row("(h) the same, the worker's start over %d jobs" % JOBS, with_start, h["per"], ratio(with_start, h["per"]))
         row("(h) instructions of each start, millions", w["start"] / 1e6, h["start"] / 1e6, ratio(w["start"], h["start"]), "%.1f")
+        row("(h) of them in nghttp2 and OpenSSL (HTTP/2, TLS)", w["protocol"], h["protocol"], ratio(w["protocol"], h["protocol"]))
+        row("(h) of them elsewhere (Redis, JSON, the program, libc)", w["rest"], h["rest"], ratio(w["rest"], h["rest"]))
 
 
 if __name__ == "__main__":
