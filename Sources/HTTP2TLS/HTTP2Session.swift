@@ -38,14 +38,12 @@ public final class HTTP2Session {
     /// drops the connection once told it closed (`connectionClosed`), which ends the cycle.
     let delegate: HTTP2SessionDelegate
     public let isServer: Bool
-    /// A body being sent: its bytes not yet sent, and what keeps them alive. A request's body is
-    /// borrowed (no owner): its caller holds the bytes until the stream closes, so sending it
-    /// counts no reference on a buffer that other threads count too (a batch's jobs share one).
-    private struct Body {
-        var unsent: UnsafeRawBufferPointer
-        let owner: [UInt8]?
-    }
-    private var bodies = StreamTable<Body>(capacity: 256)
+    /// The bytes of each body not yet sent. A request's body is borrowed: its caller holds the
+    /// bytes until the stream closes, so sending it counts no reference on a buffer that other
+    /// threads count too (a batch's jobs share one). A response's body is kept alive by
+    /// `responseBodies`, apart, so that a client's table holds no reference to count at all.
+    private var bodies = StreamTable<UnsafeRawBufferPointer>(capacity: 256)
+    private var responseBodies = StreamTable<[UInt8]>(capacity: 256)
     /// The blocks nghttp2 allocates, reused per size class (this session's thread only).
     private let pool: UnsafeMutablePointer<apnsw_pool> = {
         let p = UnsafeMutablePointer<apnsw_pool>.allocate(capacity: 1)
@@ -89,7 +87,7 @@ public final class HTTP2Session {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
             HTTP2Session.with(user) { me in
-                me.bodies[stream] = nil
+                me.forgetBody(stream)
                 me.delegate.http2StreamClosed(stream, errorCode: code)
             }
             return 0
@@ -164,7 +162,7 @@ public final class HTTP2Session {
         let session = session // a closure that read self's property retained self, per request
         let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
         guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
-        bodies[stream] = Body(unsent: body, owner: nil)
+        bodies[stream] = body
         return stream
     }
 
@@ -173,12 +171,18 @@ public final class HTTP2Session {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
         let rc: Int32, session = session
         if let body {
-            bodies[stream] = Body(unsent: body.withUnsafeBytes { $0 }, owner: body)
+            responseBodies[stream] = body // the array's storage stays put while it is held here
+            bodies[stream] = body.withUnsafeBytes { $0 }
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, &provider) }
         } else {
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, nil) }
         }
-        if rc != 0 { bodies[stream] = nil }
+        if rc != 0 { forgetBody(stream) }
+    }
+
+    private func forgetBody(_ stream: Int32) {
+        bodies[stream] = nil
+        if responseBodies.count > 0 { responseBodies[stream] = nil }
     }
 
     public func submitMaxConcurrentStreams(_ value: Int) {
@@ -205,18 +209,17 @@ public final class HTTP2Session {
     }
 
     private func copyBody(stream: Int32, into buf: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard var body = bodies[stream] else {
+        guard let unsent = bodies[stream] else {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
-        let n = min(length, body.unsent.count)
-        if n > 0 { UnsafeMutableRawPointer(buf).copyMemory(from: body.unsent.baseAddress!, byteCount: n) }
-        if n == body.unsent.count {
+        let n = min(length, unsent.count)
+        if n > 0 { UnsafeMutableRawPointer(buf).copyMemory(from: unsent.baseAddress!, byteCount: n) }
+        if n == unsent.count {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
-            bodies[stream] = nil
+            forgetBody(stream)
         } else {
-            body.unsent = UnsafeRawBufferPointer(rebasing: body.unsent[n...])
-            bodies[stream] = body
+            bodies[stream] = UnsafeRawBufferPointer(rebasing: unsent[n...])
         }
         return n
     }

@@ -3,6 +3,9 @@ import COpenSSL
 /// One TLS session over a non-blocking socket. Owned by a single I/O thread.
 final class TLSStream {
     let ssl: OpaquePointer
+    /// Held for as long as the connection: OpenSSL calls back into it (a client's session
+    /// tickets) through a pointer that counts no reference.
+    private let context: TLSContext
 
     enum Progress { case done, wantRead, wantWrite }
     enum IOResult { case bytes(Int), wantRead, wantWrite, closed }
@@ -10,6 +13,7 @@ final class TLSStream {
     init(context: TLSContext, fd: Int32, serverName: String?) throws(OpenSSLError) {
         guard let ssl = SSL_new(context.ctx) else { throw OpenSSLError.drain("SSL_new") }
         self.ssl = ssl
+        self.context = context
         try OpenSSLError.check(SSL_set_fd(ssl, fd), "SSL_set_fd")
         if context.isServer {
             SSL_set_accept_state(ssl)
