@@ -38,6 +38,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     private var enforcedLimit: Int { ackedLimit ?? streamLimit }
 
     func connectionReady(_ connection: HTTP2Connection) {
+        if connection.resumedTLSSession { server.stats.withLock { $0.resumedHandshakes += 1 } }
         auth.certificateUID = connection.peerSubjectUID
         if auth.certificateUID != nil { raiseLimit() }
     }

@@ -117,6 +117,8 @@ public struct MockStats: Sendable, Equatable {
     public var settingsChanges = 0
     public var pingsReceived = 0
     public var drops = 0
+    /// TLS handshakes that resumed an earlier session (no certificate chain sent).
+    public var resumedHandshakes = 0
 }
 
 private final class Acceptor: EventHandler {

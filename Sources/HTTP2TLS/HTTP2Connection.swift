@@ -226,9 +226,11 @@ public final class HTTP2Connection: EventHandler {
         loop.schedule(afterMilliseconds: graceMs) { [self] in shutdown(error: nil) }
     }
 
-    /// Closes the socket at once and tells the delegate.
+    /// Closes the socket at once and tells the delegate. An orderly close (no error) of an open
+    /// connection sends TLS's close_notify first.
     public func shutdown(error: Error?) {
         guard state != .closed else { return }
+        if error == nil, state == .open { tls.closeNotify() }
         state = .closed
         loop.keepAlive(self)
         loop.keepAlive(delegate)

@@ -29,6 +29,21 @@ final class ConnectionResilienceTests: XCTestCase {
         XCTAssertEqual(Set(accepted).count, n)
     }
 
+    /// A connection ended after a GOAWAY leaves its TLS session resumable: the replacement
+    /// resumes it (no certificate chain to send and check). Both sides close with close_notify;
+    /// without it, the mock's OpenSSL dropped the session and no replacement resumed.
+    func testReplacementsAfterGoAwayResumeTheTLSSession() throws {
+        let h = try ProtocolHarness { config in config.faults.goawayAfter = 1 }
+        for i in 1...3 {
+            h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(i))","payload":{"a":1}}"#)])
+            XCTAssertEqual(h.waitForOutcomes(i).compactMap(\.deliveredID).count, i)
+            XCTAssertTrue(waitUntil(timeout: 5) { h.mock.server.stats.withLock { $0.connections } > i }, "the connection was replaced")
+        }
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertGreaterThanOrEqual(stats.goawaysSent, 3)
+        XCTAssertEqual(stats.resumedHandshakes, stats.connections - 1, "every connection after the first resumed")
+    }
+
     func testStreamLimitFollowsSettingsDownToOneAndBackUp() throws {
         let h = try ProtocolHarness(connections: 2, streams: 200) { config in
             config.maxConcurrentStreams = 50
