@@ -100,19 +100,13 @@ final class ConnectingTests: XCTestCase {
         XCTAssertTrue(String(describing: probe.closedError).contains("no answer in 300 ms"), String(describing: probe.closedError))
     }
 
-    private final class Probe: HTTP2ConnectionDelegate {
+    private final class Probe: ConnectionProbe {
         let loop: EventLoop
         var ready = false
         var closedError: Error?
         init(_ loop: EventLoop) { self.loop = loop }
         func connectionReady(_ c: HTTP2Connection) { ready = true; loop.stop() }
         func connectionClosed(_ c: HTTP2Connection, error: Error?) { closedError = error; loop.stop() }
-        func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
-        func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
-        func http2EndStream(_ stream: Int32) {}
-        func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
-        func http2RemoteSettings(maxConcurrentStreams: Int) {}
-        func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
     }
 
     /// A listening socket whose queue of connections is full and never drained: Linux drops

@@ -121,7 +121,7 @@ final class MockValidatorTests: XCTestCase {
 
 /// TLS: the client verifies the server's chain and name, and speaks HTTP/2 via ALPN.
 final class TLSVerificationTests: XCTestCase {
-    final class Probe: HTTP2ConnectionDelegate {
+    final class Probe: ConnectionProbe {
         var ready = false
         var closedError: Error?
         var closed = false
@@ -129,12 +129,6 @@ final class TLSVerificationTests: XCTestCase {
         var connection: HTTP2Connection?
         func connectionReady(_ c: HTTP2Connection) { ready = true; c.shutdown(error: nil) }
         func connectionClosed(_ c: HTTP2Connection, error: Error?) { closed = true; closedError = error; connection = nil }
-        func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
-        func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
-        func http2EndStream(_ stream: Int32) {}
-        func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
-        func http2RemoteSettings(maxConcurrentStreams: Int) {}
-        func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
     }
 
     private func connect(caFile: String?, serverName: String, port: Int) throws -> Probe {
@@ -198,18 +192,13 @@ final class TLSVerificationTests: XCTestCase {
     /// resumes it while the first is still open (no certificate chain checked again), as the
     /// worker opens a pool's connections; another context starts afresh.
     func testALaterConnectionResumesTheContextsSession() throws {
-        final class SettledProbe: HTTP2ConnectionDelegate {
+        final class SettledProbe: ConnectionProbe {
             var resumed: Bool?
             var settled = false
             func connectionReady(_ c: HTTP2Connection) { resumed = c.resumedTLSSession }
             func connectionClosed(_ c: HTTP2Connection, error: Error?) {}
-            func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
-            func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
-            func http2EndStream(_ stream: Int32) {}
-            func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
             // The session ticket arrives before the server's SETTINGS.
             func http2RemoteSettings(maxConcurrentStreams: Int) { settled = true }
-            func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
         }
         let mock = try MockFixture()
         let loop = try EventLoop()
