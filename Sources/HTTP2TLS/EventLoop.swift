@@ -170,11 +170,14 @@ public enum MonotonicClock {
 public struct SystemError: Error, CustomStringConvertible, Sendable {
     public let operation: String
     public let code: Int32
-    public var description: String { "\(operation): \(String(cString: strerror(code)))" }
+    /// What went wrong, where errno's text would not say it (a name lookup's answer).
+    public let reason: String?
+    public var description: String { "\(operation): \(reason ?? String(cString: strerror(code)))" }
 
-    public init(operation: String, code: Int32) {
+    public init(operation: String, code: Int32, reason: String? = nil) {
         self.operation = operation
         self.code = code
+        self.reason = reason
     }
 
     public static func errno(_ operation: String) -> SystemError { SystemError(operation: operation, code: Glibc.errno) }

@@ -65,7 +65,7 @@ public final class HTTP2Connection: EventHandler {
 
     /// A socket connecting to the first of `addresses` that takes a connect; the rest stay.
     private static func connectNext(_ addresses: inout ArraySlice<SocketAddress>, _ name: String) throws(SystemError) -> Int32 {
-        var lastError = SystemError(operation: "connect \(name): no address", code: EHOSTUNREACH)
+        var lastError = SystemError(operation: "connect \(name)", code: EHOSTUNREACH, reason: "no address")
         while let address = addresses.popFirst() {
             do throws(SystemError) { return try Socket.connect(to: address, name: name) } catch { lastError = error }
         }

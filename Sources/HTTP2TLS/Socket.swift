@@ -14,7 +14,7 @@ public enum Socket {
         var result: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &result)
         guard rc == 0, let first = result else {
-            throw SystemError(operation: "resolving \(host): \(String(cString: gai_strerror(rc)))", code: EHOSTUNREACH)
+            throw SystemError(operation: "resolving \(host)", code: EHOSTUNREACH, reason: String(cString: gai_strerror(rc)))
         }
         defer { freeaddrinfo(result) }
         var found: [SocketAddress] = []
@@ -58,7 +58,7 @@ public enum Socket {
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
             close(fd)
-            throw SystemError(operation: "listen address \(host) is not an IPv4 address", code: EINVAL)
+            throw SystemError(operation: "listen address \(host)", code: EINVAL, reason: "not an IPv4 address")
         }
         let bound = withUnsafePointer(to: &addr) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }

@@ -56,7 +56,7 @@ final class ConnectingTests: XCTestCase {
     /// A lookup's failure comes back as the error, with the name in it.
     func testAFailedLookupAnswersItsError() throws {
         let loop = try EventLoop()
-        let resolver = HostResolver { host, _ throws(SystemError) in throw SystemError(operation: "resolving \(host): no such host", code: EHOSTUNREACH) }
+        let resolver = HostResolver { host, _ throws(SystemError) in throw SystemError(operation: "resolving \(host)", code: EHOSTUNREACH, reason: "no such host") }
         var message = ""
         loop.schedule(afterMilliseconds: 0) {
             resolver.resolve("nowhere.test", port: 443, on: loop) { result in
@@ -66,7 +66,16 @@ final class ConnectingTests: XCTestCase {
         }
         loop.schedule(afterMilliseconds: 10_000) { loop.stop() }
         loop.run()
-        XCTAssertTrue(message.contains("nowhere.test"), message)
+        XCTAssertEqual(message, "resolving nowhere.test: no such host")
+    }
+
+    /// A lookup's error says what the resolver answered, not an errno's text beside it.
+    func testALookupErrorReadsAsTheResolversAnswer() {
+        XCTAssertThrowsError(try Socket.addresses(of: "apns.test", port: 443, numericOnly: true)) { error in
+            let text = "\(error)"
+            XCTAssertTrue(text.hasPrefix("resolving apns.test: "), text)
+            XCTAssertFalse(text.contains(String(cString: strerror(EHOSTUNREACH))), text)
+        }
     }
 
     /// An address that never takes the connect (its SYNs go unanswered) gives way to the next

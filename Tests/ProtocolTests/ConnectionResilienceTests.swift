@@ -105,7 +105,7 @@ final class ConnectionResilienceTests: XCTestCase {
     func testALookupThatFailsIsTriedAgain() throws {
         let lookups = Atomic<Int>(0)
         let resolver = HostResolver { host, port throws(SystemError) in
-            if lookups.add(1, ordering: .relaxed).newValue < 3 { throw SystemError(operation: "resolving \(host): temporary failure", code: EAGAIN) }
+            if lookups.add(1, ordering: .relaxed).newValue < 3 { throw SystemError(operation: "resolving \(host)", code: EAGAIN, reason: "temporary failure") }
             return try Socket.addresses(of: "127.0.0.1", port: port)
         }
         let h = try ProtocolHarness(host: "apns.test", resolver: resolver)
