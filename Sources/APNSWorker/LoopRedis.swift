@@ -84,6 +84,8 @@ final class LoopRedis: EventHandler {
         resolver.resolve(endpoint.host, port: endpoint.port, on: loop) { [weak self] result in
             guard let self, !closed else { return }
             switch result {
+            case .success(let found) where found.isEmpty:
+                failed(.io("\(endpoint): the name has no address"))
             case .success(let found):
                 // IPv4 first, as hiredis orders a name's addresses itself.
                 let addresses = found.filter(\.isIPv4) + found.filter { !$0.isIPv4 }
