@@ -12,7 +12,8 @@
 (d) latency enqueue -> result at 50% of the measured maximum rate: p50, p99
 (e) latency-bound: mock answers after 50 ms: jobs/s against connections x streams / delay
 (f) memory with 10,000 notifications in flight
-(g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd
+(g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd, and how busy the
+    mock's one thread is during (a) and during (b) with a path per token (1.00: it sets the pace)
 (h) user-space instructions per notification (valgrind's callgrind, every thread) next to h2load's
     per request with a path per token: a count the machine's load does not move, where single
     rounds of (a) and (b) moved by 20% and more on a shared machine (under valgrind the worker's
@@ -249,11 +250,12 @@ class Bench:
 
     # -- references -----------------------------------------------------------------------------
 
-    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, headers=True, per_token=False):
+    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, headers=True, per_token=False, watch=None):
         """req/s, and CPU us per request with h2load's start excluded: a run of one request per
         stream with the same arguments measures what h2load spends before and around its load
         (reading -i's 200,000 URIs takes it about 0.2 s), and that is taken off. `cpu_total_us`
-        keeps the start in."""
+        keeps the start in. `watch`: a server process whose CPU during the run is given as a
+        share of one core (`server_busy`)."""
         argv = self.h2load_argv(port, n, connections, streams, path, headers, per_token)
 
         def run(count):
@@ -262,7 +264,9 @@ class Bench:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             return out, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e6
 
+        server_before, wall_before = (proc_cpu_us(watch.pid) if watch else 0), time.time()
         out, cpu = run(n)
+        server_busy = (proc_cpu_us(watch.pid) - server_before) / ((time.time() - wall_before) * 1e6) if watch else None
         start_n = connections * streams
         _, start_cpu = run(start_n)
         m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
@@ -271,7 +275,7 @@ class Bench:
         errored = re.search(r"(\d+) errored", out)
         if not m:
             raise SystemExit("h2load failed:\n" + out)
-        return {"req_s": float(m.group(3)), "cpu_us": (cpu - start_cpu) / (n - start_n), "cpu_total_us": cpu / n,
+        return {"req_s": float(m.group(3)), "cpu_us": (cpu - start_cpu) / (n - start_n), "cpu_total_us": cpu / n, "server_busy": server_busy,
                 "succeeded": int(ok.group(1)) if ok else 0,
                 "2xx": int(status2xx.group(1)) if status2xx else 0, "errored": int(errored.group(1)) if errored else 0}
 
@@ -488,7 +492,7 @@ def main():
                 "%d jobs pre-filled, with glibc's malloc, with jemalloc preloaded, and with Redis on its unix socket"
                 % (r + 1, ROUNDS, JOBS))
             h2s.append(b.h2load(port, JOBS))
-            h2ts.append(b.h2load(port, JOBS, per_token=True))
+            h2ts.append(b.h2load(port, JOBS, per_token=True, watch=mock))
             for ref in (h2s[-1], h2ts[-1]):
                 if ref["2xx"] == JOBS:
                     continue
@@ -506,6 +510,7 @@ def main():
             start_n = CONNECTIONS * STREAMS
             start_cpu = b.end_to_end("e2e-start%d" % r, port, n=start_n)[1]
             e2es.append({"rate": JOBS / secs, "cpu": cpu / JOBS, "rss": rss, "mock": mock_cpu / JOBS, "redis": redis_cpu / JOBS,
+                         "mock_busy": mock_cpu / (secs * 1e6),
                          "cpu_no_start": (cpu - start_cpu) / (JOBS - start_n), "threads": {t: us / JOBS for t, us in threads.items()}})
             je = b.end_to_end("e2e-je%d" % r, port, env=dict(os.environ, LD_PRELOAD=JEMALLOC), must_load=JEMALLOC)
             jes.append({"rate": JOBS / je[0], "cpu": je[1] / JOBS})
@@ -523,10 +528,11 @@ def main():
         paired_no_start = median(e["cpu_no_start"] / h["cpu_us"] for e, h in zip(e2es, h2ts))
         e2e_no_start = median(x["cpu_no_start"] for x in e2es)
         h2 = {k: median(x[k] for x in h2s) for k in ("req_s", "cpu_us")}
-        h2t = {k: median(x[k] for x in h2ts) for k in ("req_s", "cpu_us", "cpu_total_us")}
+        h2t = {k: median(x[k] for x in h2ts) for k in ("req_s", "cpu_us", "cpu_total_us", "server_busy")}
         e2e_rate, e2e_cpu = median(x["rate"] for x in e2es), median(x["cpu"] for x in e2es)
         rss = median(x["rss"] for x in e2es)
         mock_cpu, redis_cpu = median(x["mock"] for x in e2es), median(x["redis"] for x in e2es)
+        mock_busy = median(x["mock_busy"] for x in e2es)
         names = set().union(*(x["threads"] for x in e2es))
         threads = {t: median(x["threads"].get(t, 0) for x in e2es) for t in names}
         je_rate, je_cpu = median(x["rate"] for x in jes), median(x["cpu"] for x in jes)
@@ -622,6 +628,7 @@ def main():
     row("(e) 50 ms mock delay: jobs/s vs connections*streams/delay", n / bsecs, bound, ratio(n / bsecs, bound))
     row("(f) RSS MiB with %d notifications in flight" % peak_inflight, peak_rss / 1024, 64, ratio(peak_rss / 1024, 64), "%.1f")
     row("(g) h2load req/s: on the mock vs on nghttpd", h2["req_s"], ngh["req_s"], ratio(h2["req_s"], ngh["req_s"]))
+    row("(g) the mock's thread, share of a core busy: (a) vs (b) per token", mock_busy, h2t["server_busy"], ratio(mock_busy, h2t["server_busy"]), "%.2f")
     row("(g) h2load CPU us/req: on the mock vs on nghttpd", h2["cpu_us"], ngh["cpu_us"], ratio(h2["cpu_us"], ngh["cpu_us"]), "%.2f")
     if ins:
         w, h = ins["worker"], ins["h2load"]
