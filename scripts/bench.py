@@ -418,12 +418,14 @@ asyncio.run(main())
         sent, start = 0, time.time()
         while time.time() - start < seconds:
             due = int((time.time() - start) * rate)
-            pipe = self.r.pipeline(transaction=False)
             now_ms = int(time.time() * 1000)
-            while sent < due:
-                pipe.lpush(key, '{"id":"%d-%d","token":"%064x","payload":%s}' % (now_ms, sent, sent, body))
-                sent += 1
-            pipe.execute()
+            # One LPUSH of the tick's jobs, in order: a pipelined command per job cost this
+            # producer about 14 us of CPU per job, most of a core on a 2-core machine at the rates
+            # measured, which the worker, Redis and the mock then did not have.
+            jobs = ['{"id":"%d-%d","token":"%064x","payload":%s}' % (now_ms, i, i, body) for i in range(sent, due)]
+            if jobs:
+                self.r.lpush(key, *jobs)
+                sent = due
             time.sleep(0.002)
         deadline = time.time() + 60
         while self.finished(queue) < sent and time.time() < deadline:
