@@ -19,7 +19,7 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
         // Copied, and checked, eight bytes at a time.
         let inline = bytes.count <= Self.inlineCapacity && withUnsafeMutableBytes(of: &words) { out in
             ByteWord.copy(bytes, to: out, word: { ByteWord.firstSpecialOrNonASCII($0) == nil ? $0 : nil },
-                          byte: { $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") ? $0 : nil })
+                          byte: { ByteWord.isPlainJSON($0) ? $0 : nil })
         }
         guard inline else {
             words = (0, 0, 0, 0, 0)

@@ -77,6 +77,13 @@ enum ByteWord {
         hasByte(below: 0x20, w) || hasByte(equalTo: UInt8(ascii: "\""), w) || hasByte(equalTo: UInt8(ascii: "\\"), w)
     }
 
+    /// One byte of plain string content: ASCII, not a control character, `"` or `\` (the test
+    /// `firstSpecialOrNonASCII` makes of eight at once).
+    @inline(__always)
+    static func isPlainJSON(_ b: UInt8) -> Bool {
+        b >= 0x20 && b < 0x80 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\")
+    }
+
     /// The offset (0-7, in memory order) of the first byte that is not plain string content:
     /// a control character, `"`, `\` or a non-ASCII byte; nil if there is none. Each test's
     /// lowest flagged byte is exact (a borrow only flags bytes above a true match), so the

@@ -294,7 +294,7 @@ public struct JSONScanner: ~Copyable {
     @inline(__always)
     private func plainEnd(from i: Int) -> Int? {
         var end = plainRunEnd(from: i)
-        while end < bytes.count, bytes[end] >= 0x20, bytes[end] < 0x80, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") {
+        while end < bytes.count, ByteWord.isPlainJSON(bytes[end]) {
             end += 1
         }
         return end < bytes.count && bytes[end] == UInt8(ascii: "\"") ? end : nil
