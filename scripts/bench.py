@@ -304,20 +304,15 @@ class Bench:
         prefix = self.path("callgrind-%s" % name)
         def total():
             files = [f for f in os.listdir(self.dir) if f.startswith(os.path.basename(prefix) + ".")]
-            count = 0
-            for f in files:
-                for line in open(self.path(f)):
-                    if line.startswith(("summary:", "totals:")):
-                        count += int(line.split()[1])
-                        break
-            if not files or count == 0:
-                raise SystemExit("callgrind left no count for %s (valgrind installed? scripts/install-deps bench)" % name)
-            # HTTP/2 and TLS (the same libraries on both sides) apart from the rest.
-            protocol = 0
+            count = protocol = 0
             for f in files:
                 for obj, c in Bench.instructions_by_object(self.path(f)).items():
+                    count += c
+                    # HTTP/2 and TLS (the same libraries on both sides) apart from the rest.
                     if obj.startswith(("libnghttp2", "libssl", "libcrypto")):
                         protocol += c
+            if not files or count == 0:
+                raise SystemExit("callgrind left no count for %s (valgrind installed? scripts/install-deps bench)" % name)
             return count, protocol
         return ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s.%%p" % prefix], total
 
