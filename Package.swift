@@ -32,7 +32,7 @@ let package = Package(
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "HTTP2TLS"]),
         // Test support and demo/bench server: the strict mock APNs.
-        .target(name: "APNSMock", dependencies: ["APNSCore", "HTTP2TLS"], swiftSettings: hotPath),
+        .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "HTTP2TLS"], swiftSettings: hotPath),
 
         // Helpers for the test tiers: a real redis-server, the mock in-process, child processes.
         .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock"]),

@@ -8,6 +8,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
     let id: Int
     var connection: HTTP2Connection?
     private var requests = StreamTable<MockRequest>(capacity: 256)
+    /// Requests of closed streams, kept for the next ones: a new one costs three allocations.
+    private var spareRequests: [MockRequest] = []
     private var auth = MockValidator.ConnectionAuth()
     private var openStreams = 0
     private var streamLimit: Int
@@ -50,7 +52,12 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     func http2BeginStream(_ stream: Int32) {
         openStreams += 1
-        requests[stream] = MockRequest(stream: stream)
+        if let spare = spareRequests.popLast() {
+            spare.reuse(stream: stream)
+            requests[stream] = spare
+        } else {
+            requests[stream] = MockRequest(stream: stream)
+        }
         let (open, acked) = (openStreams, ackedLimit)
         server.stats.withLock {
             $0.maxConcurrentStreams = max($0.maxConcurrentStreams, open)
@@ -63,12 +70,12 @@ final class MockConnection: HTTP2ConnectionDelegate {
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        requests[stream]?.body.append(contentsOf: bytes)
+        requests[stream]?.appendBody(bytes)
     }
 
     func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
         openStreams -= 1
-        requests[stream] = nil
+        if let request = requests.removeValue(forKey: stream), spareRequests.count < 128 { spareRequests.append(request) }
     }
 
     func http2RemoteSettings(maxConcurrentStreams: Int) {}
@@ -78,7 +85,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     func http2EndStream(_ stream: Int32) {
         guard let request = requests[stream], let connection else { return }
         if dropped {
-            record(request, MockDecision(status: 0), answeredID: request.value("apns-id"), note: "dropped")
+            record(request, MockDecision(status: 0), answeredID: request.value("apns-id").map { APNSID($0) }, note: "dropped")
             return
         }
         if let last = goawayLastStream, stream > last {
@@ -90,7 +97,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         let seen = server.requestsSeen
         let faults = server.configuration.faults
         if faults.dropAfter > 0, seen % faults.dropAfter == 0 {
-            record(request, MockDecision(status: 0), answeredID: request.value("apns-id"), note: "dropped")
+            record(request, MockDecision(status: 0), answeredID: request.value("apns-id").map { APNSID($0) }, note: "dropped")
             server.stats.withLock { $0.drops += 1 }
             // Like a connection lost mid-flight: answers already given arrive, this one never does.
             dropped = true
@@ -98,7 +105,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
             return
         }
         var decision = server.validator.decide(request, auth: &auth)
-        if decision.status == 200, !faults.tokens.isEmpty, let token = request.pathToken, let fault = server.fault(for: String(token)) {
+        if decision.status == 200, !faults.tokens.isEmpty, let token = request.pathToken, let fault = server.fault(for: token) {
             decision.delayMs = fault.delayMs ?? 0
             if let status = fault.status {
                 decision.status = status
@@ -106,7 +113,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
                 if status == 410 { decision.timestamp = Int64(Date().timeIntervalSince1970 * 1000) }
             }
         }
-        let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? $0.lowercased() : nil } ?? UUIDText.random(using: &idGenerator)
+        let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? APNSID($0.lowercased()) : nil } ?? UUIDText.randomID(using: &idGenerator)
         record(request, decision, answeredID: apnsID, note: nil)
         if decision.delayMs > 0 {
             server.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in
@@ -149,12 +156,12 @@ final class MockConnection: HTTP2ConnectionDelegate {
         server.stats.withLock { $0.settingsChanges += 1 }
     }
 
-    private func respond(_ stream: Int32, _ decision: MockDecision, apnsID: String) {
+    private func respond(_ stream: Int32, _ decision: MockDecision, apnsID: APNSID) {
         guard let connection else { return }
         headers.clear()
-        headers.add(":status", String(decision.status))
+        headers.add(":status", decision.status == 200 ? "200" : String(decision.status))
         // A fresh value per answer: indexing it would only churn both sides' HPACK tables.
-        headers.add("apns-id", apnsID, sensitive: true)
+        apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
         guard let reason = decision.reason else {
             connection.session.submitResponse(stream: stream, headers, body: nil)
             return
@@ -180,7 +187,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     }
 
     /// One JSON line per request: what arrived (headers, payload) and what the mock answered.
-    private func record(_ request: MockRequest, _ decision: MockDecision, answeredID: String?, note: String?) {
+    private func record(_ request: MockRequest, _ decision: MockDecision, answeredID: APNSID?, note: String?) {
         let (open, limit) = (openStreams, enforcedLimit)
         server.stats.withLock {
             $0.requests += 1
@@ -188,15 +195,16 @@ final class MockConnection: HTTP2ConnectionDelegate {
             if let reason = decision.reason { $0.byReason[reason.rawValue, default: 0] += 1 }
         }
         guard server.log.isEnabled else { return }
-        var w = JSONWriter(capacity: 512 + request.body.count)
+        let body = request.body
+        var w = JSONWriter(capacity: 512 + body.count)
         w.beginObject()
         w.field("time_ms", Int64(Date().timeIntervalSince1970 * 1000))
         w.field("conn", id)
         w.field("stream", Int(request.stream))
-        w.fieldIfPresent("token", request.pathToken.map(String.init))
+        w.fieldIfPresent("token", request.pathToken)
         w.field("status", decision.status)
         w.fieldIfPresent("reason", decision.reason?.rawValue)
-        w.fieldIfPresent("apns_id", answeredID)
+        w.fieldIfPresent("apns_id", answeredID?.description)
         w.fieldIfPresent("note", note)
         w.fieldIfPresent("key_id", decision.keyID)
         w.field("concurrent", open)
@@ -208,9 +216,9 @@ final class MockConnection: HTTP2ConnectionDelegate {
             w.field(h.name, h.name == "authorization" ? "bearer <redacted>" : h.value)
         }
         w.endObject()
-        let isJSON = request.body.withUnsafeBufferPointer { (try? JSONScanner.validateObject($0)) != nil }
-        if isJSON { w.key("payload"); w.raw(request.body) } else { w.key("payload_text"); w.stringBytes(request.body) }
-        w.field("payload_bytes", request.body.count)
+        let isJSON = request.withBody { (try? JSONScanner.validateObject($0)) != nil }
+        if isJSON { w.key("payload"); w.raw(body) } else { w.key("payload_text"); w.stringBytes(body) }
+        w.field("payload_bytes", body.count)
         w.endObject()
         server.log.append(w.bytes)
     }

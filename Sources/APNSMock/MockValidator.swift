@@ -35,14 +35,26 @@ final class MockValidator {
         var certificateUID: String?
         var pinnedTeam: String?
         /// The last `authorization` value verified here, whole, and its claims.
-        var lastAuthorization: String?
+        var lastAuthorization: [UInt8]?
         var lastClaims: JWTClaims?
         /// When this connection's JWT last changed (the first one is not a change).
         var lastTokenChange: Int64?
+        /// The last topic as text, and the last one the verified key was found to cover: a
+        /// connection's requests mostly repeat both.
+        var lastTopic: (bytes: [UInt8], text: String)?
+        var coveredTopic: String?
+
+        /// The request's `apns-topic`, as text made once per topic.
+        mutating func topic(of request: MockRequest) -> String? {
+            if let last = lastTopic, request.value("apns-topic", is: last.bytes) { return last.text }
+            guard let text = request.value("apns-topic") else { return nil }
+            lastTopic = (Array(text.utf8), text)
+            return text
+        }
     }
 
     func decide(_ request: MockRequest, auth: inout ConnectionAuth) -> MockDecision {
-        let topic = request.value("apns-topic")
+        let topic = auth.topic(of: request)
         var keyID: String?
         if let uid = auth.certificateUID {
             // Certificate mode: the topic defaults to the subject, and may carry .voip/.complication.
@@ -50,7 +62,7 @@ final class MockValidator {
                 return .reject(400, .badTopic)
             }
         } else {
-            switch authenticate(request.value("authorization"), topic: topic, auth: &auth) {
+            switch authenticate(request, topic: topic, auth: &auth) {
             case .failure(let decision): return decision
             case .success(let kid): keyID = kid
             }
@@ -62,14 +74,14 @@ final class MockValidator {
 
     private enum AuthResult { case success(String), failure(MockDecision) }
 
-    private func authenticate(_ header: String?, topic: String?, auth: inout ConnectionAuth) -> AuthResult {
-        guard let header, header.hasPrefix("bearer "), header.utf8.count > 7 else {
-            return .failure(.reject(403, .missingProviderToken))
-        }
+    private func authenticate(_ request: MockRequest, topic: String?, auth: inout ConnectionAuth) -> AuthResult {
         let claims: JWTClaims
-        if header == auth.lastAuthorization, let cached = auth.lastClaims {
-            claims = cached // verified on this connection already
+        if let cached = auth.lastClaims, request.value("authorization", is: auth.lastAuthorization) {
+            claims = cached // verified on this connection already; compared as bytes, with no String made
         } else {
+            guard let header = request.value("authorization"), header.hasPrefix("bearer "), header.utf8.count > 7 else {
+                return .failure(.reject(403, .missingProviderToken))
+            }
             let token = String(header.dropFirst(7))
             if auth.lastAuthorization != nil {
                 // A new JWT on a live connection: at most one change per window (apns-protocol.md §6.1).
@@ -84,8 +96,9 @@ final class MockValidator {
                 return .failure(.reject(403, .invalidProviderToken))
             }
             claims = decoded.claims
-            auth.lastAuthorization = header
+            auth.lastAuthorization = Array(header.utf8)
             auth.lastClaims = claims
+            auth.coveredTopic = nil
         }
         if let pinned = auth.pinnedTeam, pinned != claims.teamID {
             return .failure(.reject(403, .invalidProviderToken))
@@ -95,21 +108,25 @@ final class MockValidator {
             return .failure(.reject(403, .expiredProviderToken))
         }
         guard let topic else { return .failure(.reject(400, .missingTopic)) }
-        let key = keys[claims.keyID]!
-        guard key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) else {
-            return .failure(.reject(403, .invalidProviderToken))
+        if topic != auth.coveredTopic {
+            let key = keys[claims.keyID]!
+            guard key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) else {
+                return .failure(.reject(403, .invalidProviderToken))
+            }
+            auth.coveredTopic = topic
         }
         return .success(claims.keyID)
     }
 
     private func checkRequest(_ request: MockRequest, topic: String?) -> MockDecision {
         if request.hasDuplicateNames { return .reject(400, .duplicateHeaders) }
-        guard request.value(":method") == "POST" else { return .reject(405, .methodNotAllowed) }
-        guard let tokenText = request.pathToken else { return .reject(404, .badPath) }
-        if tokenText.isEmpty { return .reject(400, .missingDeviceToken) }
-        guard tokenText.utf8.count == 64, DeviceToken(String(tokenText)) != nil else {
-            return .reject(400, .badDeviceToken)
+        guard request.value(":method", is: "POST") else { return .reject(405, .methodNotAllowed) }
+        let tokenError: MockDecision? = request.withPathToken { token in
+            guard let token else { return .reject(404, .badPath) }
+            if token.isEmpty { return .reject(400, .missingDeviceToken) }
+            return token.count == 64 && DeviceToken(utf8: token) != nil ? nil : .reject(400, .badDeviceToken)
         }
+        if let tokenError { return tokenError }
         guard let topic else { return .reject(400, .missingTopic) }
         var pushType = PushType.alert
         if let name = request.value("apns-push-type") {
@@ -132,11 +149,9 @@ final class MockValidator {
         if let id = request.value("apns-id"), !UUIDText.isValid(id) {
             return .reject(400, .badMessageId)
         }
-        if request.body.isEmpty { return .reject(400, .payloadEmpty) }
-        if request.body.count > pushType.maxPayloadBytes { return .reject(413, .payloadTooLarge) }
-        let isObject: Bool = request.body.withUnsafeBufferPointer { buf in
-            (try? JSONScanner.validateObject(buf)) != nil
-        }
+        if request.bodyCount == 0 { return .reject(400, .payloadEmpty) }
+        if request.bodyCount > pushType.maxPayloadBytes { return .reject(413, .payloadTooLarge) }
+        let isObject: Bool = request.withBody { (try? JSONScanner.validateObject($0)) != nil }
         // Apple's device-push table has no reason for a non-JSON body; its broadcast table does.
         if !isObject { return .reject(400, APNSReason("BadRequestPayload")) }
         return .accepted

@@ -85,6 +85,29 @@ final class MockValidatorTests: XCTestCase {
         XCTAssertEqual(validator.decide(request(["authorization": "bearer \(otherTeam)", "apns-topic": "com.other.app"]), auth: &fresh).status, 200)
     }
 
+    /// A connection remembers its last JWT and topic between requests; each request is still
+    /// judged on its own headers.
+    func testWhatAConnectionRemembersDoesNotLeakIntoTheNextRequest() throws {
+        var auth = MockValidator.ConnectionAuth()
+        func status(_ overrides: [String: String?]) -> String {
+            let d = validator.decide(request(overrides), auth: &auth)
+            return ([String(d.status)] + (d.reason.map { [$0.rawValue] } ?? [])).joined(separator: " ")
+        }
+        XCTAssertEqual(status([:]), "200")
+        XCTAssertEqual(status(["apns-topic": "com.someone.else"]), "403 InvalidProviderToken")
+        XCTAssertEqual(status(["apns-topic": "com.example.app.voip", "apns-push-type": "voip"]), "200")
+        XCTAssertEqual(status([:]), "200")
+        XCTAssertEqual(status(["apns-topic": nil]), "400 MissingTopic")
+        XCTAssertEqual(status(["authorization": nil]), "403 MissingProviderToken")
+        XCTAssertEqual(status([":path": "/3/device/"]), "400 MissingDeviceToken")
+        XCTAssertEqual(status([":path": "/3/device/\(device.dropLast(2))"]), "400 BadDeviceToken")
+        XCTAssertEqual(status([":path": "/3/devices/\(device)"]), "404 BadPath")
+        XCTAssertEqual(status([:]), "200")
+        // Another team's key on the same connection is refused, whatever its topic.
+        let otherTeam = try jwt(issuedAt: now, keyFile: dir.file("other.p8"), team: "OTHERTEAM1", kid: "OTHERKEY01")
+        XCTAssertEqual(status(["authorization": "bearer \(otherTeam)", "apns-topic": "com.other.app"]), "403 InvalidProviderToken")
+    }
+
     func testAJWTChangingTwiceWithinTheWindowIsRefused() throws {
         var auth = MockValidator.ConnectionAuth()
         XCTAssertEqual(validator.decide(request(), auth: &auth).status, 200)
@@ -113,7 +136,7 @@ final class MockValidatorTests: XCTestCase {
         let big = #"{"a":""# + String(repeating: "x", count: 4090) + #""}"#
         XCTAssertEqual(decide(request(body: big)), "413 PayloadTooLarge")
         XCTAssertEqual(decide(request(["apns-push-type": "voip", "apns-topic": "com.example.app.voip"], body: big)), "200")
-        var twice = request()
+        let twice = request()
         twice.add("apns-topic", "com.example.app")
         XCTAssertEqual(decide(twice), "400 DuplicateHeaders")
     }
