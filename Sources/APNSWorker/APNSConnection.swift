@@ -35,14 +35,16 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         self.streams = OpenRequests(capacity: streams)
     }
 
-    /// Looks the endpoint up (off the loop for a name), then connects; a failure on the way
-    /// goes to the owner (`connectFailed`), during this call or later.
-    func connect(loop: EventLoop, resolver: HostResolver) {
+    /// Looks the endpoint up (off the loop for a name), then connects, giving each address
+    /// `timeoutMs` for the connect and the TLS handshake; a failure on the way goes to the owner
+    /// (`connectFailed`), during this call or later.
+    func connect(loop: EventLoop, resolver: HostResolver, timeoutMs: Int) {
         let e = app.configuration.endpoint
         resolver.resolve(e.host, port: e.port, on: loop) { [weak self] result in
             guard let self, !isClosed else { return }
             do {
-                http = try HTTP2Connection(connectingTo: result.get(), tls: app.tls, serverName: e.serverName, loop: loop, delegate: self)
+                http = try HTTP2Connection(connectingTo: result.get(), tls: app.tls, serverName: e.serverName, loop: loop,
+                                           delegate: self, timeoutMs: timeoutMs)
             } catch {
                 isClosed = true
                 withOwner { $0.connectFailed(self, error: error) }

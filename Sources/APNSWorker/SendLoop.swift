@@ -23,6 +23,8 @@ final class SendLoop: @unchecked Sendable {
         /// PING a connection idle this long, and replace it if the PING goes unanswered this long.
         var pingIntervalMs = 60_000
         var pingTimeoutMs = 10_000
+        /// The connect and the TLS handshake of one address, at most.
+        var connectTimeoutMs = 10_000
         /// Sends of one job that count no attempt (reconnects, refreshed JWTs) before it fails.
         var maxFreeResends = 10
     }
@@ -174,7 +176,7 @@ final class SendLoop: @unchecked Sendable {
         guard !stopping else { return }
         let c = APNSConnection(app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection)
         slots[p][s] = c
-        c.connect(loop: loop, resolver: resolver)
+        c.connect(loop: loop, resolver: resolver, timeoutMs: settings.connectTimeoutMs)
     }
 
     /// `c` could not connect (its endpoint's name did not resolve, or no address took a connect).

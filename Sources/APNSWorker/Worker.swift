@@ -42,7 +42,8 @@ public final class Worker: @unchecked Sendable {
         let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
                                          credentialPauseMs: configuration.credentialPauseMs,
-                                         pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs)
+                                         pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs,
+                                         connectTimeoutMs: configuration.connectTimeoutMs)
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.
         sendLoops = try (0..<configuration.ioThreads).map { i in

@@ -24,7 +24,7 @@ extension WorkerConfiguration {
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
                              "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
                              "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
-                             "ping_interval_ms", "ping_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir",
+                             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir",
                              "metrics_port", "metrics_host"])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "socket", "password", "database"])
@@ -54,6 +54,7 @@ extension WorkerConfiguration {
         credentialPauseMs = try f.int("credential_pause_ms") ?? credentialPauseMs
         pingIntervalMs = try f.int("ping_interval_ms") ?? pingIntervalMs
         pingTimeoutMs = try f.int("ping_timeout_ms") ?? pingTimeoutMs
+        connectTimeoutMs = try f.int("connect_timeout_ms") ?? connectTimeoutMs
         tokenRefreshSeconds = try f.int("token_refresh_s") ?? tokenRefreshSeconds
         tokenMinRefreshSeconds = try f.int("token_min_refresh_s") ?? tokenMinRefreshSeconds
         templatesDirectory = try f.string("templates_dir")
@@ -127,6 +128,7 @@ extension WorkerConfiguration {
                                      ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),
                                      ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000),
                                      ("ping_interval_ms", pingIntervalMs, 100...86_400_000), ("ping_timeout_ms", pingTimeoutMs, 100...600_000),
+                                     ("connect_timeout_ms", connectTimeoutMs, 100...600_000),
                                      ("token_refresh_s", tokenRefreshSeconds, 1...3500),
                                      ("token_min_refresh_s", tokenMinRefreshSeconds, 1...3500)] where !range.contains(value) {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")

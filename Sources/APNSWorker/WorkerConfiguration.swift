@@ -36,6 +36,8 @@ public struct WorkerConfiguration: Sendable {
     public var credentialPauseMs = 60_000
     public var pingIntervalMs = 60_000
     public var pingTimeoutMs = 10_000
+    /// How long an APNs connection attempt has for the connect and the TLS handshake, per address.
+    public var connectTimeoutMs = 10_000
     /// JWT re-mint age (Apple: 20-60 min) and the youngest token that ExpiredProviderToken may replace.
     public var tokenRefreshSeconds = 3000
     public var tokenMinRefreshSeconds = 1200

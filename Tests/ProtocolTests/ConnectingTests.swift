@@ -117,40 +117,40 @@ final class ConnectingTests: XCTestCase {
         func connectionReady(_ c: HTTP2Connection) { ready = true; loop.stop() }
         func connectionClosed(_ c: HTTP2Connection, error: Error?) { closedError = error; loop.stop() }
     }
+}
 
-    /// A listening socket whose queue of connections is full and never drained: Linux drops
-    /// further SYNs, so a connect to it stays pending, as one to a black-holed address does.
-    private final class SilentListener {
-        let fd: Int32
-        let port: Int
-        private let fillers: [Int32]
+/// A listening socket whose queue of connections is full and never drained: Linux drops
+/// further SYNs, so a connect to it stays pending, as one to a black-holed address does.
+final class SilentListener {
+    let fd: Int32
+    let port: Int
+    private let fillers: [Int32]
 
-        init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            self.fd = fd
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-            }
-            guard bound, listen(fd, 0) == 0 else { throw TestSupportError("cannot listen: errno \(errno)") }
-            port = Int(UInt16(bigEndian: addr.sin_port))
-            var fillers: [Int32] = []
-            // A backlog of 0 holds one connection; the ones after it fill the SYN side.
-            for _ in 0..<3 {
-                let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-                withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = Glibc.connect(f, $0, len) } }
-                fillers.append(f)
-            }
-            self.fillers = fillers
-            usleep(100_000)
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
         }
-
-        deinit {
-            fillers.forEach { close($0) }
-            close(fd)
+        guard bound, listen(fd, 0) == 0 else { throw TestSupportError("cannot listen: errno \(errno)") }
+        port = Int(UInt16(bigEndian: addr.sin_port))
+        var fillers: [Int32] = []
+        // A backlog of 0 holds one connection; the ones after it fill the SYN side.
+        for _ in 0..<3 {
+            let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = Glibc.connect(f, $0, len) } }
+            fillers.append(f)
         }
+        self.fillers = fillers
+        usleep(100_000)
+    }
+
+    deinit {
+        fillers.forEach { close($0) }
+        close(fd)
     }
 }

@@ -100,6 +100,25 @@ final class ConnectionResilienceTests: XCTestCase {
         XCTAssertEqual(h.mock.server.stats.withLock { $0.connections }, 1)
     }
 
+    /// `connect_timeout_ms` is each address's time: an address whose SYNs go unanswered gives
+    /// way to the next after it, not after the default 10 s.
+    func testTheConnectTimeoutSettingBoundsEachAddress() throws {
+        let silent = try SilentListener()
+        let silentPort = silent.port
+        let resolver = HostResolver { _, port throws(SystemError) in
+            try Socket.addresses(of: "127.0.0.1", port: silentPort) + Socket.addresses(of: "127.0.0.1", port: port)
+        }
+        let started = Date()
+        let h = try ProtocolHarness(connectTimeoutMs: 400, host: "apns.test", resolver: resolver)
+        h.send(try (1...3).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"a":1}}"#) })
+        XCTAssertEqual(h.waitForOutcomes(3).compactMap(\.deliveredID).count, 3)
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertGreaterThanOrEqual(elapsed, 0.4, "the silent address had its 400 ms")
+        XCTAssertLessThan(elapsed, 9, "well before the default 10 s")
+        XCTAssertEqual(h.mock.server.stats.withLock { $0.connections }, 1)
+        withExtendedLifetime(silent) {}
+    }
+
     /// A name that does not resolve leaves the pool without a connection, and lookups go on
     /// (with backoff) until one succeeds.
     func testALookupThatFailsIsTriedAgain() throws {

@@ -20,7 +20,7 @@ final class ProtocolHarness: @unchecked Sendable {
     private let finished = Outcomes()
 
     init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
-         credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000,
+         credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
          host: String = "127.0.0.1", resolver: HostResolver = HostResolver(), configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
         mock = try MockFixture(configure: configureMock)
         let files = mock.files
@@ -31,7 +31,8 @@ final class ProtocolHarness: @unchecked Sendable {
         let logger = Logger(level: .error)
         sendLoop = try SendLoop(name: "test-io", apps: [app],
                                 settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
-                                                credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs),
+                                                credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
+                                                connectTimeoutMs: connectTimeoutMs),
                                 logger: logger, sink: finished, resolver: resolver)
         sendLoop.start()
     }

@@ -60,7 +60,7 @@ final class WorkerValuesTests: XCTestCase {
         let path = NSTemporaryDirectory() + "cfg-\(getpid()).json"
         defer { try? FileManager.default.removeItem(atPath: path) }
         try """
-        {"redis":{"host":"10.0.0.1","port":7000,"password":"s3cret"},"queue":"q1","connections":3,
+        {"redis":{"host":"10.0.0.1","port":7000,"password":"s3cret"},"queue":"q1","connections":3,"connect_timeout_ms":2500,
          "apps":[{"name":"a","bundle_id":"com.a","environment":"development",
                   "token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]}
         """.write(toFile: path, atomically: true, encoding: .utf8)
@@ -72,6 +72,7 @@ final class WorkerValuesTests: XCTestCase {
         XCTAssertFalse(c.redis.description.contains("s3cret"))
         XCTAssertEqual(c.queue, "q1")
         XCTAssertEqual(c.connections, 3)
+        XCTAssertEqual(c.connectTimeoutMs, 2500)
         XCTAssertEqual(c.streams, 50)
         XCTAssertEqual(c.apps.first?.endpoint, APNSEndpoint(host: "127.0.0.1", port: 8443, caFile: nil))
         XCTAssertEqual(APNSEndpoint.development.host, "api.sandbox.push.apple.com")
@@ -92,6 +93,11 @@ final class WorkerValuesTests: XCTestCase {
         try #"{"queue":"q","connections":1,"max_recoveries":0}"#.write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
             XCTAssertTrue("\(error)".contains("no apps"), "0 and 1 are numbers, not booleans: \(error)")
+        }
+        try #"{"queue":"q","connect_timeout_ms":0,"apps":[{"name":"a","bundle_id":"com.a","token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("connect_timeout_ms must be in 100...600000, got 0"), "\(error)")
         }
         try #"{"queue":"q","conections":3}"#.write(toFile: path, atomically: true, encoding: .utf8)
         XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
