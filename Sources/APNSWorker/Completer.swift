@@ -1,4 +1,5 @@
 import APNSCore
+import Buffers
 import Foundation
 import HTTP2TLS
 import RedisClient
@@ -374,11 +375,12 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
             args.append(g.batch.id)
             args.append(g.finishes ? "1" : "0")
         }
+        var record = ByteBuffer(capacity: 1024)
         for (i, f) in batch.enumerated() {
             args.append(marked.groups[i] + 1)
             if let piece = marked.pieces[i] { args.append(piece) } else { args.append(f.index) }
             args.append(d.pairs[i])
-            OutcomeRecords.append(d.decisions[i], of: f.lent, shared: d.shared[i], to: &args)
+            OutcomeRecords.append(d.decisions[i], of: f.lent, shared: d.shared[i], to: &args, using: &record)
         }
         d.counters.append(to: &args)
         return args

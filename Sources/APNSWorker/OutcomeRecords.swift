@@ -60,10 +60,12 @@ struct OutcomeRecords {
         return Decision(plan: plan, stat: stat, attempts: attempts)
     }
 
-    /// Appends the outcome's kind and its two records.
-    static func append(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs) {
+    /// Appends the outcome's kind and its two records, each written in `record` first (emptied
+    /// here; a caller's one buffer serves a whole batch).
+    static func append(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs,
+                       using record: inout ByteBuffer) {
         args.append(d.kind.rawValue)
-        var record = ByteBuffer(capacity: 1024)
+        record.removeAll()
         writeFirst(d, of: f, shared: shared, into: &record)
         args.append(bytes: record.bytes())
         record.removeAll()

@@ -21,14 +21,6 @@ final class UnfinishedBatches: @unchecked Sendable {
         return batch
     }
 
-    /// A batch numbered by the caller was fetched.
-    func opened(_ batch: TakenBatch) {
-        lock.lock()
-        lastNumber = max(lastNumber, batch.number)
-        batches.append(batch)
-        lock.unlock()
-    }
-
     /// Completion thread: the oldest batch with jobs unfinished once `finishing` are done.
     func oldest(besides finishing: [TakenBatch]) -> TakenBatch? {
         lock.lock()

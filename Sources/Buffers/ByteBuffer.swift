@@ -62,7 +62,7 @@ public struct ByteBuffer: ~Copyable {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "replacing past the end")
         let delta = bytes.count - range.count
         if delta > 0 { reserve(delta) }
-        (base + range.upperBound + delta).copyMemory(from: base + range.upperBound, byteCount: count - range.upperBound)
+        if delta != 0 { (base + range.upperBound + delta).copyMemory(from: base + range.upperBound, byteCount: count - range.upperBound) }
         if let source = bytes.baseAddress { (base + range.lowerBound).copyMemory(from: source, byteCount: bytes.count) }
         used += delta
     }

@@ -149,8 +149,7 @@ final class CompleterTests: XCTestCase {
         XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
         let (completer, gate) = try startCompleter(keys, RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password))
         defer { completer.stop() }
-        let b1 = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
-        completer.unfinished.opened(b1)
+        let b1 = try openBatch(r, keys, completer, "b-1", first: 1, jobs: 4)
         gate.add(sent: 0, decided: 3)
         completer.submit([delivered(1, b1, 0), rejected(2, b1, 1, status: 410, .unregistered), delivered(3, b1, 2, fanout: 2)])
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 20), "the completer wrote the batch in the end")
@@ -201,8 +200,7 @@ final class CompleterTests: XCTestCase {
             keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
             r = try redis.connect()
             (completer, gate) = try test.startCompleter(keys, redis.endpoint)
-            batch = try test.batch(r, keys, "b-1", number: 1, first: 1, jobs: jobs)
-            completer.unfinished.opened(batch)
+            batch = try test.openBatch(r, keys, completer, "b-1", first: 1, jobs: jobs)
             gate.add(sent: 0, decided: jobs)
         }
 
@@ -229,8 +227,7 @@ final class CompleterTests: XCTestCase {
         // A linger longer than the test: only a full transaction is written.
         let completer = try LoopCompleter(keys: keys, workerID: worker, configuration: configuration, gate: gate, linger: 60)
         defer { completer.stop() }
-        let b = try batch(r, keys, "b-1", number: 1, first: 1, jobs: 4)
-        completer.unfinished.opened(b)
+        let b = try openBatch(r, keys, completer, "b-1", first: 1, jobs: 4)
         gate.add(sent: 0, decided: 4)
         func execs() throws -> Int {
             let info = try r.command(["INFO", "commandstats"]).text ?? ""
@@ -283,9 +280,20 @@ final class CompleterTests: XCTestCase {
 
     /// A batch in flight in Redis, as a fetch leaves it.
     private func batch(_ r: RedisConnection, _ keys: QueueKeys, _ id: String, number: Int, first: Int, jobs: Int) throws -> TakenBatch {
+        try storeBatch(r, keys, id, first: first, jobs: jobs)
+        return TakenBatch(id: id, number: number, jobs: jobs)
+    }
+
+    /// A batch in Redis, opened with `completer` as its fetcher would.
+    private func openBatch(_ r: RedisConnection, _ keys: QueueKeys, _ completer: LoopCompleter, _ id: String, first: Int, jobs: Int) throws -> TakenBatch {
+        try storeBatch(r, keys, id, first: first, jobs: jobs)
+        return completer.unfinished.open(id: id, jobs: jobs)
+    }
+
+    /// The batch's list of jobs and its entry in the worker's batches, as the fetch script leaves them.
+    private func storeBatch(_ r: RedisConnection, _ keys: QueueKeys, _ id: String, first: Int, jobs: Int) throws {
         _ = try r.command(["RPUSH", keys.batch(worker: worker, id: id)] + Array(repeating: "{}", count: jobs))
         _ = try r.command(["HSET", keys.batches(worker: worker), id, String(first)])
-        return TakenBatch(id: id, number: number, jobs: jobs)
     }
 
     private func request(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int) throws -> SendRequest {

@@ -43,8 +43,10 @@ final class ByteBufferTests: XCTestCase {
         XCTAssertEqual(contents(b), "$12345\r\nrecord")
         Array("$7".utf8).withUnsafeBytes { b.replaceSubrange(0..<6, with: $0) }
         XCTAssertEqual(contents(b), "$7\r\nrecord")
+        Array("$8".utf8).withUnsafeBytes { b.replaceSubrange(0..<2, with: $0) } // as many bytes: nothing moves
+        XCTAssertEqual(contents(b), "$8\r\nrecord")
         Array("".utf8).withUnsafeBytes { b.replaceSubrange(4..<10, with: $0) }
-        XCTAssertEqual(contents(b), "$7\r\n")
+        XCTAssertEqual(contents(b), "$8\r\n")
         // Growing past the capacity while moving the tail.
         let long = String(repeating: "z", count: 100)
         Array(long.utf8).withUnsafeBytes { b.replaceSubrange(1..<2, with: $0) }

@@ -214,9 +214,9 @@ final class WorkerValuesTests: XCTestCase {
 
     /// The oldest batch with unfinished jobs, not counting those a completion is finishing.
     func testTheOldestUnfinishedBatchSkipsFinishedOnes() {
-        let batches = (1...3).map { TakenBatch(id: "b-\($0)", number: $0, jobs: 1) }
         let ledger = UnfinishedBatches()
-        for b in batches { ledger.opened(b) }
+        let batches = (1...3).map { ledger.open(id: "b-\($0)", jobs: 1) }
+        XCTAssertEqual(batches.map(\.number), [1, 2, 3], "numbered in the order opened")
         XCTAssertTrue(ledger.oldest(besides: []) === batches[0])
         XCTAssertTrue(ledger.oldest(besides: [batches[0]]) === batches[1])
         batches[0].unfinished = 0
