@@ -24,8 +24,8 @@ extension WorkerConfiguration {
                              "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
                              "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
                              "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
-                             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s", "templates_dir",
-                             "metrics_port", "metrics_host"])
+                             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
+                             "templates_dir", "metrics_port", "metrics_host"])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "socket", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
