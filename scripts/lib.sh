@@ -56,8 +56,14 @@ start_redis() {
     return 1
 }
 
+# Stops the process in pidfile $1 and waits (up to 10 s) for it to exit: redis-server writes its
+# log as it shuts down, and a directory removed meanwhile was found not empty.
 stop_pidfile() {
-    [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true
+    [ -f "$1" ] || return 0
+    local pid
+    pid=$(cat "$1")
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
 }
 
 # Waits until file $1 exists and is non-empty (up to 10 s).
