@@ -19,9 +19,11 @@ public struct MockConfiguration: Codable, Sendable {
     public var faults: Faults = Faults()
     /// Where to write one JSON line per request; nil for no log.
     public var log: String?
+    /// Event-loop threads serving connections (each connection on one, taken in turn).
+    public var threads: Int = 1
 
     enum CodingKeys: String, CodingKey {
-        case listen, port, tls, keys, faults, log
+        case listen, port, tls, keys, faults, log, threads
         case maxConcurrentStreams = "max_concurrent_streams"
         case oneStreamUntilAuthenticated = "one_stream_until_authenticated"
         case tokenMaxAgeSeconds = "token_max_age_seconds"
@@ -124,6 +126,7 @@ public struct MockConfiguration: Codable, Sendable {
         tokenUpdateWindowSeconds = try c.decodeIfPresent(Int.self, forKey: .tokenUpdateWindowSeconds) ?? tokenUpdateWindowSeconds
         faults = try c.decodeIfPresent(Faults.self, forKey: .faults) ?? faults
         log = try c.decodeIfPresent(String.self, forKey: .log)
+        threads = try c.decodeIfPresent(Int.self, forKey: .threads) ?? threads
     }
 
     public static func load(path: String) throws -> MockConfiguration {

@@ -6,6 +6,8 @@ import HTTP2TLS
 final class MockConnection: HTTP2ConnectionDelegate {
     unowned let server: MockServer
     let id: Int
+    /// The server loop this connection is served on.
+    let loopIndex: Int
     var connection: HTTP2Connection?
     private var requests = StreamTable<MockRequest>(capacity: 256)
     /// Requests of closed streams, kept for the next ones: a new one costs three allocations.
@@ -25,9 +27,10 @@ final class MockConnection: HTTP2ConnectionDelegate {
     /// Reused for every answer.
     private var headers = HeaderList()
 
-    init(server: MockServer, id: Int, streamLimit: Int) {
+    init(server: MockServer, id: Int, loopIndex: Int, streamLimit: Int) {
         self.server = server
         self.id = id
+        self.loopIndex = loopIndex
         self.streamLimit = streamLimit
         pendingLimits = [streamLimit]
     }
@@ -93,8 +96,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
             connection.session.resetStream(stream, errorCode: 7) // REFUSED_STREAM
             return
         }
-        server.requestsSeen += 1
-        let seen = server.requestsSeen
+        let seen = server.requestsSeen.add(1, ordering: .relaxed).newValue
         let faults = server.configuration.faults
         if faults.dropAfter > 0, seen % faults.dropAfter == 0 {
             record(request, MockDecision(status: 0), answeredID: request.value("apns-id").map { APNSID($0) }, note: "dropped")
@@ -116,7 +118,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? APNSID($0.lowercased()) : nil } ?? UUIDText.randomID(using: &idGenerator)
         record(request, decision, answeredID: apnsID, note: nil)
         if decision.delayMs > 0 {
-            server.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in
+            connection.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in
                 guard let self, let connection = self.connection else { return }
                 self.respond(stream, decision, apnsID: apnsID)
                 connection.flushOrClose()
@@ -188,9 +190,10 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     /// One JSON line per request: what arrived (headers, payload) and what the mock answered.
     private func record(_ request: MockRequest, _ decision: MockDecision, answeredID: APNSID?, note: String?) {
-        let (open, limit) = (openStreams, enforcedLimit)
+        let (open, limit, thread) = (openStreams, enforcedLimit, loopIndex)
         server.stats.withLock {
             $0.requests += 1
+            $0.requestsPerThread[thread] += 1
             $0.byStatus[decision.status, default: 0] += 1
             if let reason = decision.reason { $0.byReason[reason.rawValue, default: 0] += 1 }
         }

@@ -4,68 +4,70 @@ import HTTP2TLS
 import Synchronization
 
 /// A mock APNs: TLS + HTTP/2 server that validates like Apple's service and injects faults.
-/// One event-loop thread serves every connection.
+/// `threads` event loops serve the connections, each connection on one of them, taken in turn;
+/// the first loop also accepts.
 public final class MockServer: @unchecked Sendable {
     public let configuration: MockConfiguration
     public let port: Int
-    let loop: EventLoop
+    let loops: [EventLoop]
     let tls: TLSContext
     let validator: MockValidator
     let log: MockLog
     private let listenFD: Int32
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
-    /// Loop-thread state: live connections and per-token attempt counts for faults.
-    var connections: [ObjectIdentifier: MockConnection] = [:]
-    var attemptsByToken: [String: Int] = [:]
-    /// Requests received by the whole server; connection faults count these.
-    var requestsSeen = 0
-    var nextConnectionID = 1
+    private let running = DispatchGroup()
+    /// Each loop's live connections, touched on that loop's thread only.
+    private let served: [ServedConnections]
+    /// Per-token attempt counts for faults, from every loop.
+    private let attemptsByToken = Mutex<[String: Int]>([:])
+    /// Requests received by the whole server, on every loop; connection faults count these.
+    let requestsSeen = Atomic<Int>(0)
+    /// The accepting loop's.
+    private var nextConnectionID = 1
     /// Counters readable from any thread.
-    public let stats = Mutex(MockStats())
+    public let stats: Mutex<MockStats>
 
     public init(configuration: MockConfiguration) throws {
+        guard (1...64).contains(configuration.threads) else { throw MockError("threads must be in 1...64, got \(configuration.threads)") }
         self.configuration = configuration
-        loop = try EventLoop()
+        loops = try (0..<configuration.threads).map { _ in try EventLoop() }
+        served = loops.map { _ in ServedConnections() }
+        stats = Mutex(MockStats(threads: configuration.threads))
         tls = try TLSContext(serverCertificateFile: configuration.tls.certificate, keyFile: configuration.tls.key,
                              clientCAFile: configuration.tls.clientCA)
         validator = try MockValidator(configuration: configuration, now: { Int64(Date().timeIntervalSince1970) })
         log = try MockLog(path: configuration.log)
         (listenFD, port) = try Socket.listen(host: configuration.listen, port: configuration.port)
-        try loop.register(fd: listenFD, handler: Acceptor(server: self), writable: false)
-        loop.afterEvents = { [log] in log.flush() }
+        try loops[0].register(fd: listenFD, handler: Acceptor(server: self), writable: false)
+        for loop in loops { loop.afterEvents = { [log] in log.flush() } }
     }
 
-    /// Serves on a background thread until `stop()`.
+    /// Serves on background threads until `stop()`.
     public func start() {
-        let t = Thread { [self] in
-            self.loop.run()
-            self.log.flush()
-            self.finished.signal()
+        for (i, loop) in loops.enumerated() {
+            running.enter()
+            let t = Thread { [self] in
+                loop.run()
+                log.flush()
+                running.leave()
+            }
+            t.name = loops.count == 1 ? "apns-mock" : "apns-mock-\(i)"
+            t.start()
         }
-        t.name = "apns-mock"
-        thread = t
-        t.start()
     }
 
-    /// Serves on the calling thread until `stop()`.
-    public func run() {
-        loop.run()
-        log.flush()
-    }
-
-    /// Closes every connection and ends the loop. Safe from any thread, and more than once.
+    /// Closes every connection and ends the loops. Safe from any thread, and more than once.
     public func stop() {
-        loop.execute { [self] in
-            for c in connections.values { c.connection?.shutdown(error: nil) }
-            loop.stop()
+        for (i, loop) in loops.enumerated() {
+            loop.execute { [self] in
+                for c in served[i].all.values { c.connection?.shutdown(error: nil) }
+                loop.stop()
+            }
         }
     }
 
-    /// Waits for the loop thread started by `start()` to end.
+    /// Waits for the loop threads started by `start()` to end.
     public func waitUntilStopped() {
-        finished.wait()
-        finished.signal()
+        running.wait()
         let first = listenerOpen.withLock { open in defer { open = false }; return open }
         if first { close(listenFD) }
     }
@@ -75,32 +77,51 @@ public final class MockServer: @unchecked Sendable {
         while let fd = Socket.accept(listenFD) {
             let id = nextConnectionID
             nextConnectionID += 1
-            let initialLimit = configuration.oneStreamUntilAuthenticated ? 1 : configuration.maxConcurrentStreams
-            let handler = MockConnection(server: self, id: id, streamLimit: initialLimit)
-            do {
-                handler.connection = try HTTP2Connection(accepted: fd, tls: tls, loop: loop, delegate: handler,
-                                                         maxConcurrentStreams: initialLimit,
-                                                         answerPings: configuration.faults.answerPings)
-                connections[ObjectIdentifier(handler)] = handler
-                stats.withLock { $0.connections += 1 }
-            } catch {
-                close(fd)
+            let index = (id - 1) % loops.count
+            if index == 0 {
+                serve(fd, id: id, loop: 0)
+            } else {
+                loops[index].execute { [self] in serve(fd, id: id, loop: index) }
             }
         }
     }
 
+    /// On loop `index`'s thread: a connection accepted there is served by that loop.
+    private func serve(_ fd: Int32, id: Int, loop index: Int) {
+        let initialLimit = configuration.oneStreamUntilAuthenticated ? 1 : configuration.maxConcurrentStreams
+        let handler = MockConnection(server: self, id: id, loopIndex: index, streamLimit: initialLimit)
+        do {
+            handler.connection = try HTTP2Connection(accepted: fd, tls: tls, loop: loops[index], delegate: handler,
+                                                     maxConcurrentStreams: initialLimit,
+                                                     answerPings: configuration.faults.answerPings)
+            served[index].all[ObjectIdentifier(handler)] = handler
+            stats.withLock { $0.connections += 1 }
+        } catch {
+            close(fd)
+        }
+    }
+
+    /// On the connection's loop thread.
     func connectionClosed(_ handler: MockConnection) {
-        connections[ObjectIdentifier(handler)] = nil
+        served[handler.loopIndex].all[ObjectIdentifier(handler)] = nil
     }
 
     /// The fault rule for a token, if any, and whether it applies to this attempt.
     func fault(for token: String) -> MockConfiguration.TokenFault? {
         guard let rule = configuration.faults.tokens.first(where: { $0.matches(token) }) else { return nil }
-        let attempt = (attemptsByToken[token] ?? 0) + 1
-        attemptsByToken[token] = attempt
+        let attempt = attemptsByToken.withLock { counts in
+            let n = (counts[token] ?? 0) + 1
+            counts[token] = n
+            return n
+        }
         if let limit = rule.attempts, attempt > limit { return nil }
         return rule
     }
+}
+
+/// One loop's connections.
+private final class ServedConnections {
+    var all: [ObjectIdentifier: MockConnection] = [:]
 }
 
 /// What the mock has seen, for tests and the summary printed at exit.
@@ -119,6 +140,10 @@ public struct MockStats: Sendable, Equatable {
     public var drops = 0
     /// TLS handshakes that resumed an earlier session (no certificate chain sent).
     public var resumedHandshakes = 0
+    /// Requests answered by each of the server's threads.
+    public var requestsPerThread: [Int]
+
+    public init(threads: Int = 1) { requestsPerThread = Array(repeating: 0, count: threads) }
 }
 
 private final class Acceptor: EventHandler {

@@ -6,8 +6,9 @@ import Foundation
 
 let usage = """
 usage:
-  apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE]
-      Serve until SIGTERM/SIGINT, then print a JSON summary to stdout.
+  apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE] [--threads N]
+      Serve until SIGTERM/SIGINT, then print a JSON summary to stdout. --threads: event loops
+      serving the connections (default 1).
   apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
       (--hosts: more names for the server certificate, e.g. a container's service name)
       Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
@@ -52,6 +53,10 @@ struct APNSMockMain {
             if let port = options["port"] { config.port = Int(port) ?? 0 }
             if let listen = options["listen"] { config.listen = listen }
             if let log = options["log"] { config.log = log }
+            if let threads = options["threads"] {
+                guard let n = Int(threads) else { fail("--threads takes a number, got \(threads)") }
+                config.threads = n
+            }
             signal(SIGPIPE, SIG_IGN)
             let server: MockServer
             do { server = try MockServer(configuration: config) } catch { fail("cannot start: \(error)") }
@@ -75,6 +80,7 @@ struct APNSMockMain {
                 "by_status": Dictionary(uniqueKeysWithValues: s.byStatus.map { (String($0.key), $0.value) }),
                 "by_reason": s.byReason, "max_concurrent_streams": s.maxConcurrentStreams,
                 "stream_limit_violations": s.streamLimitViolations, "goaways": s.goawaysSent, "drops": s.drops,
+                "requests_per_thread": s.requestsPerThread,
             ]
             let data = try! JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))

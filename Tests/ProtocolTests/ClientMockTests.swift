@@ -103,6 +103,29 @@ final class ClientMockTests: XCTestCase {
         XCTAssertEqual(Set(accepted).count, 1000)
     }
 
+    /// A mock on three threads serves its connections on all of them, counts every thread's
+    /// requests towards its faults, and logs each request once.
+    func testAMockOnSeveralThreadsServesAndCountsAcrossThem() throws {
+        let h = try ProtocolHarness(connections: 4, streams: 50) { config in
+            config.threads = 3
+            config.faults.goawayAfter = 100
+        }
+        let jobs = try (0..<1000).map { i in
+            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+        }
+        h.send(jobs)
+        XCTAssertEqual(Set(h.waitForOutcomes(1000).compactMap(\.deliveredID)).count, 1000)
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertGreaterThanOrEqual(stats.goawaysSent, 9, "every 100th request of all threads")
+        XCTAssertEqual(stats.requestsPerThread.count, 3)
+        XCTAssertTrue(stats.requestsPerThread.allSatisfy { $0 > 0 }, "\(stats.requestsPerThread)")
+        XCTAssertEqual(stats.requestsPerThread.reduce(0, +), stats.requests)
+        let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["apns_id"] as? String }
+        XCTAssertEqual(accepted.count, 1000, "every notification accepted and logged exactly once")
+        XCTAssertEqual(Set(accepted).count, 1000)
+        XCTAssertThrowsError(try MockServer(configuration: { var c = h.mock.server.configuration; c.threads = 0; c.port = 0; return c }()))
+    }
+
     func testDroppedConnectionsAreResent() throws {
         let h = try ProtocolHarness(connections: 1, streams: 20) { config in config.faults.dropAfter = 50 }
         h.send(try (0..<300).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"n":\#($0)}}"#) })
