@@ -13,7 +13,8 @@
 (e) latency-bound: mock answers after 50 ms: jobs/s against connections x streams / delay
 (f) memory with 10,000 notifications in flight
 (g) the mock is not the bottleneck: h2load on the mock next to h2load on nghttpd (the same request,
-    headers and body; in each round, so paired too), and how busy the mock's one thread is during (a) and during (b) with a path per token (1.00: it sets the pace)
+    headers and body; in each round, so paired too), and how busy the mock's one thread is during
+    (a) and during (b) with a path per token (1.00: it sets the pace)
 (h) user-space instructions per notification (valgrind's callgrind, every thread) next to h2load's
     per request with a path per token: a count the machine's load does not move, where single
     rounds of (a) and (b) moved by 20% and more on a shared machine (under valgrind the worker's
