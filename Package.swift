@@ -45,7 +45,7 @@ let package = Package(
         // Pure: no sockets, no services.
         .testTarget(name: "UnitTests", dependencies: ["APNSCore", "Buffers", "HTTP2TLS", "APNSWorker"]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "HTTP2TLS", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "Buffers", "HTTP2TLS", "APNSWorker", "APNSMock", "TestSupport"]),
         // Worker processes against a real redis-server and the mock.
         .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],

@@ -93,7 +93,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         }
         if let last = goawayLastStream, stream > last {
             // Beyond our GOAWAY: never processed, so the client may safely send it again.
-            connection.session.resetStream(stream, errorCode: 7) // REFUSED_STREAM
+            connection.server.resetStream(stream, errorCode: 7) // REFUSED_STREAM
             return
         }
         let seen = server.requestsSeen.add(1, ordering: .relaxed).newValue
@@ -133,7 +133,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         }
         if faults.goawayAfter > 0, seen % faults.goawayAfter == 0, goawayLastStream == nil {
             goawayLastStream = stream
-            connection.session.submitGoAway(lastStreamID: stream, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+            connection.server.submitGoAway(lastStreamID: stream, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
             server.stats.withLock { $0.goawaysSent += 1 }
         }
     }
@@ -144,7 +144,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         raisedLimit = true
         streamLimit = server.configuration.maxConcurrentStreams
         pendingLimits.append(streamLimit)
-        connection.session.submitMaxConcurrentStreams(streamLimit)
+        connection.server.submitMaxConcurrentStreams(streamLimit)
         server.stats.withLock { $0.settingsChanges += 1 }
     }
 
@@ -154,7 +154,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         raisedLimit = false
         streamLimit = 1
         pendingLimits.append(1)
-        connection.session.submitMaxConcurrentStreams(1)
+        connection.server.submitMaxConcurrentStreams(1)
         server.stats.withLock { $0.settingsChanges += 1 }
     }
 
@@ -165,7 +165,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         // A fresh value per answer: indexing it would only churn both sides' HPACK tables.
         apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
         guard let reason = decision.reason else {
-            connection.session.submitResponse(stream: stream, headers, body: nil)
+            connection.server.submitResponse(stream: stream, headers, body: nil)
             return
         }
         headers.add("content-type", "application/json")
@@ -174,7 +174,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         body.field("reason", reason.rawValue)
         body.fieldIfPresent("timestamp", decision.timestamp)
         body.endObject()
-        connection.session.submitResponse(stream: stream, headers, body: body.bytes)
+        connection.server.submitResponse(stream: stream, headers, body: body.bytes)
     }
 
     static func defaultReason(_ status: Int) -> String {

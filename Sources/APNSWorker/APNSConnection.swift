@@ -62,11 +62,11 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     var isDraining: Bool { budget.draining }
 
     /// Opens streams for up to `limit` requests from `queue` and returns how many it opened; a
-    /// request nghttp2 refuses goes back to the front. The caller flushes once per batch. What
+    /// request the session refuses goes back to the front. The caller flushes once per batch. What
     /// every request shares (session, header buffer, credential) is taken once per batch: read
     /// per request from this object's properties, each cost a reference count.
     func send(from queue: inout PendingQueue, limit: Int, authorization: (token: String, generation: Int)?) -> Int {
-        guard let http, let session = http.session, limit > 0 else { return 0 }
+        guard let http, let session = http.client, limit > 0 else { return 0 }
         let now = http.loop.iterationNs
         let authority = app.configuration.endpoint.serverName, bearer = authorization?.token
         if let authorization { jwtGeneration = authorization.generation }
@@ -87,9 +87,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         return opened
     }
 
-    /// One request's HEADERS and body, nil if nghttp2 refuses it. The request is borrowed here,
+    /// One request's HEADERS and body, nil if the session refuses it. The request is borrowed here,
     /// so its job and token are read without a reference count each.
-    private static func submit(_ request: SendRequest, _ session: HTTP2Session, _ headers: inout HeaderList,
+    private static func submit(_ request: SendRequest, _ session: HTTP2ClientSession, _ headers: inout HeaderList,
                                _ shared: inout APNSRequestHeaders.Shared<HeaderList.Kept>?, authority: String, bearer: String?) -> Int32? {
         let job = request.job
         headers.clear()
@@ -108,7 +108,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
         var cancelled = false
         for (id, s) in streams.entries where !s.answered && now - s.sentAtNs / 1_000_000 > timeoutMs {
-            http?.session.resetStream(id, errorCode: 8) // CANCEL
+            http?.client.resetStream(id, errorCode: 8) // CANCEL
             cancelled = true
         }
         if cancelled { flush() }
@@ -125,7 +125,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             }
         } else if now - lastReadMs >= pingAfterMs {
             pingSentMs = now
-            http.session.submitPing()
+            http.client.submitPing()
             flush()
         }
     }
@@ -190,8 +190,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         withOwner { $0.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration) }
     }
 
-    /// The three-digit `:status` without going through String; 0 for anything else (nghttp2
-    /// does not check a client's responses: `HTTP2Session`).
+    /// The three-digit `:status` without going through String; 0 for anything else (the
+    /// client session does not check a response's fields: `HTTP2ClientSession`).
     private static func parseStatus(_ value: UnsafeBufferPointer<UInt8>) -> Int {
         guard value.count == 3 else { return 0 }
         var n = 0

@@ -23,9 +23,13 @@ public final class HTTP2Connection: EventHandler {
     private var untried: ArraySlice<SocketAddress> = []
     private var peerName = ""
     private var connectTimeoutMs = 0, connectAttempts = 0
-    public private(set) var session: HTTP2Session!
+    /// A server's session (nghttp2's), nil on a client.
+    public private(set) var server: HTTP2ServerSession!
+    /// A client's session, nil on a server.
+    public private(set) var client: HTTP2ClientSession!
+    private let framing: HTTP2Framing
     private let tls: TLSStream
-    private var isServer: Bool { session.isServer }
+    private let isServer: Bool
     /// Unowned and unchecked: the loop outlives the connections it runs, and a checked unowned
     /// reference counted once per use, several times per response.
     public unowned(unsafe) let loop: EventLoop
@@ -56,7 +60,9 @@ public final class HTTP2Connection: EventHandler {
         self.loop = loop
         self.delegate = delegate
         state = .connecting
-        session = try HTTP2Session(isServer: false, delegate: delegate)
+        isServer = false
+        client = try HTTP2ClientSession(delegate: delegate)
+        framing = client
         try loop.register(fd: fd, handler: self, writable: true)
         waitingForWritable = true
         connectTimeoutMs = timeoutMs
@@ -113,7 +119,9 @@ public final class HTTP2Connection: EventHandler {
         self.loop = loop
         self.delegate = delegate
         state = .handshaking
-        session = try HTTP2Session(isServer: true, delegate: delegate, maxConcurrentStreams: maxConcurrentStreams, answerPings: answerPings)
+        isServer = true
+        server = try HTTP2ServerSession(delegate: delegate, maxConcurrentStreams: maxConcurrentStreams, answerPings: answerPings)
+        framing = server
         try loop.register(fd: fd, handler: self, writable: false)
     }
 
@@ -169,7 +177,7 @@ public final class HTTP2Connection: EventHandler {
             let result = try input.withUnsafeMutableBytes { try tls.read(into: $0) }
             switch result {
             case .bytes(let n):
-                try input.withUnsafeBytes { try session.receive(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                try input.withUnsafeBytes { try framing.receive(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             case .wantRead, .wantWrite:
                 return
             case .closed:
@@ -186,7 +194,7 @@ public final class HTTP2Connection: EventHandler {
             if outputOffset == output.count {
                 output.removeAll()
                 outputOffset = 0
-                try session.produce(into: &output, target: HTTP2Connection.writeTarget)
+                try framing.produce(into: &output, target: HTTP2Connection.writeTarget)
                 if output.isEmpty { break }
             }
             let result = try tls.write(output.bytes(from: outputOffset))
@@ -202,7 +210,7 @@ public final class HTTP2Connection: EventHandler {
             }
         }
         setWritable(false)
-        if !session.wantsRead && !session.wantsWrite { shutdown(error: nil) }
+        if !framing.wantsRead && !framing.wantsWrite { shutdown(error: nil) }
     }
 
     /// Flushes and reports errors by closing, for callers that cannot handle them.

@@ -10,7 +10,10 @@ public struct HeaderList: ~Copyable {
     /// The first `keptEnd` bytes are kept values (`keep(_:)`), which `clear()` leaves.
     private var storage: ByteBuffer
     private var keptEnd = 0
-    private var entries: [(name: StaticString, value: Range<Int>, sensitive: Bool)] = []
+    private var entries: [(name: StaticString, value: Range<Int>, sensitive: Bool, kept: Bool)] = []
+    /// Changes whenever the kept values are forgotten, so that an encoder may remember what it
+    /// did with a kept value (`HPACKEncoder`) for as long as the value stays.
+    public private(set) var keptGeneration = 0
 
     public init() {
         storage = ByteBuffer(capacity: 1024)
@@ -29,6 +32,7 @@ public struct HeaderList: ~Copyable {
     /// Empties the list and forgets the kept values.
     public mutating func clearAll() {
         keptEnd = 0
+        keptGeneration &+= 1
         clear()
     }
 
@@ -50,7 +54,7 @@ public struct HeaderList: ~Copyable {
 
     public mutating func add(_ name: StaticString, kept value: Kept, sensitive: Bool = false) {
         Self.check(name)
-        entries.append((name, value.range, sensitive))
+        entries.append((name, value.range, sensitive, true))
     }
 
     /// Adds a field. `name` must be a lowercase literal: nghttp2 sends it as it is, without the
@@ -61,7 +65,7 @@ public struct HeaderList: ~Copyable {
         Self.check(name)
         let v0 = storage.count
         append(value)
-        entries.append((name, v0..<storage.count, sensitive))
+        entries.append((name, v0..<storage.count, sensitive, false))
     }
 
     /// A value of a prefix and bytes, written one after the other.
@@ -70,7 +74,7 @@ public struct HeaderList: ~Copyable {
         let v0 = storage.count
         append(prefix)
         storage.append(UnsafeRawBufferPointer(value))
-        entries.append((name, v0..<storage.count, sensitive))
+        entries.append((name, v0..<storage.count, sensitive, false))
     }
 
     /// A one-character literal may be kept as a scalar, with no bytes to point at.
@@ -84,6 +88,17 @@ public struct HeaderList: ~Copyable {
     }
 
     public var count: Int { entries.count }
+
+    /// Each field in order: its name, its value's bytes (valid inside `body`), whether the value
+    /// is kept across requests and whether it is sensitive.
+    @inline(__always)
+    func forEachField(_ body: (_ position: Int, _ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, _ kept: Bool, _ sensitive: Bool) -> Void) {
+        let base = storage.bytes().baseAddress!.assumingMemoryBound(to: UInt8.self)
+        for i in entries.indices {
+            let e = entries[i]
+            body(i, e.name, UnsafeBufferPointer(start: base + e.value.lowerBound, count: e.value.count), e.kept, e.sensitive)
+        }
+    }
 
     /// The fields as nghttp2's array, built on the stack: one request costs no allocation here.
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {

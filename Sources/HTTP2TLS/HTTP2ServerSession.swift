@@ -1,47 +1,16 @@
 import Buffers
 import CNghttp2
 
-/// Events from an HTTP/2 session. All calls come on the thread that feeds the session.
-public protocol HTTP2SessionDelegate: AnyObject {
-    /// A new stream opened by the peer (servers).
-    func http2BeginStream(_ stream: Int32)
-    func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
-    func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>)
-    /// The peer sent END_STREAM: its request or response is complete.
-    func http2EndStream(_ stream: Int32)
-    /// The stream is gone; `errorCode` is non-zero for RST_STREAM (e.g. REFUSED_STREAM = 7).
-    func http2StreamClosed(_ stream: Int32, errorCode: UInt32)
-    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS, each time SETTINGS arrive.
-    func http2RemoteSettings(maxConcurrentStreams: Int)
-    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
-    func http2PingAck()
-    /// The peer acknowledged our latest SETTINGS: from now on it must follow them.
-    func http2SettingsAcknowledged()
-    /// The peer sent a PING (answered automatically unless the session was told not to).
-    func http2PingReceived()
-}
-
-public extension HTTP2SessionDelegate {
-    func http2BeginStream(_ stream: Int32) {}
-    func http2PingAck() {}
-    func http2SettingsAcknowledged() {}
-    func http2PingReceived() {}
-}
-
-/// An nghttp2 session driven through `mem_recv`/`mem_send`, so nghttp2 never touches a socket.
-/// Owned by one I/O thread.
-public final class HTTP2Session {
+/// A server's nghttp2 session (the mock's), driven through `mem_recv`/`mem_send`, so nghttp2
+/// never touches a socket. Clients use `HTTP2ClientSession`. Owned by one I/O thread.
+public final class HTTP2ServerSession: HTTP2Framing {
     /// nghttp2_session*, owned by this object's thread.
     private var session: OpaquePointer!
     /// Strong, so that each callback borrows it: an unowned one was retained per call, about
     /// eight times per request. The delegate owns the connection that owns this session; it
     /// drops the connection once told it closed (`connectionClosed`), which ends the cycle.
     let delegate: HTTP2SessionDelegate
-    public let isServer: Bool
-    /// The bytes of each body not yet sent. A request's body is borrowed: its caller holds the
-    /// bytes until the stream closes, so sending it counts no reference on a buffer that other
-    /// threads count too (a batch's jobs share one). A response's body is kept alive by
-    /// `responseBodies`, apart, so that a client's table holds no reference to count at all.
+    /// The bytes of each response body not yet sent, kept alive by `responseBodies`.
     private var bodies = StreamTable<UnsafeRawBufferPointer>(capacity: 256)
     private var responseBodies = StreamTable<[UInt8]>(capacity: 256)
     /// The blocks nghttp2 allocates, reused per size class (this session's thread only).
@@ -51,42 +20,35 @@ public final class HTTP2Session {
         return p
     }()
 
-    public struct ProtocolError: Error, CustomStringConvertible {
-        public let code: Int32
-        public let operation: String
-        public var description: String { "\(operation): \(String(cString: nghttp2_strerror(code)))" }
-    }
-
     /// `answerPings: false` leaves PINGs unanswered (the mock's fault injection).
-    public init(isServer: Bool, delegate: HTTP2SessionDelegate, maxConcurrentStreams: Int? = nil, answerPings: Bool = true) throws(ProtocolError) {
+    public init(delegate: HTTP2SessionDelegate, maxConcurrentStreams: Int? = nil, answerPings: Bool = true) throws(HTTP2ProtocolError) {
         self.delegate = delegate
-        self.isServer = isServer
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, user in
             if frame!.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame!.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                HTTP2Session.with(user) { $0.delegate.http2BeginStream(frame!.pointee.hd.stream_id) }
+                HTTP2ServerSession.with(user) { $0.delegate.http2BeginStream(frame!.pointee.hd.stream_id) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, namelen, value, valuelen, _, user in
-            HTTP2Session.with(user) {
+            HTTP2ServerSession.with(user) {
                 $0.delegate.http2Header(stream: frame!.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: namelen),
                                         value: UnsafeBufferPointer(start: value, count: valuelen))
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, len, user in
-            HTTP2Session.with(user) { $0.delegate.http2Data(stream: stream, bytes: UnsafeBufferPointer(start: data, count: len)) }
+            HTTP2ServerSession.with(user) { $0.delegate.http2Data(stream: stream, bytes: UnsafeBufferPointer(start: data, count: len)) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { session, frame, user in
-            HTTP2Session.with(user) { $0.frameReceived(session!, frame!) }
+            HTTP2ServerSession.with(user) { $0.frameReceived(session!, frame!) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
-            HTTP2Session.with(user) { me in
+            HTTP2ServerSession.with(user) { me in
                 me.forgetBody(stream)
                 me.delegate.http2StreamClosed(stream, errorCode: code)
             }
@@ -97,23 +59,17 @@ public final class HTTP2Session {
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
         if !answerPings { nghttp2_option_set_no_auto_ping_ack(option, 1) }
-        // A client reads only `:status` and `apns-id` of a response, and checks both itself.
-        // nghttp2's HTTP checks of every response field cost 4% of the I/O thread.
-        if !isServer { nghttp2_option_set_no_http_messaging(option, 1) }
         let user = Unmanaged.passUnretained(self).toOpaque()
         var mem = apnsw_pool_mem(pool)
-        let rc = isServer ? nghttp2_session_server_new3(&created, callbacks, user, option, &mem)
-                          : nghttp2_session_client_new3(&created, callbacks, user, option, &mem)
-        guard rc == 0, let created else { throw ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
+        let rc = nghttp2_session_server_new3(&created, callbacks, user, option, &mem)
+        guard rc == 0, let created else { throw HTTP2ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
         session = created
-        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-                        nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20)]
-        if isServer { settings.removeFirst() }
+        var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20)]
         if let maxConcurrentStreams {
             settings.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(maxConcurrentStreams)))
         }
         let src = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
-        guard src == 0 else { throw ProtocolError(code: src, operation: "submitting SETTINGS") }
+        guard src == 0 else { throw HTTP2ProtocolError(code: src, operation: "submitting SETTINGS") }
         // A large connection window, so that the peer never waits on WINDOW_UPDATE.
         nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
     }
@@ -126,8 +82,8 @@ public final class HTTP2Session {
 
     /// The session behind a callback's user pointer, borrowed: nghttp2 calls back only from
     /// within this session's own calls, so it is alive and needs no retain.
-    private static func with<R>(_ user: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> R) -> R {
-        Unmanaged<HTTP2Session>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
+    private static func with<R>(_ user: UnsafeMutableRawPointer?, _ body: (HTTP2ServerSession) -> R) -> R {
+        Unmanaged<HTTP2ServerSession>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
     }
 
     private func frameReceived(_ s: OpaquePointer, _ frame: UnsafePointer<nghttp2_frame>) {
@@ -155,20 +111,9 @@ public final class HTTP2Session {
 
     // MARK: Submitting
 
-    /// Queues a request; returns its stream id. The body's bytes are read when frames are
-    /// written: the caller keeps `body`'s storage alive and unchanged until the stream closes.
-    public func submitRequest(_ headers: borrowing HeaderList, body: UnsafeRawBufferPointer) throws(ProtocolError) -> Int32 {
-        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
-        let session = session // a closure that read self's property retained self, per request
-        let stream = headers.withNV { nva, n in nghttp2_submit_request(session, nil, nva, n, &provider, nil) }
-        guard stream > 0 else { throw ProtocolError(code: stream, operation: "submitting a request") }
-        bodies[stream] = body
-        return stream
-    }
-
     /// Queues a response; a nil body ends the stream with the HEADERS frame.
     public func submitResponse(stream: Int32, _ headers: borrowing HeaderList, body: [UInt8]?) {
-        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2Session.readBody)
+        var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2ServerSession.readBody)
         let rc: Int32, session = session
         if let body {
             responseBodies[stream] = body // the array's storage stays put while it is held here
@@ -205,7 +150,7 @@ public final class HTTP2Session {
     }
 
     private static let readBody: nghttp2_data_source_read_callback = { _, stream, buf, length, flags, _, user in
-        HTTP2Session.with(user) { $0.copyBody(stream: stream, into: buf!, length: length, flags: flags!) }
+        HTTP2ServerSession.with(user) { $0.copyBody(stream: stream, into: buf!, length: length, flags: flags!) }
     }
 
     private func copyBody(stream: Int32, into buf: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
@@ -227,18 +172,18 @@ public final class HTTP2Session {
     // MARK: Pumping bytes
 
     /// Feeds received bytes to nghttp2, which calls the delegate.
-    public func receive(_ bytes: UnsafeRawBufferPointer) throws(ProtocolError) {
+    public func receive(_ bytes: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
         let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if rc < 0 { throw ProtocolError(code: Int32(rc), operation: "reading HTTP/2 frames") }
+        if rc < 0 { throw HTTP2ProtocolError(code: Int32(rc), operation: "reading HTTP/2 frames") }
     }
 
     /// Appends pending frames to `out` until it holds at least `target` bytes or nothing is left.
     /// Chunks from nghttp2 stay valid only until the next call, so each is copied.
-    func produce(into out: inout ByteBuffer, target: Int) throws(ProtocolError) {
+    func produce(into out: inout ByteBuffer, target: Int) throws(HTTP2ProtocolError) {
         while out.count < target {
             var chunk: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &chunk)
-            if n < 0 { throw ProtocolError(code: Int32(n), operation: "writing HTTP/2 frames") }
+            if n < 0 { throw HTTP2ProtocolError(code: Int32(n), operation: "writing HTTP/2 frames") }
             if n == 0 { return }
             out.append(UnsafeRawBufferPointer(start: chunk, count: n))
         }

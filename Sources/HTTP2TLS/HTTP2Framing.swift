@@ -1,0 +1,45 @@
+import Buffers
+import CNghttp2
+
+/// Events from an HTTP/2 session. All calls come on the thread that feeds the session.
+public protocol HTTP2SessionDelegate: AnyObject {
+    /// A new stream opened by the peer (servers).
+    func http2BeginStream(_ stream: Int32)
+    func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+    func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>)
+    /// The peer sent END_STREAM: its request or response is complete.
+    func http2EndStream(_ stream: Int32)
+    /// The stream is gone; `errorCode` is non-zero for RST_STREAM (e.g. REFUSED_STREAM = 7).
+    func http2StreamClosed(_ stream: Int32, errorCode: UInt32)
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS, each time SETTINGS arrive.
+    func http2RemoteSettings(maxConcurrentStreams: Int)
+    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+    func http2PingAck()
+    /// The peer acknowledged our latest SETTINGS: from now on it must follow them.
+    func http2SettingsAcknowledged()
+    /// The peer sent a PING (answered automatically unless the session was told not to).
+    func http2PingReceived()
+}
+
+public extension HTTP2SessionDelegate {
+    func http2BeginStream(_ stream: Int32) {}
+    func http2PingAck() {}
+    func http2SettingsAcknowledged() {}
+    func http2PingReceived() {}
+}
+
+/// What a connection pumps bytes through: a server's nghttp2 session or a client's own.
+protocol HTTP2Framing: AnyObject {
+    func receive(_ bytes: UnsafeRawBufferPointer) throws(HTTP2ProtocolError)
+    /// Appends pending frames to `out` until it holds at least `target` bytes or nothing is left.
+    func produce(into out: inout ByteBuffer, target: Int) throws(HTTP2ProtocolError)
+    var wantsRead: Bool { get }
+    var wantsWrite: Bool { get }
+}
+
+/// A connection error of HTTP/2: nghttp2's code (the client session uses the same codes) and what was being done.
+public struct HTTP2ProtocolError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let operation: String
+    public var description: String { "\(operation): \(String(cString: nghttp2_strerror(code)))" }
+}

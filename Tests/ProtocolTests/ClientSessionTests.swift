@@ -1,0 +1,362 @@
+import Buffers
+@testable import HTTP2TLS
+import XCTest
+
+/// The client's own HTTP/2 session against nghttp2's server session (a real peer that checks
+/// every frame and header block), in memory, and against frames written by hand for what
+/// nghttp2's server never sends (small windows, padding, CONTINUATION, a smaller HPACK table).
+final class ClientSessionTests: XCTestCase {
+    /// Records what a session hands its delegate.
+    final class Recorder: HTTP2SessionDelegate {
+        var fields: [Int32: [(String, String)]] = [:]
+        var bodies: [Int32: [UInt8]] = [:]
+        var ended: [Int32] = []
+        var closed: [(Int32, UInt32)] = []
+        var goAways: [Int32] = []
+        var pings = 0, pingAcks = 0, settings = 0, acks = 0
+        var maxConcurrentStreams = 0
+
+        func http2BeginStream(_ stream: Int32) { fields[stream] = [] }
+        func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+            fields[stream, default: []].append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+        func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) { bodies[stream, default: []].append(contentsOf: bytes) }
+        func http2EndStream(_ stream: Int32) { ended.append(stream) }
+        func http2StreamClosed(_ stream: Int32, errorCode: UInt32) { closed.append((stream, errorCode)) }
+        func http2RemoteSettings(maxConcurrentStreams: Int) {
+            settings += 1
+            self.maxConcurrentStreams = maxConcurrentStreams
+        }
+        func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) { goAways.append(lastStreamID) }
+        func http2PingAck() { pingAcks += 1 }
+        func http2PingReceived() { pings += 1 }
+        func http2SettingsAcknowledged() { acks += 1 }
+    }
+
+    private static let jwt = "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ." + String(repeating: "eyJpc3MiOiJURUFNMTIzNDU2IiwiaWF0IjoxNzY0NTQwMDAwfQ", count: 2)
+        + "." + String(repeating: "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_", count: 2)
+
+    /// The values a run of requests shares, kept in the list as the worker keeps them.
+    private struct Shared {
+        let method, scheme, authority, authorization, pushType, topic: HeaderList.Kept
+    }
+
+    private static func share(_ h: inout HeaderList, bearer: String = jwt) -> Shared {
+        h.clearAll()
+        return Shared(method: h.keep("POST"), scheme: h.keep("https"), authority: h.keep("localhost"), authorization: h.keep("bearer " + bearer),
+                      pushType: h.keep("alert"), topic: h.keep("com.example.app"))
+    }
+
+    /// A request as the worker writes one: shared values kept, the path and any id per request.
+    private static func request(_ h: inout HeaderList, _ s: Shared, token: String, apnsID: String? = nil, expiration: String? = nil) {
+        h.clear()
+        h.add(":method", kept: s.method)
+        h.add(":scheme", kept: s.scheme)
+        h.add(":path", "/3/device/" + token, sensitive: true)
+        h.add(":authority", kept: s.authority)
+        h.add("authorization", kept: s.authorization)
+        h.add("apns-push-type", kept: s.pushType)
+        h.add("apns-topic", kept: s.topic)
+        if let expiration { h.add("apns-expiration", expiration) }
+        if let apnsID { h.add("apns-id", apnsID, sensitive: true) }
+    }
+
+    private static func drain(_ session: HTTP2Framing) throws -> [UInt8] {
+        var out = ByteBuffer(capacity: 1024)
+        try session.produce(into: &out, target: 1 << 30)
+        return Array(out.bytes())
+    }
+
+    /// Moves bytes both ways until neither side has anything to send.
+    private static func pump(_ client: HTTP2ClientSession, _ server: HTTP2ServerSession) throws {
+        for _ in 0..<50 {
+            let up = try drain(client), down = try drain(server)
+            if up.isEmpty && down.isEmpty { return }
+            if !up.isEmpty { try up.withUnsafeBytes { try server.receive($0) } }
+            if !down.isEmpty { try down.withUnsafeBytes { try client.receive($0) } }
+        }
+        XCTFail("the sessions kept talking")
+    }
+
+    /// Frames as (type, flags, stream, payload), read from bytes a client wrote after its preface.
+    private static func frames(_ bytes: [UInt8]) -> [(type: UInt8, flags: UInt8, stream: Int32, payload: [UInt8])] {
+        var out: [(UInt8, UInt8, Int32, [UInt8])] = [], at = 0
+        while at + 9 <= bytes.count {
+            let length = Int(bytes[at]) << 16 | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
+            let stream = Int32(bytes[at + 5] & 0x7F) << 24 | Int32(bytes[at + 6]) << 16 | Int32(bytes[at + 7]) << 8 | Int32(bytes[at + 8])
+            out.append((bytes[at + 3], bytes[at + 4], stream, Array(bytes[(at + 9)..<(at + 9 + length)])))
+            at += 9 + length
+        }
+        return out
+    }
+
+    private static func frame(_ type: UInt8, _ flags: UInt8, _ stream: Int32, _ payload: [UInt8]) -> [UInt8] {
+        [UInt8(payload.count >> 16), UInt8(payload.count >> 8 & 0xFF), UInt8(payload.count & 0xFF), type, flags,
+         UInt8(stream >> 24), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)] + payload
+    }
+
+    private static func settings(_ entries: [(UInt16, UInt32)]) -> [UInt8] {
+        frame(4, 0, 0, entries.flatMap { id, v in [UInt8(id >> 8), UInt8(id & 0xFF), UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] })
+    }
+
+    private static func uint32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+
+    private static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    /// Opens a stream with a small request; returns its id.
+    @discardableResult
+    private static func submitOne(_ client: HTTP2ClientSession) throws -> Int32 {
+        var h = HeaderList()
+        request(&h, share(&h), token: "abcd")
+        return try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
+    }
+
+    /// A client and nghttp2's server, each through the other's SETTINGS, and what each hands
+    /// its delegate.
+    private static func connected(maxConcurrentStreams: Int? = nil) throws -> (HTTP2ClientSession, HTTP2ServerSession, up: Recorder, down: Recorder) {
+        let up = Recorder(), down = Recorder()
+        let client = try HTTP2ClientSession(delegate: up)
+        let server = try HTTP2ServerSession(delegate: down, maxConcurrentStreams: maxConcurrentStreams)
+        try pump(client, server)
+        return (client, server, up, down)
+    }
+
+    /// A client that has read `serverSettings` as the server's first frame, and what it wrote
+    /// up to then taken off.
+    private static func settledClient(_ recorder: Recorder, serverSettings: [(UInt16, UInt32)] = []) throws -> HTTP2ClientSession {
+        let client = try HTTP2ClientSession(delegate: recorder)
+        _ = try drain(client)
+        try settings(serverSettings).withUnsafeBytes { try client.receive($0) }
+        _ = try drain(client) // the ACK
+        return client
+    }
+
+    func testRequestsReachNghttp2WithTheirFieldsAndSharedValuesGoAsIndexes() throws {
+        let (client, server, up, down) = try Self.connected(maxConcurrentStreams: 100)
+        XCTAssertEqual(up.settings, 1)
+        XCTAssertEqual(up.maxConcurrentStreams, 100)
+
+        var h = HeaderList()
+        let shared = Self.share(&h)
+        var sizes: [Int] = []
+        let bodies = [Array(#"{"aps":{"alert":"one"}}"#.utf8), Array(#"{"aps":{"alert":"two"}}"#.utf8), Array(#"{"aps":{"alert":"three"}}"#.utf8)]
+        for (i, body) in bodies.enumerated() {
+            Self.request(&h, shared, token: String(repeating: "ab", count: 31) + String(format: "%02x", i),
+                         apnsID: i == 1 ? "123e4567-e89b-12d3-a456-426614174000" : nil, expiration: i == 2 ? "1700000000" : nil)
+            let stream = try body.withUnsafeBytes { try client.submitRequest(h, body: $0) }
+            XCTAssertEqual(stream, Int32(2 * i + 1))
+            let written = Self.frames(try Self.drain(client))
+            sizes.append(written.first { $0.type == 1 }!.payload.count)
+            try written.flatMap { Self.frame($0.type, $0.flags, $0.stream, $0.payload) }.withUnsafeBytes { try server.receive($0) }
+        }
+        try Self.pump(client, server)
+        for (i, body) in bodies.enumerated() {
+            let stream = Int32(2 * i + 1)
+            let fields = down.fields[stream] ?? []
+            XCTAssertEqual(fields.map(\.0), [":method", ":scheme", ":path", ":authority", "authorization", "apns-push-type", "apns-topic"]
+                           + (i == 2 ? ["apns-expiration"] : []) + (i == 1 ? ["apns-id"] : []))
+            XCTAssertEqual(fields.first { $0.0 == "authorization" }?.1, "bearer " + Self.jwt)
+            XCTAssertEqual(fields.first { $0.0 == ":path" }?.1, "/3/device/" + String(repeating: "ab", count: 31) + String(format: "%02x", i))
+            XCTAssertEqual(down.bodies[stream], body)
+            XCTAssertTrue(down.ended.contains(stream))
+        }
+        // The first request carries the token; the others name it by its index (the path, 74
+        // bytes, is the largest part of them).
+        XCTAssertGreaterThan(sizes[0], Self.jwt.utf8.count + 74)
+        XCTAssertLessThan(sizes[1], 74 + 60)
+        XCTAssertLessThan(sizes[2], 74 + 40)
+
+        // A new token enters the table too, and decodes as itself.
+        Self.request(&h, Self.share(&h, bearer: Self.jwt + "x"), token: String(repeating: "cd", count: 32))
+        let fourth = try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
+        try Self.pump(client, server)
+        XCTAssertEqual(down.fields[fourth]?.first { $0.0 == "authorization" }?.1, "bearer " + Self.jwt + "x")
+
+        // The answers come back to the client's delegate, and each stream closes once.
+        var response = HeaderList()
+        response.add(":status", "200")
+        response.add("apns-id", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee")
+        server.submitResponse(stream: 1, response, body: nil)
+        var rejection = HeaderList()
+        rejection.add(":status", "400")
+        server.submitResponse(stream: 3, rejection, body: Array(#"{"reason":"BadDeviceToken"}"#.utf8))
+        try Self.pump(client, server)
+        XCTAssertEqual(up.fields[1]?.map(\.1), ["200", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"])
+        XCTAssertEqual(up.fields[3]?.first?.1, "400")
+        XCTAssertEqual(up.bodies[3], Array(#"{"reason":"BadDeviceToken"}"#.utf8))
+        XCTAssertEqual(up.ended, [1, 3])
+        XCTAssertEqual(up.closed.map(\.0), [1, 3])
+        XCTAssertEqual(up.closed.map(\.1), [0, 0])
+    }
+
+    /// A body waits for both windows, goes out in frames no larger than the server allows,
+    /// and the rest follows each WINDOW_UPDATE.
+    func testABodyWaitsForTheStreamAndConnectionWindows() throws {
+        let up = Recorder()
+        let client = try Self.settledClient(up, serverSettings: [(4, 10)]) // INITIAL_WINDOW_SIZE 10
+        var h = HeaderList()
+        Self.request(&h, Self.share(&h), token: "0123456789abcdef")
+        let body = [UInt8](repeating: 0x61, count: 25)
+        let stream = try body.withUnsafeBytes { try client.submitRequest(h, body: $0) }
+        var data = Self.frames(try Self.drain(client)).filter { $0.type == 0 }
+        XCTAssertEqual(data.map(\.payload.count), [10])
+        XCTAssertEqual(data[0].flags & 1, 0)
+        try (Self.frame(8, 0, stream, Self.uint32(100))).withUnsafeBytes { try client.receive($0) }
+        data = Self.frames(try Self.drain(client)).filter { $0.type == 0 }
+        XCTAssertEqual(data.map(\.payload.count), [15])
+        XCTAssertEqual(data[0].flags & 1, 1, "the last frame ends the stream")
+
+        // The connection's window (65,535 at first) holds a large body back too, and frames
+        // stay within 16,384 bytes.
+        let large = try Self.settledClient(up, serverSettings: [(4, 1 << 20)])
+        let big = [UInt8](repeating: 0x62, count: 70_000)
+        _ = try big.withUnsafeBytes { try large.submitRequest(h, body: $0) }
+        data = Self.frames(try Self.drain(large)).filter { $0.type == 0 }
+        XCTAssertEqual(data.map(\.payload.count), [16_384, 16_384, 16_384, 16_383])
+        try (Self.frame(8, 0, 0, Self.uint32(10_000))).withUnsafeBytes { try large.receive($0) }
+        data = Self.frames(try Self.drain(large)).filter { $0.type == 0 }
+        XCTAssertEqual(data.map(\.payload.count), [4_465])
+        XCTAssertEqual(data[0].flags & 1, 1)
+
+        // A window lowered by SETTINGS holds back what would have fit (RFC 9113 §6.9.2).
+        let lowered = try Self.settledClient(up, serverSettings: [(4, 100)])
+        _ = try body.withUnsafeBytes { try lowered.submitRequest(h, body: $0) }
+        _ = try Self.drain(lowered)
+        try Self.settings([(4, 90)]).withUnsafeBytes { try lowered.receive($0) }
+        let more = [UInt8](repeating: 0x63, count: 95)
+        _ = try more.withUnsafeBytes { try lowered.submitRequest(h, body: $0) }
+        data = Self.frames(try Self.drain(lowered)).filter { $0.type == 0 }
+        XCTAssertEqual(data.map(\.payload.count), [90])
+    }
+
+    /// A server that wants a smaller HPACK table gets a size update first, and nothing larger
+    /// than it allows is indexed; nghttp2 decodes every request the same.
+    func testASmallerTableIsAnnouncedAndRespected() throws {
+        let (client, server, _, down) = try Self.connected()
+        var h = HeaderList()
+        let shared = Self.share(&h)
+        Self.request(&h, shared, token: "00ff")
+        _ = try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
+        try Self.pump(client, server)
+        try Self.settings([(1, 200)]).withUnsafeBytes { try client.receive($0) } // HEADER_TABLE_SIZE 200
+        for token in ["11ff", "22ff", "33ff"] {
+            Self.request(&h, shared, token: token) // the same kept values: what the encoder remembers of them must be checked
+            _ = try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
+        }
+        // The ACK of SETTINGS nghttp2 never sent would be an error to it: it stays out.
+        let written = Self.frames(try Self.drain(client)).filter { !($0.type == 4 && $0.flags == 1) }
+        let headers = written.filter { $0.type == 1 }
+        XCTAssertEqual(headers[0].payload.first, 0x20 | 0x1F, "a size update starts the first block after the change")
+        XCTAssertTrue(headers[1...].allSatisfy { $0.payload.count > Self.jwt.utf8.count }, "the token no longer fits the table")
+        try written.flatMap { Self.frame($0.type, $0.flags, $0.stream, $0.payload) }.withUnsafeBytes { try server.receive($0) }
+        try Self.pump(client, server)
+        for stream: Int32 in [3, 5, 7] {
+            XCTAssertEqual(down.fields[stream]?.first { $0.0 == "authorization" }?.1, "bearer " + Self.jwt)
+            XCTAssertEqual(down.fields[stream]?.first { $0.0 == "apns-topic" }?.1, "com.example.app")
+        }
+    }
+
+    /// A response split anywhere across reads, with padding and a CONTINUATION, arrives whole.
+    func testAResponseArrivesWholeWhateverItsFramingAndReads() throws {
+        let up = Recorder()
+        let client = try Self.settledClient(up)
+        let stream = try Self.submitOne(client)
+        let id = Array("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee".utf8)
+        // :status 400 (static index 12), then apns-id as a literal without indexing, new name.
+        let block: [UInt8] = [0x8C, 0x00, 7] + Array("apns-id".utf8) + [UInt8(id.count)] + id
+        let body = Array(#"{"reason":"BadDeviceToken"}"#.utf8)
+        var bytes = Self.frame(1, 0x08, stream, [3] + block[..<5] + [0, 0, 0]) // PADDED, no END_HEADERS
+        bytes += Self.frame(9, 0x04, stream, Array(block[5...]))              // CONTINUATION, END_HEADERS
+        bytes += Self.frame(0, 0x09, stream, [2] + body + [0, 0])             // PADDED, END_STREAM
+        bytes += Self.frame(6, 0, 0, [1, 2, 3, 4, 5, 6, 7, 8])               // PING
+        for b in bytes { try [b].withUnsafeBytes { try client.receive($0) } }
+        XCTAssertEqual(up.fields[stream]?.map(\.0), [":status", "apns-id"])
+        XCTAssertEqual(up.fields[stream]?.map(\.1), ["400", String(decoding: id, as: UTF8.self)])
+        XCTAssertEqual(up.bodies[stream], body)
+        XCTAssertEqual(up.ended, [stream])
+        XCTAssertEqual(up.closed.map(\.0), [stream])
+        XCTAssertEqual(up.pings, 1)
+        let written = Self.frames(try Self.drain(client))
+        XCTAssertTrue(written.contains { $0.type == 6 && $0.flags == 1 && $0.payload == [1, 2, 3, 4, 5, 6, 7, 8] }, "the PING is answered")
+    }
+
+    /// Streams above GOAWAY's last are closed as refused (to be sent again), no new stream
+    /// opens, and once the rest are answered the session wants nothing more.
+    func testGoAwayRefusesTheStreamsAboveItsLast() throws {
+        let up = Recorder()
+        let client = try Self.settledClient(up)
+        for _ in 0..<3 { try Self.submitOne(client) }
+        _ = try Self.drain(client)
+        try Self.frame(7, 0, 0, Self.uint32(3) + Self.uint32(0) + Array("bye".utf8)).withUnsafeBytes { try client.receive($0) }
+        XCTAssertEqual(up.goAways, [3])
+        XCTAssertEqual(up.closed.map(\.0), [5])
+        XCTAssertEqual(up.closed.map(\.1), [7])
+        XCTAssertThrowsError(try Self.submitOne(client))
+        XCTAssertTrue(client.wantsRead)
+        for s: Int32 in [1, 3] { try Self.frame(1, 0x05, s, [0x88]).withUnsafeBytes { try client.receive($0) } } // :status 200, END_STREAM
+        XCTAssertEqual(up.closed.map(\.0), [5, 1, 3])
+        XCTAssertFalse(client.wantsRead)
+    }
+
+    /// A stream we reset is reported closed with our code once frames are produced, and its
+    /// late answer is read (to keep the HPACK state) but not handed on.
+    func testAResetStreamClosesOnceAndItsLateAnswerIsDropped() throws {
+        let up = Recorder()
+        let client = try Self.settledClient(up)
+        let stream = try Self.submitOne(client)
+        _ = try Self.drain(client)
+        client.resetStream(stream, errorCode: 8)
+        XCTAssertTrue(up.closed.isEmpty)
+        let written = Self.frames(try Self.drain(client))
+        XCTAssertTrue(written.contains { $0.type == 3 && $0.stream == stream && $0.payload == Self.uint32(8) })
+        XCTAssertEqual(up.closed.map(\.1), [8])
+        try Self.frame(1, 0x05, stream, [0x88]).withUnsafeBytes { try client.receive($0) }
+        XCTAssertNil(up.fields[stream])
+        XCTAssertEqual(up.closed.count, 1)
+    }
+
+    /// What breaks the protocol ends the connection with an error, not a crash.
+    func testFramesThatBreakTheProtocolAreConnectionErrors() throws {
+        let cases: [(String, [UInt8])] = [
+            ("first frame not SETTINGS", Self.frame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0])),
+            ("frame over 16,384 bytes", Self.settings([]) + Self.frame(0, 0, 1, [UInt8](repeating: 0, count: 16_385))),
+            ("SETTINGS not in 6-byte entries", Self.frame(4, 0, 0, [0, 4, 0])),
+            ("PUSH_PROMISE", Self.settings([]) + Self.frame(5, 0x04, 1, Self.uint32(2))),
+            ("CONTINUATION without HEADERS", Self.settings([]) + Self.frame(9, 0x04, 1, [0x88])),
+            ("a frame inside a header block", Self.settings([]) + Self.frame(1, 0, 1, [0x88]) + Self.frame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0])),
+            ("a header block that does not decode", Self.settings([]) + Self.frame(1, 0x05, 1, [0xFF, 0xFF, 0xFF, 0xFF, 0x7F])),
+            ("padding longer than the frame", Self.settings([]) + Self.frame(0, 0x08, 1, [9, 0, 0])),
+            ("a zero connection WINDOW_UPDATE", Self.settings([]) + Self.frame(8, 0, 0, Self.uint32(0))),
+            ("a window past 2^31-1", Self.settings([]) + Self.frame(8, 0, 0, Self.uint32(0x7FFF_FFFF))),
+        ]
+        for (what, bytes) in cases {
+            let client = try HTTP2ClientSession(delegate: Recorder())
+            try Self.submitOne(client)
+            XCTAssertThrowsError(try bytes.withUnsafeBytes { try client.receive($0) }, what)
+        }
+    }
+
+    /// The encoder's table against nghttp2's decoder over many requests: new tokens push old
+    /// entries out, and every request still decodes to its own fields.
+    func testTheTableStaysInStepWithTheDecoderAsEntriesAreEvicted() throws {
+        let (client, server, _, down) = try Self.connected()
+        var h = HeaderList()
+        var shared = Self.share(&h)
+        for i in 0..<120 {
+            // A new token every 7 requests: 17 tokens of 250 bytes do not fit in 4,096.
+            if i % 7 == 0 { shared = Self.share(&h, bearer: Self.jwt + String(i / 7)) }
+            Self.request(&h, shared, token: String(format: "%08x", i), expiration: i % 3 == 0 ? String(i) : nil)
+            _ = try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
+            if i % 10 == 9 { try Self.pump(client, server) }
+        }
+        try Self.pump(client, server)
+        XCTAssertEqual(down.fields.count, 120)
+        for i in 0..<120 {
+            let fields = down.fields[Int32(2 * i + 1)] ?? []
+            XCTAssertEqual(fields.first { $0.0 == "authorization" }?.1, "bearer " + Self.jwt + String(i / 7), "request \(i)")
+            XCTAssertEqual(fields.first { $0.0 == ":path" }?.1, "/3/device/" + String(format: "%08x", i))
+            XCTAssertEqual(fields.first { $0.0 == "apns-expiration" }?.1, i % 3 == 0 ? String(i) : nil)
+            XCTAssertEqual(fields.count, i % 3 == 0 ? 8 : 7)
+        }
+    }
+}
