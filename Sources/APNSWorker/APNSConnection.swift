@@ -84,7 +84,17 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             budget.opened()
             opened += 1
         }
+        if !session.canOpenStreams { retire(session) }
         return opened
+    }
+
+    /// A connection whose stream ids ran out takes no more requests: it finishes those it has,
+    /// says GOAWAY and closes, and the pool opens another, as after a server's GOAWAY.
+    private func retire(_ session: HTTP2ClientSession) {
+        guard !budget.draining else { return }
+        session.goAway()
+        budget.goAway()
+        withOwner { $0.connectionDraining(self, reason: "stream ids used up", byServer: false) }
     }
 
     /// One request's HEADERS and body, nil if the session refuses it. The request is borrowed here,
@@ -222,7 +232,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
         budget.goAway()
-        withOwner { $0.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self)) }
+        withOwner { $0.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self), byServer: true) }
     }
 
     func http2PingAck() {

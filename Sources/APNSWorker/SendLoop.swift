@@ -253,9 +253,14 @@ final class SendLoop: @unchecked Sendable {
     /// The server's first SETTINGS arrived on `c`.
     func connectionSettled(_ c: APNSConnection) { openRest(pool: c.poolIndex) }
 
-    func connectionDraining(_ c: APNSConnection, reason: String) {
-        metrics.record { $0.add("apns_goaways_total", .init(("pool", poolNames[c.poolIndex]))) }
-        logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(poolNames[c.poolIndex]), "reason": .string(reason)])
+    /// `byServer`: APNs sent GOAWAY; otherwise the connection retired itself (`APNSConnection.retire`).
+    func connectionDraining(_ c: APNSConnection, reason: String, byServer: Bool) {
+        if byServer {
+            metrics.record { $0.add("apns_goaways_total", .init(("pool", poolNames[c.poolIndex]))) }
+            logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(poolNames[c.poolIndex]), "reason": .string(reason)])
+        } else {
+            logger.info("replacing a connection", ["apps": .string(poolNames[c.poolIndex]), "reason": .string(reason)])
+        }
         guard let s = slot(of: c) else { return }
         draining[ObjectIdentifier(c)] = c
         slots[c.poolIndex][s] = nil

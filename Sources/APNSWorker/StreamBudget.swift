@@ -1,7 +1,7 @@
 /// How many more requests one HTTP/2 connection may take: a value, testable without sockets.
 ///
-/// nghttp2 silently queues requests beyond the peer's MAX_CONCURRENT_STREAMS, so we count
-/// ourselves against the live setting. A token connection gets one stream until its first
+/// The client session sends every request it is given, so we count against the peer's live
+/// MAX_CONCURRENT_STREAMS ourselves. A token connection gets one stream until its first
 /// success (apns-protocol.md §7.1).
 public struct StreamBudget: Sendable, Equatable {
     /// Our own cap (configuration `streams`).
@@ -10,7 +10,7 @@ public struct StreamBudget: Sendable, Equatable {
     public private(set) var remoteLimit: Int = 1
     public private(set) var authenticated: Bool
     public private(set) var open = 0
-    /// After GOAWAY no stream may be opened.
+    /// After GOAWAY (either way) no stream may be opened.
     public private(set) var draining = false
 
     public init(localLimit: Int, needsFirstSuccess: Bool) {

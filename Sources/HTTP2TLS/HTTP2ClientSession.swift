@@ -49,8 +49,8 @@ public final class HTTP2ClientSession: HTTP2Framing {
     private var streams = StreamTable<Stream>(capacity: 256)
     /// Streams whose body waits for window, oldest first.
     private var waiting: [Int32] = []
-    private var nextStream: Int32 = 1
-    private var goAwayReceived = false
+    private var nextStream: Int32
+    private var goAwayReceived = false, goAwaySent = false
     /// Streams we reset, to report closed when frames are next produced (as nghttp2 does).
     private var resetByUs: [(stream: Int32, errorCode: UInt32)] = []
 
@@ -60,8 +60,10 @@ public final class HTTP2ClientSession: HTTP2Framing {
     /// The largest frame we read (SETTINGS_MAX_FRAME_SIZE's default: we do not raise it).
     static let maxFrameSize = 16_384
 
-    public init(delegate: HTTP2SessionDelegate) throws(HTTP2ProtocolError) {
+    /// `firstStream`: the first stream id (odd); tests start near the last one.
+    public init(delegate: HTTP2SessionDelegate, firstStream: Int32 = 1) throws(HTTP2ProtocolError) {
         self.delegate = delegate
+        nextStream = firstStream
         var created: OpaquePointer?
         let rc = nghttp2_hd_inflate_new(&created)
         guard rc == 0, let created else { throw HTTP2ProtocolError(code: rc, operation: "creating the HPACK decoder") }
@@ -82,7 +84,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
     /// Writes a request's HEADERS, and its body as far as flow control lets it; returns its
     /// stream id. The caller keeps `body`'s bytes alive and unchanged until the stream closes.
     public func submitRequest(_ headers: borrowing HeaderList, body: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) -> Int32 {
-        guard !goAwayReceived else { throw HTTP2ProtocolError(code: NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue, operation: "submitting a request") }
+        guard !goAwayReceived, !goAwaySent else { throw HTTP2ProtocolError(code: NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue, operation: "submitting a request") }
         guard nextStream > 0 else { throw HTTP2ProtocolError(code: NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue, operation: "submitting a request") }
         let id = nextStream
         nextStream = id <= Int32.max - 2 ? id + 2 : -1
@@ -90,6 +92,20 @@ public final class HTTP2ClientSession: HTTP2Framing {
         streams[id] = Stream(body: body, window: peerInitialWindow, sentEnd: body.isEmpty)
         if !body.isEmpty { sendBody(id) }
         return id
+    }
+
+    /// Whether a request may be submitted: not after a GOAWAY either way, nor once the stream
+    /// ids have run out (2^30 requests on one connection: a day at 12,000 a second).
+    public var canOpenStreams: Bool { !goAwayReceived && !goAwaySent && nextStream > 0 }
+
+    /// Tells the server this client opens no more streams; the session wants nothing more once
+    /// the streams open are answered.
+    public func goAway() {
+        guard !goAwaySent else { return }
+        goAwaySent = true
+        writeFrameHeader(length: 8, type: .goAway, flags: 0, stream: 0)
+        appendUInt32(0) // the last stream the server opened: none
+        appendUInt32(0) // NO_ERROR
     }
 
     public func submitPing() {
@@ -118,7 +134,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
         pending.removeAll()
     }
 
-    public var wantsRead: Bool { streams.count > 0 || !goAwayReceived }
+    public var wantsRead: Bool { streams.count > 0 || !(goAwayReceived || goAwaySent) }
     public var wantsWrite: Bool { !pending.isEmpty || !resetByUs.isEmpty }
 
     /// Reads received bytes: whole frames at once, the start of one that has not all arrived

@@ -27,6 +27,8 @@ public final class HTTP2Connection: EventHandler {
     public private(set) var server: HTTP2ServerSession!
     /// A client's session, nil on a server.
     public private(set) var client: HTTP2ClientSession!
+    /// The first stream id of client connections: tests start near the last one (2^31 - 1).
+    nonisolated(unsafe) static var firstClientStream: Int32 = 1
     private let framing: HTTP2Framing
     private let tls: TLSStream
     private let isServer: Bool
@@ -61,7 +63,7 @@ public final class HTTP2Connection: EventHandler {
         self.delegate = delegate
         state = .connecting
         isServer = false
-        client = try HTTP2ClientSession(delegate: delegate)
+        client = try HTTP2ClientSession(delegate: delegate, firstStream: Self.firstClientStream)
         framing = client
         try loop.register(fd: fd, handler: self, writable: true)
         waitingForWritable = true

@@ -2,7 +2,7 @@
 import APNSCore
 import APNSMock
 import Foundation
-import HTTP2TLS
+@testable import HTTP2TLS
 import TestSupport
 import XCTest
 
@@ -101,6 +101,23 @@ final class ClientMockTests: XCTestCase {
         let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["apns_id"] as? String }
         XCTAssertEqual(accepted.count, 1000, "every notification accepted exactly once")
         XCTAssertEqual(Set(accepted).count, 1000)
+    }
+
+    /// A connection whose stream ids run out (here after 40 requests, not 2^30) takes no more:
+    /// it finishes what it has and closes, a new one takes over, and nothing is lost or sent
+    /// twice.
+    func testAConnectionThatRunsOutOfStreamIDsIsReplaced() throws {
+        HTTP2Connection.firstClientStream = Int32.max - 2 * 39
+        defer { HTTP2Connection.firstClientStream = 1 }
+        let h = try ProtocolHarness(connections: 1, streams: 10)
+        let jobs = try (0..<200).map { i in
+            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+        }
+        h.send(jobs)
+        XCTAssertEqual(Set(h.waitForOutcomes(200).compactMap(\.deliveredID)).count, 200)
+        XCTAssertGreaterThanOrEqual(h.mock.server.stats.withLock { $0.connections }, 5, "40 requests a connection")
+        let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["apns_id"] as? String }
+        XCTAssertEqual(accepted.count, 200, "every notification accepted exactly once")
     }
 
     /// A mock on three threads serves its connections on all of them, counts every thread's

@@ -298,6 +298,26 @@ final class ClientSessionTests: XCTestCase {
         XCTAssertFalse(client.wantsRead)
     }
 
+    /// The last stream id is used, then no request opens another: the client says GOAWAY and
+    /// wants nothing more once its streams are answered.
+    func testStreamIDsRunOutAtTheLastOne() throws {
+        let up = Recorder()
+        let client = try HTTP2ClientSession(delegate: up, firstStream: Int32.max - 2)
+        _ = try Self.drain(client)
+        try Self.settings([]).withUnsafeBytes { try client.receive($0) }
+        XCTAssertEqual(try Self.submitOne(client), Int32.max - 2)
+        XCTAssertTrue(client.canOpenStreams)
+        XCTAssertEqual(try Self.submitOne(client), Int32.max)
+        XCTAssertFalse(client.canOpenStreams)
+        XCTAssertThrowsError(try Self.submitOne(client))
+        client.goAway()
+        XCTAssertTrue(Self.frames(try Self.drain(client)).contains { $0.type == 7 && $0.payload == Self.uint32(0) + Self.uint32(0) })
+        XCTAssertTrue(client.wantsRead, "its streams are still open")
+        for s in [Int32.max - 2, Int32.max] { try Self.frame(1, 0x05, s, [0x88]).withUnsafeBytes { try client.receive($0) } }
+        XCTAssertEqual(up.closed.map(\.0), [Int32.max - 2, Int32.max])
+        XCTAssertFalse(client.wantsRead)
+    }
+
     /// A stream we reset is reported closed with our code once frames are produced, and its
     /// late answer is read (to keep the HPACK state) but not handed on.
     func testAResetStreamClosesOnceAndItsLateAnswerIsDropped() throws {
