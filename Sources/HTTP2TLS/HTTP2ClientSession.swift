@@ -27,6 +27,9 @@ public final class HTTP2ClientSession: HTTP2Framing {
     private var headerBlock = ByteBuffer(capacity: 1024)
     private var continuing: Int32 = 0
     private var continuingEndsStream = false
+    /// The largest header block read (a response's is under 200 bytes): a server that sends
+    /// CONTINUATIONs without end is cut off, not buffered.
+    static let maxHeaderBlock = 64 * 1024
 
     /// The server's settings (RFC 9113 §6.5.2 defaults until its SETTINGS arrive).
     private var peerSettled = false
@@ -193,6 +196,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
         case .windowUpdate: try windowUpdate(stream: stream, payload)
         case .continuation:
             guard continuing != 0, stream == continuing else { throw Self.error(NGHTTP2_ERR_PROTO, "CONTINUATION without its HEADERS") }
+            guard headerBlock.count + payload.count <= Self.maxHeaderBlock else { throw Self.error(NGHTTP2_ERR_PROTO, "a header block over 64 KiB") }
             headerBlock.append(payload)
             if flags & Flag.endHeaders != 0 {
                 continuing = 0

@@ -348,6 +348,8 @@ final class ClientSessionTests: XCTestCase {
             ("padding longer than the frame", Self.settings([]) + Self.frame(0, 0x08, 1, [9, 0, 0])),
             ("a zero connection WINDOW_UPDATE", Self.settings([]) + Self.frame(8, 0, 0, Self.uint32(0))),
             ("a window past 2^31-1", Self.settings([]) + Self.frame(8, 0, 0, Self.uint32(0x7FFF_FFFF))),
+            ("a header block without end", Self.settings([]) + Self.frame(1, 0, 1, [0x88])
+                + (0..<5).flatMap { _ in Self.frame(9, 0, 1, [UInt8](repeating: 0x88, count: 16_000)) }),
         ]
         for (what, bytes) in cases {
             let client = try HTTP2ClientSession(delegate: Recorder())
