@@ -21,11 +21,13 @@ final class ProtocolHarness: @unchecked Sendable {
 
     init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
          credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
-         host: String = "127.0.0.1", resolver: HostResolver = HostResolver(), configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
-        mock = try MockFixture(configure: configureMock)
+         host: String = "127.0.0.1", port: Int? = nil, mock given: MockFixture? = nil, resolver: HostResolver = HostResolver(),
+         configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
+        mock = try given ?? MockFixture(configure: configureMock)
         let files = mock.files
+        // `port`: another server than the mock, serving `given`'s certificate.
         let config = AppConfiguration(name: "default", bundleID: bundleID,
-                                      endpoint: APNSEndpoint(host: host, port: mock.port, caFile: files.caFile, serverName: "localhost"),
+                                      endpoint: APNSEndpoint(host: host, port: port ?? mock.port, caFile: files.caFile, serverName: "localhost"),
                                       auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
