@@ -63,9 +63,8 @@ public enum APNSRequestHeaders {
 
     /// Writes the request's headers; `shared` must fit the job (`Shared.fits`). Values that
     /// change per request (`:path`, `apns-id`) are marked sensitive so they never enter the
-    /// HPACK table. `authorization` is not marked, but nghttp2 never indexes it either: the JWT
-    /// goes out as a literal in every request, as Apple's "Sending notification requests" page
-    /// asks (§2.3), and is Huffman-coded each time.
+    /// HPACK table; the shared ones, the JWT among them, are sent as an index once in the table
+    /// (`HPACKEncoder`, as Apple's "Establishing a connection" page allows: §2.3).
     @inlinable
     public static func write<S: HeaderSink & ~Copyable>(job: Job, token: DeviceToken, shared: Shared<S.Kept>, into sink: inout S) {
         sink.add(":method", kept: shared.method, sensitive: false)
