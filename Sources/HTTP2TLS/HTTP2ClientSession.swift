@@ -72,9 +72,9 @@ public final class HTTP2ClientSession: HTTP2Framing {
         guard rc == 0, let created else { throw HTTP2ProtocolError(code: rc, operation: "creating the HPACK decoder") }
         inflater = created
         pending.append(UnsafeRawBufferPointer(start: Self.preface.utf8Start, count: Self.preface.utf8CodeUnitCount))
-        writeFrameHeader(length: 12, type: .settings, flags: 0, stream: 0)
-        writeSetting(.enablePush, 0)
-        writeSetting(.initialWindowSize, UInt32(Self.streamWindow))
+        pending.appendFrameHeader(length: 12, type: .settings, flags: 0, stream: 0)
+        pending.appendSetting(.enablePush, 0)
+        pending.appendSetting(.initialWindowSize, UInt32(Self.streamWindow))
         writeWindowUpdate(stream: 0, increment: Self.connectionWindow - 65_535)
     }
 
@@ -106,15 +106,15 @@ public final class HTTP2ClientSession: HTTP2Framing {
     public func goAway() {
         guard !goAwaySent else { return }
         goAwaySent = true
-        writeFrameHeader(length: 8, type: .goAway, flags: 0, stream: 0)
-        appendUInt32(0) // the last stream the server opened: none
-        appendUInt32(0) // NO_ERROR
+        pending.appendFrameHeader(length: 8, type: .goAway, flags: 0, stream: 0)
+        pending.appendUInt32(0) // the last stream the server opened: none
+        pending.appendUInt32(0) // NO_ERROR
     }
 
     public func submitPing() {
-        writeFrameHeader(length: 8, type: .ping, flags: 0, stream: 0)
-        appendUInt32(0)
-        appendUInt32(0)
+        pending.appendFrameHeader(length: 8, type: .ping, flags: 0, stream: 0)
+        pending.appendUInt32(0)
+        pending.appendUInt32(0)
     }
 
     /// Resets a stream of ours; the delegate hears it closed when frames are next produced.
@@ -169,27 +169,27 @@ public final class HTTP2ClientSession: HTTP2Framing {
     }
 
     private func frame(type: UInt8, flags: UInt8, stream: Int32, _ payload: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
-        guard continuing == 0 || type == FrameType.continuation.rawValue else {
+        guard continuing == 0 || type == HTTP2Frame.Kind.continuation.rawValue else {
             throw Self.error(NGHTTP2_ERR_PROTO, "a frame inside a header block")
         }
-        guard peerSettled || type == FrameType.settings.rawValue else { throw Self.error(NGHTTP2_ERR_PROTO, "the server's first frame is not SETTINGS") }
-        switch FrameType(rawValue: type) {
+        guard peerSettled || type == HTTP2Frame.Kind.settings.rawValue else { throw Self.error(NGHTTP2_ERR_PROTO, "the server's first frame is not SETTINGS") }
+        switch HTTP2Frame.Kind(rawValue: type) {
         case .data: try data(flags: flags, stream: stream, payload)
         case .headers: try headers(flags: flags, stream: stream, payload)
         case .rstStream:
             guard payload.count == 4 else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "RST_STREAM of \(payload.count) bytes") }
             guard stream != 0 else { throw Self.error(NGHTTP2_ERR_PROTO, "RST_STREAM on stream 0") }
-            if streams.removeValue(forKey: stream) != nil { delegate.http2StreamClosed(stream, errorCode: Self.uint32(payload, 0)) }
+            if streams.removeValue(forKey: stream) != nil { delegate.http2StreamClosed(stream, errorCode: HTTP2Frame.uint32(payload, 0)) }
         case .settings: try settings(flags: flags, stream: stream, payload)
         case .pushPromise: throw Self.error(NGHTTP2_ERR_PROTO, "PUSH_PROMISE, which our SETTINGS refused")
         case .ping:
             guard payload.count == 8 else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "PING of \(payload.count) bytes") }
             guard stream == 0 else { throw Self.error(NGHTTP2_ERR_PROTO, "PING on a stream") }
-            if flags & Flag.ack != 0 {
+            if flags & HTTP2Frame.Flag.ack != 0 {
                 delegate.http2PingAck()
             } else {
                 delegate.http2PingReceived()
-                writeFrameHeader(length: 8, type: .ping, flags: Flag.ack, stream: 0)
+                pending.appendFrameHeader(length: 8, type: .ping, flags: HTTP2Frame.Flag.ack, stream: 0)
                 pending.append(payload)
             }
         case .goAway: try goAway(stream: stream, payload)
@@ -198,7 +198,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
             guard continuing != 0, stream == continuing else { throw Self.error(NGHTTP2_ERR_PROTO, "CONTINUATION without its HEADERS") }
             guard headerBlock.count + payload.count <= Self.maxHeaderBlock else { throw Self.error(NGHTTP2_ERR_PROTO, "a header block over 64 KiB") }
             headerBlock.append(payload)
-            if flags & Flag.endHeaders != 0 {
+            if flags & HTTP2Frame.Flag.endHeaders != 0 {
                 continuing = 0
                 try headersDone(stream: stream, endStream: continuingEndsStream)
             }
@@ -218,23 +218,23 @@ public final class HTTP2ClientSession: HTTP2Framing {
         }
         guard streams[stream] != nil else { return } // reset by us: its answer goes unread
         if !content.isEmpty { delegate.http2Data(stream: stream, bytes: content.assumingMemoryBound(to: UInt8.self)) }
-        if flags & Flag.endStream != 0 { remoteEnded(stream) }
+        if flags & HTTP2Frame.Flag.endStream != 0 { remoteEnded(stream) }
     }
 
     private func headers(flags: UInt8, stream: Int32, _ payload: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
         guard stream != 0 else { throw Self.error(NGHTTP2_ERR_PROTO, "HEADERS on stream 0") }
         var fragment = try Self.unpadded(flags: flags, payload)
-        if flags & Flag.priority != 0 {
+        if flags & HTTP2Frame.Flag.priority != 0 {
             guard fragment.count >= 5 else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "HEADERS too short for its priority") }
             fragment = UnsafeRawBufferPointer(rebasing: fragment[5...])
         }
         headerBlock.removeAll()
         headerBlock.append(fragment)
-        if flags & Flag.endHeaders != 0 {
-            try headersDone(stream: stream, endStream: flags & Flag.endStream != 0)
+        if flags & HTTP2Frame.Flag.endHeaders != 0 {
+            try headersDone(stream: stream, endStream: flags & HTTP2Frame.Flag.endStream != 0)
         } else {
             continuing = stream
-            continuingEndsStream = flags & Flag.endStream != 0
+            continuingEndsStream = flags & HTTP2Frame.Flag.endStream != 0
         }
     }
 
@@ -273,7 +273,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
 
     private func settings(flags: UInt8, stream: Int32, _ payload: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
         guard stream == 0 else { throw Self.error(NGHTTP2_ERR_PROTO, "SETTINGS on a stream") }
-        if flags & Flag.ack != 0 {
+        if flags & HTTP2Frame.Flag.ack != 0 {
             guard payload.isEmpty else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "SETTINGS ACK with a payload") }
             delegate.http2SettingsAcknowledged()
             return
@@ -281,8 +281,8 @@ public final class HTTP2ClientSession: HTTP2Framing {
         guard payload.count % 6 == 0 else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "SETTINGS of \(payload.count) bytes") }
         for at in stride(from: 0, to: payload.count, by: 6) {
             let id = UInt16(payload[at]) << 8 | UInt16(payload[at + 1])
-            let value = Self.uint32(payload, at + 2)
-            switch Setting(rawValue: id) {
+            let value = HTTP2Frame.uint32(payload, at + 2)
+            switch HTTP2Frame.Setting(rawValue: id) {
             case .headerTableSize: encoder.peerTableSize(Int(value))
             case .maxConcurrentStreams: peerMaxConcurrentStreams = Int(value)
             case .initialWindowSize:
@@ -304,7 +304,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
                 break
             }
         }
-        writeFrameHeader(length: 0, type: .settings, flags: Flag.ack, stream: 0)
+        pending.appendFrameHeader(length: 0, type: .settings, flags: HTTP2Frame.Flag.ack, stream: 0)
         peerSettled = true
         delegate.http2RemoteSettings(maxConcurrentStreams: peerMaxConcurrentStreams)
         sendWaiting()
@@ -313,9 +313,9 @@ public final class HTTP2ClientSession: HTTP2Framing {
     private func goAway(stream: Int32, _ payload: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
         guard stream == 0 else { throw Self.error(NGHTTP2_ERR_PROTO, "GOAWAY on a stream") }
         guard payload.count >= 8 else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "GOAWAY of \(payload.count) bytes") }
-        let last = Int32(bitPattern: Self.uint32(payload, 0) & 0x7FFF_FFFF)
+        let last = Int32(bitPattern: HTTP2Frame.uint32(payload, 0) & 0x7FFF_FFFF)
         goAwayReceived = true
-        delegate.http2GoAway(lastStreamID: last, errorCode: Self.uint32(payload, 4), debugData: Array(payload[8...]))
+        delegate.http2GoAway(lastStreamID: last, errorCode: HTTP2Frame.uint32(payload, 4), debugData: Array(payload[8...]))
         // Streams above the last one processed never were: closed as refused, to be sent again.
         for (id, _) in streams.entries.sorted(by: { $0.id < $1.id }) where id > last {
             streams.removeValue(forKey: id)
@@ -325,7 +325,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
 
     private func windowUpdate(stream: Int32, _ payload: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
         guard payload.count == 4 else { throw Self.error(NGHTTP2_ERR_FRAME_SIZE_ERROR, "WINDOW_UPDATE of \(payload.count) bytes") }
-        let increment = Int(Self.uint32(payload, 0) & 0x7FFF_FFFF)
+        let increment = Int(HTTP2Frame.uint32(payload, 0) & 0x7FFF_FFFF)
         if stream == 0 {
             guard increment > 0 else { throw Self.error(NGHTTP2_ERR_PROTO, "a WINDOW_UPDATE of 0 for the connection") }
             sendWindow += increment
@@ -341,12 +341,12 @@ public final class HTTP2ClientSession: HTTP2Framing {
 
     private func writeHeaders(_ headers: borrowing HeaderList, stream: Int32, endStream: Bool) {
         let start = pending.count
-        writeFrameHeader(length: 0, type: .headers, flags: 0, stream: stream)
+        pending.appendFrameHeader(length: 0, type: .headers, flags: 0, stream: stream)
         encoder.encode(headers, into: &pending)
         let length = pending.count - start - 9
-        let end = endStream ? Flag.endStream : 0
+        let end = endStream ? HTTP2Frame.Flag.endStream : 0
         if length <= peerMaxFrameSize {
-            patchFrameHeader(at: start, length: length, flags: Flag.endHeaders | end)
+            pending.patchFrameHeader(at: start, length: length, flags: HTTP2Frame.Flag.endHeaders | end)
             return
         }
         // A block larger than a frame: HEADERS, then CONTINUATIONs (no request of ours is).
@@ -356,7 +356,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
         while at < block.count {
             let n = min(peerMaxFrameSize, block.count - at)
             let last = at + n == block.count
-            writeFrameHeader(length: n, type: at == 0 ? .headers : .continuation, flags: (last ? Flag.endHeaders : 0) | (at == 0 ? end : 0), stream: stream)
+            pending.appendFrameHeader(length: n, type: at == 0 ? .headers : .continuation, flags: (last ? HTTP2Frame.Flag.endHeaders : 0) | (at == 0 ? end : 0), stream: stream)
             block.withUnsafeBytes { pending.append(UnsafeRawBufferPointer(rebasing: $0[at..<(at + n)])) }
             at += n
         }
@@ -375,7 +375,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
                 break
             }
             let last = n == s.body.count
-            writeFrameHeader(length: n, type: .data, flags: last ? Flag.endStream : 0, stream: id)
+            pending.appendFrameHeader(length: n, type: .data, flags: last ? HTTP2Frame.Flag.endStream : 0, stream: id)
             pending.append(UnsafeRawBufferPointer(rebasing: s.body[..<n]))
             s.body = UnsafeRawBufferPointer(rebasing: s.body[n...])
             s.window -= n
@@ -398,63 +398,19 @@ public final class HTTP2ClientSession: HTTP2Framing {
         }
     }
 
-    private func writeFrameHeader(length: Int, type: FrameType, flags: UInt8, stream: Int32) {
-        var header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
-             type.rawValue, flags, UInt8(truncatingIfNeeded: stream >> 24), UInt8(truncatingIfNeeded: stream >> 16),
-             UInt8(truncatingIfNeeded: stream >> 8), UInt8(truncatingIfNeeded: stream))
-        withUnsafeBytes(of: &header) { pending.append($0) }
-    }
-
-    private func patchFrameHeader(at start: Int, length: Int, flags: UInt8) {
-        pending[start] = UInt8(truncatingIfNeeded: length >> 16)
-        pending[start + 1] = UInt8(truncatingIfNeeded: length >> 8)
-        pending[start + 2] = UInt8(truncatingIfNeeded: length)
-        pending[start + 4] = flags
-    }
-
-    private func writeSetting(_ id: Setting, _ value: UInt32) {
-        var bytes: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (UInt8(id.rawValue >> 8), UInt8(truncatingIfNeeded: id.rawValue),
-            UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value))
-        withUnsafeBytes(of: &bytes) { pending.append($0) }
-    }
-
     private func writeWindowUpdate(stream: Int32, increment: Int) {
-        writeFrameHeader(length: 4, type: .windowUpdate, flags: 0, stream: stream)
-        appendUInt32(UInt32(increment))
+        pending.appendFrameHeader(length: 4, type: .windowUpdate, flags: 0, stream: stream)
+        pending.appendUInt32(UInt32(increment))
     }
 
     private func writeRSTStream(_ stream: Int32, _ errorCode: UInt32) {
-        writeFrameHeader(length: 4, type: .rstStream, flags: 0, stream: stream)
-        appendUInt32(errorCode)
-    }
-
-    private func appendUInt32(_ value: UInt32) {
-        var big = value.bigEndian
-        withUnsafeBytes(of: &big) { pending.append($0) }
-    }
-
-    // MARK: Frame vocabulary (RFC 9113 §6, §11.2)
-
-    private enum FrameType: UInt8 {
-        case data = 0, headers, priority, rstStream, settings, pushPromise, ping, goAway, windowUpdate, continuation
-    }
-
-    private enum Flag {
-        static let endStream: UInt8 = 0x1, ack: UInt8 = 0x1, endHeaders: UInt8 = 0x4, padded: UInt8 = 0x8, priority: UInt8 = 0x20
-    }
-
-    private enum Setting: UInt16 {
-        case headerTableSize = 1, enablePush, maxConcurrentStreams, initialWindowSize, maxFrameSize
-    }
-
-    private static func uint32(_ bytes: UnsafeRawBufferPointer, _ at: Int) -> UInt32 {
-        UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
+        pending.appendFrameHeader(length: 4, type: .rstStream, flags: 0, stream: stream)
+        pending.appendUInt32(errorCode)
     }
 
     /// A DATA or HEADERS payload without its padding.
     private static func unpadded(flags: UInt8, _ payload: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) -> UnsafeRawBufferPointer {
-        guard flags & Flag.padded != 0 else { return payload }
+        guard flags & HTTP2Frame.Flag.padded != 0 else { return payload }
         guard let padding = payload.first, Int(padding) < payload.count else { throw error(NGHTTP2_ERR_PROTO, "padding longer than its frame") }
         return UnsafeRawBufferPointer(rebasing: payload[1..<(payload.count - Int(padding))])
     }
