@@ -6,8 +6,9 @@ import CNghttp2
 ///
 /// Why not nghttp2's client session: its encoder never indexes `authorization`, so every request
 /// carried the JWT as a Huffman-coded literal, and its send path (outbound queue, stream
-/// objects, a copy of each header list) cost more than the worker's own work per notification.
-/// Here requests are written straight into the outgoing buffer (`HPACKEncoder`).
+/// objects, a copy of each header list, the coding) took about 11,400 instructions a request
+/// (callgrind). Here a request is written straight into the outgoing buffer (`HPACKEncoder`) in
+/// about 1,400.
 ///
 /// What a client needs of the protocol, and no more: its streams are the requests it opens;
 /// server push is refused in our SETTINGS; flow control is kept for what it sends (a body
