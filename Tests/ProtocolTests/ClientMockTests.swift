@@ -103,6 +103,28 @@ final class ClientMockTests: XCTestCase {
         XCTAssertEqual(Set(accepted).count, 1000)
     }
 
+    /// The mock, like APNs, drops a connection's stream limit to one on a rejection and raises it
+    /// on the next success. Requests written HEADERS first have all opened their streams by then:
+    /// nothing is refused, so nothing is sent twice (written whole one after another, 19,912
+    /// were refused and 142 jobs ran out of resends).
+    func testARejectionThatLowersTheStreamLimitRefusesNothing() throws {
+        let h = try ProtocolHarness(connections: 4, streams: 500) { config in
+            config.throttleAfterRejection = true
+            config.faults.tokens = [.init(tokenPrefix: "baad", status: 400, reason: "DeviceTokenNotForTopic")]
+        }
+        let jobs = try (0..<5000).map { i in
+            try h.job(#"{"token":"\#(ProtocolHarness.token(i, prefix: i % 100 == 5 ? "baad" : ""))","payload":{"n":\#(i)}}"#)
+        }
+        h.send(jobs)
+        let out = h.waitForOutcomes(5000)
+        XCTAssertEqual(out.compactMap(\.deliveredID).count, 4950)
+        XCTAssertEqual(out.compactMap { $0.rejection?.reason.rawValue }, Array(repeating: "DeviceTokenNotForTopic", count: 50))
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertEqual(stats.requests, 5000, "each job reached the mock once")
+        XCTAssertGreaterThanOrEqual(stats.settingsChanges, 50, "the limit went down and up again")
+        XCTAssertEqual(stats.streamLimitViolations, 0)
+    }
+
     /// A connection whose stream ids run out (here after 40 requests, not 2^30) takes no more:
     /// it finishes what it has and closes, a new one takes over, and nothing is lost or sent
     /// twice.

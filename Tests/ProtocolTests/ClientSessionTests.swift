@@ -189,6 +189,13 @@ final class ClientSessionTests: XCTestCase {
         XCTAssertEqual(up.closed.map(\.1), [0, 0])
     }
 
+    /// A write carries every new request's HEADERS before any body (as nghttp2 orders them).
+    func testAWriteCarriesHeadersBeforeBodies() throws {
+        let client = try Self.settledClient(Recorder())
+        for _ in 0..<3 { try Self.submitOne(client) }
+        XCTAssertEqual(Self.frames(try Self.drain(client)).map(\.type), [1, 1, 1, 0, 0, 0])
+    }
+
     /// A body waits for both windows, goes out in frames no larger than the server allows,
     /// and the rest follows each WINDOW_UPDATE.
     func testABodyWaitsForTheStreamAndConnectionWindows() throws {
