@@ -92,8 +92,9 @@ public final class HTTP2ClientSession: HTTP2Framing {
 
     // MARK: Submitting
 
-    /// Writes a request's HEADERS, and its body as far as flow control lets it; returns its
-    /// stream id. The caller keeps `body`'s bytes alive and unchanged until the stream closes.
+    /// Writes a request's HEADERS (its body follows when frames are produced, as far as flow
+    /// control lets it); returns its stream id. The caller keeps `body`'s bytes alive and
+    /// unchanged until the stream closes.
     public func submitRequest(_ headers: borrowing HeaderList, body: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) -> Int32 {
         guard !goAwayReceived, !goAwaySent else { throw HTTP2ProtocolError(code: NGHTTP2_ERR_START_STREAM_NOT_ALLOWED.rawValue, operation: "submitting a request") }
         guard nextStream > 0 else { throw HTTP2ProtocolError(code: NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue, operation: "submitting a request") }
