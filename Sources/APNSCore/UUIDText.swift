@@ -86,6 +86,9 @@ public struct SplitMix64: RandomNumberGenerator {
         state = system.next()
     }
 
+    /// The same sequence for the same seed (tests).
+    public init(seed: UInt64) { state = seed }
+
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

@@ -1,3 +1,4 @@
+import APNSCore
 import Buffers
 @testable import HTTP2TLS
 import XCTest
@@ -363,6 +364,35 @@ final class ClientSessionTests: XCTestCase {
             try Self.submitOne(client)
             XCTAssertThrowsError(try bytes.withUnsafeBytes { try client.receive($0) }, what)
         }
+    }
+
+    /// Whatever a server sends, the session throws or goes on: 20,000 random frames (types,
+    /// flags, streams, lengths and bytes drawn from a fixed seed), after SETTINGS and three
+    /// requests, never crash it.
+    func testRandomFramesNeverCrashTheSession() throws {
+        var rng = SplitMix64(seed: 7)
+        var errors = 0, sessions = 0
+        var client = try Self.settledClient(Recorder())
+        for _ in 0..<20_000 {
+            if sessions == 0 || rng.next() % 50 == 0 {
+                client = try Self.settledClient(Recorder())
+                for _ in 0..<3 { try Self.submitOne(client) }
+                _ = try Self.drain(client)
+                sessions += 1
+            }
+            let type = UInt8(rng.next() % 11), flags = UInt8(truncatingIfNeeded: rng.next())
+            let stream = Int32(rng.next() % 8)
+            let payload = (0..<Int(rng.next() % 48)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            do {
+                try Self.frame(type, flags, stream, payload).withUnsafeBytes { try client.receive($0) }
+                _ = try Self.drain(client)
+            } catch {
+                errors += 1
+                sessions = 0
+            }
+        }
+        XCTAssertGreaterThan(errors, 100, "broken frames are refused")
+        XCTAssertGreaterThan(sessions, 0)
     }
 
     /// The encoder's table against nghttp2's decoder over many requests: new tokens push old
