@@ -31,7 +31,7 @@ public final class HTTP2Connection: EventHandler {
     nonisolated(unsafe) static var firstClientStream: Int32 = 1
     private let framing: HTTP2Framing
     private let tls: TLSStream
-    private let isServer: Bool
+    private var isServer: Bool { server != nil }
     /// Unowned and unchecked: the loop outlives the connections it runs, and a checked unowned
     /// reference counted once per use, several times per response.
     public unowned(unsafe) let loop: EventLoop
@@ -62,7 +62,6 @@ public final class HTTP2Connection: EventHandler {
         self.loop = loop
         self.delegate = delegate
         state = .connecting
-        isServer = false
         client = try HTTP2ClientSession(delegate: delegate, firstStream: Self.firstClientStream)
         framing = client
         try loop.register(fd: fd, handler: self, writable: true)
@@ -121,7 +120,6 @@ public final class HTTP2Connection: EventHandler {
         self.loop = loop
         self.delegate = delegate
         state = .handshaking
-        isServer = true
         server = try HTTP2ServerSession(delegate: delegate, maxConcurrentStreams: maxConcurrentStreams, answerPings: answerPings)
         framing = server
         try loop.register(fd: fd, handler: self, writable: false)

@@ -10,9 +10,8 @@ public final class HTTP2ServerSession: HTTP2Framing {
     /// eight times per request. The delegate owns the connection that owns this session; it
     /// drops the connection once told it closed (`connectionClosed`), which ends the cycle.
     let delegate: HTTP2SessionDelegate
-    /// The bytes of each response body not yet sent, kept alive by `responseBodies`.
-    private var bodies = StreamTable<UnsafeRawBufferPointer>(capacity: 256)
-    private var responseBodies = StreamTable<[UInt8]>(capacity: 256)
+    /// Each response body being sent, and how much of it went out.
+    private var bodies = StreamTable<(bytes: [UInt8], sent: Int)>(capacity: 256)
     /// The blocks nghttp2 allocates, reused per size class (this session's thread only).
     private let pool: UnsafeMutablePointer<apnsw_pool> = {
         let p = UnsafeMutablePointer<apnsw_pool>.allocate(capacity: 1)
@@ -116,8 +115,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: HTTP2ServerSession.readBody)
         let rc: Int32, session = session
         if let body {
-            responseBodies[stream] = body // the array's storage stays put while it is held here
-            bodies[stream] = body.withUnsafeBytes { $0 }
+            bodies[stream] = (body, 0)
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, &provider) }
         } else {
             rc = headers.withNV { nva, n in nghttp2_submit_response(session, stream, nva, n, nil) }
@@ -126,8 +124,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
     }
 
     private func forgetBody(_ stream: Int32) {
-        bodies[stream] = nil
-        if responseBodies.count > 0 { responseBodies[stream] = nil }
+        if bodies.count > 0 { bodies[stream] = nil }
     }
 
     public func submitMaxConcurrentStreams(_ value: Int) {
@@ -141,10 +138,6 @@ public final class HTTP2ServerSession: HTTP2Framing {
         nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, debugData, debugData.count)
     }
 
-    public func submitPing() {
-        nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
-    }
-
     public func resetStream(_ stream: Int32, errorCode: UInt32) {
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode)
     }
@@ -154,17 +147,17 @@ public final class HTTP2ServerSession: HTTP2Framing {
     }
 
     private func copyBody(stream: Int32, into buf: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let unsent = bodies[stream] else {
+        guard let (bytes, sent) = bodies[stream] else {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             return 0
         }
-        let n = min(length, unsent.count)
-        if n > 0 { UnsafeMutableRawPointer(buf).copyMemory(from: unsent.baseAddress!, byteCount: n) }
-        if n == unsent.count {
+        let n = min(length, bytes.count - sent)
+        if n > 0 { bytes.withUnsafeBytes { UnsafeMutableRawPointer(buf).copyMemory(from: $0.baseAddress! + sent, byteCount: n) } }
+        if sent + n == bytes.count {
             flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
             forgetBody(stream)
         } else {
-            bodies[stream] = UnsafeRawBufferPointer(rebasing: unsent[n...])
+            bodies[stream] = (bytes, sent + n)
         }
         return n
     }
