@@ -13,7 +13,6 @@ public struct QueueKeys: Sendable, Equatable {
         self.prefix = prefix
         jobs = prefix + ":jobs"
         handleCounter = prefix + ":seq"
-        holders = prefix + ":holders"
         workers = prefix + ":workers"
         results = prefix + ":results"
         invalidTokens = prefix + ":invalid-tokens"
@@ -31,9 +30,6 @@ public struct QueueKeys: Sendable, Equatable {
     public func batch(worker: String, id: String) -> String { "\(prefix):batch:\(worker):\(id)" }
     /// SET of indexes (from 0) of a batch's jobs already finished while others of it are not.
     public func batchDone(worker: String, id: String) -> String { "\(prefix):done:\(worker):\(id)" }
-    /// HASH handle → job: where workers before key layout 2 kept their jobs in flight. Only
-    /// recovery and hand-back still read it, so a rolling upgrade loses nothing.
-    public func legacyInflight(worker: String) -> String { "\(prefix):inflight:\(worker)" }
     /// STRING, short-lived. Changed whenever a worker's in-flight jobs are taken back (recovery,
     /// hand-back); that worker's completion transaction WATCHes it.
     public func takeback(worker: String) -> String { "\(prefix):takeback:\(worker)" }
@@ -41,9 +37,6 @@ public struct QueueKeys: Sendable, Equatable {
     public func staging(worker: String) -> String { "\(prefix):staging:\(worker)" }
     /// STRING counter that hands out unique in-flight handles.
     public let handleCounter: String
-    /// SET of the workers that hold batches. A holder without a lease (its registry entry
-    /// removed by a worker of key layout 1, which knows no batches) is taken back all the same.
-    public let holders: String
     /// ZSET worker id → lease expiry (ms). A worker renews its lease while it lives.
     public let workers: String
     /// STREAM of result records (ok or failed), oldest first, capped.

@@ -168,8 +168,7 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
 
     private func fetchArgs(_ id: String) -> RedisArgs {
         var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
-                                                                 keys.workers, keys.staging(worker: workerID), keys.handleCounter,
-                                                                 keys.holders])
+                                                                 keys.workers, keys.staging(worker: workerID), keys.handleCounter])
         args.append(configuration.batchSize)
         args.append(workerID)
         args.append(configuration.leaseMs)

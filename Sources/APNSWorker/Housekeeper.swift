@@ -45,7 +45,6 @@ final class Housekeeper: @unchecked Sendable {
             let now = MonotonicClock.nowMilliseconds()
             if now - lastSweep >= sweepEveryMs {
                 trimByAge()
-                recoverOrphans()
                 lastSweep = now
             }
             usleep(UInt32(intervalMs) * 1000)
@@ -69,14 +68,6 @@ final class Housekeeper: @unchecked Sendable {
             let expired = try r.run(QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
                                     args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]).array
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
-        }
-    }
-
-    /// Takes back batches whose worker has no lease at all (see `QueueKeys.holders`).
-    private func recoverOrphans() {
-        _ = try? redis.with { r throws(RedisError) in
-            let orphans = try r.run(QueueScripts.orphans, keys: [keys.holders, keys.workers], args: []).array
-            for worker in orphans.compactMap(\.text) { try recover(r, worker: worker, mode: .orphan) }
         }
     }
 

@@ -10,17 +10,17 @@ public enum InFlightJobs {
         try r.command(["HKEYS", keys.batches(worker: worker)]).array.compactMap(\.text)
     }
 
-    /// How many of the worker's jobs are unfinished (jobs of a pre-batch worker included).
+    /// How many of the worker's jobs are unfinished.
     public static func count(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
         let ids = try batchIDs(r, keys, worker: worker)
-        var commands: [[[UInt8]]] = [["HLEN", keys.legacyInflight(worker: worker)].map { Array($0.utf8) }]
+        var commands: [[[UInt8]]] = []
         for id in ids {
             commands.append(["LLEN", keys.batch(worker: worker, id: id)].map { Array($0.utf8) })
             commands.append(["SMEMBERS", keys.batchDone(worker: worker, id: id)].map { Array($0.utf8) })
         }
         let replies = try r.pipeline(commands)
-        var total = replies[0].integer ?? 0
-        for i in stride(from: 1, to: replies.count - 1, by: 2) {
+        var total: Int64 = 0
+        for i in stride(from: 0, to: replies.count - 1, by: 2) {
             // Marks of fan-out pieces (index:token) finish no job.
             total += (replies[i].integer ?? 0) - Int64(replies[i + 1].array.filter { $0.text.flatMap { Int($0) } != nil }.count)
         }
@@ -38,8 +38,6 @@ public enum InFlightJobs {
     enum Recovery: String {
         /// A worker whose lease ran out.
         case lease
-        /// A holder of batches with no lease at all (see `QueueKeys.holders`).
-        case orphan
         /// Any: this worker's own previous run.
         case force
     }
@@ -56,10 +54,10 @@ public enum InFlightJobs {
         return (reply.first?.integer ?? 0, reply.count > 1 ? reply[1].integer ?? 0 : 0)
     }
 
-    /// The take-back scripts' keys from `take_back`'s first: staging, legacy hash, batches,
-    /// holders, then each batch's list and done set.
+    /// The take-back scripts' keys from `take_back`'s first: staging, batches, then each
+    /// batch's list and done set.
     private static func scriptKeys(_ keys: QueueKeys, _ worker: String, _ ids: [String]) -> [String] {
-        var all = [keys.staging(worker: worker), keys.legacyInflight(worker: worker), keys.batches(worker: worker), keys.holders]
+        var all = [keys.staging(worker: worker), keys.batches(worker: worker)]
         for id in ids {
             all.append(keys.batch(worker: worker, id: id))
             all.append(keys.batchDone(worker: worker, id: id))

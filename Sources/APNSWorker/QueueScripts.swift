@@ -8,7 +8,7 @@ enum QueueScripts {
     /// list's order; DESC reads from the consuming end). Copying each job into Lua and back cost
     /// Redis more than everything else a fetch does. The worker reads the batch with an LRANGE
     /// sent in the same write.
-    /// KEYS: jobs, batch, batches, workers, staging, handle counter, holders.
+    /// KEYS: jobs, batch, batches, workers, staging, handle counter.
     /// ARGV: max, worker id, lease ms, batch id. Returns {first handle, number of jobs}.
     static let fetch = RedisScript("""
     local call = redis.call
@@ -27,7 +27,6 @@ enum QueueScripts {
     if n == 0 then return {0, 0} end
     local first = call('INCRBY', KEYS[6], n) - n + 1
     call('HSET', KEYS[3], ARGV[4], first)
-    call('SADD', KEYS[7], ARGV[2])
     return {first, n}
     """)
 
@@ -111,16 +110,15 @@ enum QueueScripts {
     """)
 
     /// Lua shared by hand-back and recovery: collects and deletes everything a worker holds,
-    /// from KEYS[at] on: staging, the in-flight hash of workers before key layout 2, batches,
-    /// holders, then per batch (list, done set), the ids being ARGV[id_at] on; ARGV[1] is the
-    /// worker id. Jobs of a batch's done set are finished and stay out. Staged jobs come last,
-    /// oldest first.
+    /// from KEYS[at] on: staging, batches, then per batch (list, done set), the ids being
+    /// ARGV[id_at] on. Jobs of a batch's done set are finished and stay out. Staged jobs come
+    /// last, oldest first.
     private static let takeBack = """
     local function take_back(at, id_at)
-      local staging, legacy, batches = KEYS[at], KEYS[at + 1], KEYS[at + 2]
-      local jobs = redis.call('HVALS', legacy)
+      local staging, batches = KEYS[at], KEYS[at + 1]
+      local jobs = {}
       for b = 0, #ARGV - id_at do
-        local list, done = KEYS[at + 4 + 2 * b], KEYS[at + 5 + 2 * b]
+        local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
         local finished = {}
         for _, mark in ipairs(redis.call('SMEMBERS', done)) do
           local i = tonumber(mark) -- a fan-out piece's mark (index:token) does not finish its job
@@ -134,8 +132,7 @@ enum QueueScripts {
       end
       local staged = redis.call('LRANGE', staging, 0, -1)
       for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
-      redis.call('DEL', staging, legacy)
-      if redis.call('HLEN', batches) == 0 then redis.call('SREM', KEYS[at + 3], ARGV[1]) end
+      redis.call('DEL', staging)
       return jobs
     end
     """
@@ -173,16 +170,6 @@ enum QueueScripts {
     return out
     """)
 
-    /// The workers that hold batches but have no lease: their registry entry was removed by a
-    /// worker of key layout 1, whose recovery knows no batches. KEYS: holders, workers.
-    static let orphans = RedisScript("""
-    local out = {}
-    for _, w in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-      if not redis.call('ZSCORE', KEYS[2], w) then out[#out + 1] = w end
-    end
-    return out
-    """)
-
     /// Takes back the jobs of a worker whose lease ran out (or of this worker's previous life):
     /// each goes to the consuming end of the list with its recovery count raised, or, past the
     /// limit, to the dead letters as a poison pill. Only a still-expired lease is recovered,
@@ -192,13 +179,12 @@ enum QueueScripts {
     /// KEYS: jobs, workers, dead letters, results, stats, take-back, then the keys `take_back`
     /// reads (`InFlightJobs` lists them).
     /// ARGV: worker id, max recoveries, dead cap, results cap, mode, then the batch ids. Mode
-    /// "lease": only a lease run out; "orphan": only a holder with no lease at all; "force": any.
+    /// "lease": only a lease run out; "force": any.
     static let recover = RedisScript(takeBack + "\n" + """
     local now = redis.call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
     local lease = redis.call('ZSCORE', KEYS[2], ARGV[1])
     if ARGV[5] == 'lease' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
-    if ARGV[5] == 'orphan' and lease then return {0, 0} end
     redis.call('INCR', KEYS[6])
     redis.call('PEXPIRE', KEYS[6], 60000)
     local jobs = take_back(7, 6)

@@ -44,8 +44,7 @@ final class FetchScriptTests: XCTestCase {
 
     private func fetch(_ r: RedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {
         var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: worker, id: id), keys.batches(worker: worker),
-                                                                 keys.workers, keys.staging(worker: worker), keys.handleCounter,
-                                                                 keys.holders])
+                                                                 keys.workers, keys.staging(worker: worker), keys.handleCounter])
         for a in [String(max), worker, "15000", id] { args.append(a) }
         return try r.run(QueueScripts.fetch, args, then: lookup(keys, "lrange", id), flat: TakenJobs.init)
     }
