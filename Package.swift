@@ -26,13 +26,19 @@ let package = Package(
         .target(name: "APNSCore", dependencies: ["Buffers"], swiftSettings: hotPath),
         // Edges: one module per C library family.
         .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis"], swiftSettings: hotPath),
-        .target(name: "HTTP2TLS", dependencies: ["APNSCore", "Buffers", "CNghttp2", "COpenSSL", "CLinux"], swiftSettings: hotPath),
+        // The event loop: epoll, sockets, the resolver, clocks, system errors.
+        .target(name: "IOLoop", dependencies: ["CLinux"], swiftSettings: hotPath),
+        // TLS: OpenSSL contexts and streams, certificates, ES256 keys, OpenSSL's errors.
+        .target(name: "TLS", dependencies: ["COpenSSL"], swiftSettings: hotPath),
+        // HTTP/2: our client session and HPACK encoder, frames, nghttp2's server session, and the
+        // TLS + HTTP/2 connection an event loop drives.
+        .target(name: "HTTP2", dependencies: ["Buffers", "CNghttp2", "IOLoop", "TLS"], swiftSettings: hotPath),
         // The worker: fetch, send, complete, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "HTTP2TLS", "CLinux"], swiftSettings: hotPath),
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "IOLoop", "TLS", "HTTP2", "CLinux"], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
-        .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "HTTP2TLS"]),
+        .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "IOLoop"]),
         // Test support and demo/bench server: the strict mock APNs.
-        .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "HTTP2TLS"], swiftSettings: hotPath),
+        .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "COpenSSL"], swiftSettings: hotPath),
 
         // Helpers for the test tiers: a real redis-server, the mock in-process, child processes.
         .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock"]),
@@ -43,9 +49,9 @@ let package = Package(
         .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin"]),
 
         // Pure: no sockets, no services.
-        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "Buffers", "HTTP2TLS", "APNSWorker"]),
+        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "Buffers", "HTTP2TLS", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
         // Worker processes against a real redis-server and the mock.
         .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],

@@ -1,7 +1,7 @@
 import APNSCore
 import APNSWorker
 import Foundation
-import HTTP2TLS
+import TLS
 import RedisClient
 
 /// `apnsctl stats`, `enqueue`, `tokens invalid`, `check-config`.

@@ -1,3 +1,5 @@
+import Buffers
+
 /// A device token: the lowercase hex that goes into `:path` (apns-protocol.md §2.1).
 ///
 /// Today's tokens (64 hex digits) are kept inline, like `APNSID`: a job's token allocates

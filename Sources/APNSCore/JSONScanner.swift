@@ -1,3 +1,5 @@
+import Buffers
+
 /// A strict one-pass JSON reader over raw bytes (RFC 8259).
 ///
 /// It validates without building a tree, so a payload can be checked once and sent as the

@@ -1,3 +1,5 @@
+import Buffers
+
 /// Appends JSON to a byte buffer: objects of fields, escaped strings, raw embedded JSON.
 ///
 /// Used for every record we write to Redis and for the mock's log, so escaping lives in one place.

@@ -1,3 +1,5 @@
+import Buffers
+
 extension Job {
     /// The fields of schema v1. Unknown fields are rejected so that a typo such as
     /// `"priorty"` cannot silently send with a default.

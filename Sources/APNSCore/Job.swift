@@ -1,3 +1,5 @@
+import Buffers
+
 /// One notification job as a producer wrote it (schema v1: README "Jobs", schema/job-v1.schema.json).
 ///
 /// The job keeps its original bytes: a slice of the buffer its fetch read, shared by the

@@ -1,3 +1,5 @@
+import Buffers
+
 /// `apns-push-type` values with their topic suffix and priority rules (apns-protocol.md §2.2).
 public struct PushType: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String

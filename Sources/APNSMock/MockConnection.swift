@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import HTTP2
 
 /// One client connection to the mock: gathers each request, decides, answers, logs.
 final class MockConnection: HTTP2ConnectionDelegate {

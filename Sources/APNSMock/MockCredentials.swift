@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2TLS
+import TLS
 
 /// Writes a throwaway PKI and provider key for the mock, the demo and tests:
 /// `ca.pem`, `server.pem`, `server.key`, `AuthKey_<kid>.p8`, `AuthKey_<kid>.pub.pem`, `mock.json`.

@@ -1,6 +1,8 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import IOLoop
+import TLS
+import HTTP2
 import Synchronization
 
 /// A mock APNs: TLS + HTTP/2 server that validates like Apple's service and injects faults.

@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import TLS
 
 /// Apple's checks, in Apple's order: authentication first, then the request itself
 /// (issue #2; apns-protocol.md §2, §5, §6, §8 with the "stricter double" column).

@@ -1,6 +1,8 @@
+import Buffers
 import APNSCore
 import Glibc
-import HTTP2TLS
+import IOLoop
+import HTTP2
 
 /// One HTTP/2 connection to APNs for one app, owned by one `SendLoop` thread.
 final class APNSConnection: HTTP2ConnectionDelegate {

@@ -1,4 +1,4 @@
-import HTTP2TLS
+import TLS
 
 /// One configured app, ready to send: its TLS context and, for token auth, its shared JWT.
 public final class AppRuntime: Sendable {

@@ -1,7 +1,8 @@
 import APNSCore
 import Buffers
 import Foundation
-import HTTP2TLS
+import IOLoop
+import HTTP2
 import RedisClient
 import Synchronization
 

@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import IOLoop
 import RedisClient
 import Synchronization
 

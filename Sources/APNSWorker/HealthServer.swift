@@ -1,7 +1,7 @@
 import APNSCore
 import Foundation
 import Glibc
-import HTTP2TLS
+import IOLoop
 import RedisClient
 
 /// A small HTTP/1.1 server on its own thread: `/metrics` (Prometheus text), `/healthz`

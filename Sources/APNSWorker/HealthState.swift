@@ -1,4 +1,4 @@
-import HTTP2TLS
+import IOLoop
 import Foundation
 import Synchronization
 

@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import IOLoop
 import RedisClient
 
 /// The housekeeping thread: renews this worker's lease, promotes due retries and scheduled

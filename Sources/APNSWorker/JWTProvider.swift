@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import TLS
 import Synchronization
 
 /// The provider token for one (team, key), shared by every connection of the process.

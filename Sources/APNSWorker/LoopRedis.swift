@@ -1,4 +1,4 @@
-import HTTP2TLS
+import IOLoop
 import RedisClient
 
 /// What a `LoopRedis` tells its owner, on the loop's thread.

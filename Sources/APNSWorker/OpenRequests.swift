@@ -1,4 +1,4 @@
-import HTTP2TLS
+import HTTP2
 
 /// The request of each open stream of one connection. The table holds one reference per
 /// request, taken when its stream opens and given back when it closes, so that looking a

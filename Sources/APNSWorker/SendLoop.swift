@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import IOLoop
 
 /// Where a send loop's decided sends go, on the loop's thread.
 protocol DecidedSink: AnyObject {

@@ -1,6 +1,5 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
 import RedisClient
 
 /// A fetcher's templates: files from `templates_dir`, overridden by the queue's

@@ -1,7 +1,8 @@
 import APNSCore
 import CLinux
 import Foundation
-import HTTP2TLS
+import IOLoop
+import TLS
 import RedisClient
 
 /// One worker process: K I/O threads, each fetching its own jobs, sending them and writing their

@@ -1,7 +1,7 @@
 @testable import APNSWorker
 import APNSCore
 import Foundation
-import HTTP2TLS
+import IOLoop
 import RedisClient
 import TestSupport
 import XCTest

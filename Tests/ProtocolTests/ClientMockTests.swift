@@ -2,7 +2,7 @@
 import APNSCore
 import APNSMock
 import Foundation
-@testable import HTTP2TLS
+@testable import HTTP2
 import TestSupport
 import XCTest
 

@@ -1,6 +1,6 @@
 import APNSCore
 import Buffers
-@testable import HTTP2TLS
+@testable import HTTP2
 import XCTest
 
 /// The client's own HTTP/2 session against nghttp2's server session (a real peer that checks

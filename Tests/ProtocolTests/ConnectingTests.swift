@@ -1,5 +1,7 @@
 import Foundation
-import HTTP2TLS
+import IOLoop
+import TLS
+import HTTP2
 import Synchronization
 import TestSupport
 import XCTest

@@ -2,7 +2,7 @@
 import APNSCore
 import APNSMock
 import Foundation
-import HTTP2TLS
+import IOLoop
 import Synchronization
 import TestSupport
 import XCTest

@@ -2,7 +2,9 @@
 @testable import APNSWorker
 import APNSCore
 import Foundation
-import HTTP2TLS
+import IOLoop
+import TLS
+import HTTP2
 import TestSupport
 import XCTest
 

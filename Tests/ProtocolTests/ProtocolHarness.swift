@@ -2,7 +2,8 @@
 import APNSCore
 import APNSMock
 import Foundation
-import HTTP2TLS
+import IOLoop
+import HTTP2
 import Synchronization
 import TestSupport
 import XCTest

@@ -1,6 +1,7 @@
 import APNSWorker
 import Foundation
-import HTTP2TLS
+import APNSMock
+import TLS
 import XCTest
 
 final class CertificateCheckTests: XCTestCase {

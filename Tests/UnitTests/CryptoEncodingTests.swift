@@ -1,6 +1,6 @@
 import APNSCore
 import Foundation
-import HTTP2TLS
+import TLS
 import XCTest
 
 final class CryptoEncodingTests: XCTestCase {

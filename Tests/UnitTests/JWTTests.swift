@@ -1,7 +1,7 @@
 import APNSCore
 import APNSWorker
 import Foundation
-import HTTP2TLS
+import TLS
 import XCTest
 
 final class JWTTests: XCTestCase {

@@ -1,4 +1,5 @@
 @testable import APNSCore
+import Buffers
 import Foundation
 import XCTest
 

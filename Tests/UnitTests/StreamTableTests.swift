@@ -1,4 +1,4 @@
-import HTTP2TLS
+import HTTP2
 import XCTest
 
 /// Streams by id: a slot per odd id, a dictionary for an id whose slot is taken.

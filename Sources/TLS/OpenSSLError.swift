@@ -7,8 +7,13 @@ public struct OpenSSLError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { details.isEmpty ? "\(operation) failed" : "\(operation) failed: \(details)" }
 
+    public init(operation: String, details: String) {
+        self.operation = operation
+        self.details = details
+    }
+
     /// Drains OpenSSL's thread-local error queue. Never includes key material, only error strings.
-    static func drain(_ operation: String) -> OpenSSLError {
+    package static func drain(_ operation: String) -> OpenSSLError {
         var parts: [String] = []
         while true {
             let code = ERR_get_error()
@@ -21,9 +26,9 @@ public struct OpenSSLError: Error, CustomStringConvertible, Sendable {
     }
 
     /// Checks the usual "1 is success" convention.
-    static func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(OpenSSLError) {
+    package static func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(OpenSSLError) {
         if result != 1 { throw drain(operation()) }
     }
 
-    static func clear() { ERR_clear_error() }
+    package static func clear() { ERR_clear_error() }
 }

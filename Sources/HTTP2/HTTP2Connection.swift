@@ -1,4 +1,6 @@
 import Buffers
+import IOLoop
+import TLS
 import Glibc
 
 /// Life events of an `HTTP2Connection`, on top of its HTTP/2 session events.

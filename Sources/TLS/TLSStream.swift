@@ -1,16 +1,16 @@
 import COpenSSL
 
 /// One TLS session over a non-blocking socket. Owned by a single I/O thread.
-final class TLSStream {
+package final class TLSStream {
     let ssl: OpaquePointer
     /// Held for as long as the connection: OpenSSL calls back into it (a client's session
     /// tickets) through a pointer that counts no reference.
     private let context: TLSContext
 
-    enum Progress { case done, wantRead, wantWrite }
-    enum IOResult { case bytes(Int), wantRead, wantWrite, closed }
+    package enum Progress { case done, wantRead, wantWrite }
+    package enum IOResult { case bytes(Int), wantRead, wantWrite, closed }
 
-    init(context: TLSContext, fd: Int32, serverName: String?) throws(OpenSSLError) {
+    package init(context: TLSContext, fd: Int32, serverName: String?) throws(OpenSSLError) {
         guard let ssl = SSL_new(context.ctx) else { throw OpenSSLError.drain("SSL_new") }
         self.ssl = ssl
         self.context = context
@@ -34,7 +34,7 @@ final class TLSStream {
     /// peer's. Besides telling the peer the close is meant, it keeps this connection's session
     /// resumable: OpenSSL drops the session of a connection freed without it, and a server
     /// (the mock, at least) then refuses the next connection's resumption.
-    func closeNotify() {
+    package func closeNotify() {
         guard SSL_is_init_finished(ssl) == 1 else { return }
         OpenSSLError.clear()
         _ = SSL_shutdown(ssl) // a peer gone already makes this fail: the session stays resumable all the same
@@ -42,11 +42,11 @@ final class TLSStream {
     }
 
     /// Moves a client that has not started its handshake to another socket.
-    func rebind(fd: Int32) throws(OpenSSLError) {
+    package func rebind(fd: Int32) throws(OpenSSLError) {
         try OpenSSLError.check(SSL_set_fd(ssl, fd), "SSL_set_fd")
     }
 
-    func handshake() throws(OpenSSLError) -> Progress {
+    package func handshake() throws(OpenSSLError) -> Progress {
         OpenSSLError.clear()
         let r = SSL_do_handshake(ssl)
         if r == 1 { return .done }
@@ -63,7 +63,7 @@ final class TLSStream {
         }
     }
 
-    var alpn: String? {
+    package var alpn: String? {
         var data: UnsafePointer<UInt8>?
         var len: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &data, &len)
@@ -71,14 +71,14 @@ final class TLSStream {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(len)), as: UTF8.self)
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(OpenSSLError) -> IOResult {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(OpenSSLError) -> IOResult {
         OpenSSLError.clear()
         let r = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
         if r > 0 { return .bytes(Int(r)) }
         return try status(r, "TLS read")
     }
 
-    func write(_ buffer: UnsafeRawBufferPointer) throws(OpenSSLError) -> IOResult {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws(OpenSSLError) -> IOResult {
         OpenSSLError.clear()
         let r = SSL_write(ssl, buffer.baseAddress, Int32(buffer.count))
         if r > 0 { return .bytes(Int(r)) }
@@ -98,10 +98,10 @@ final class TLSStream {
     }
 
     /// The handshake resumed an earlier session (no certificate chain was sent or verified).
-    var resumedSession: Bool { SSL_session_reused(ssl) == 1 }
+    package var resumedSession: Bool { SSL_session_reused(ssl) == 1 }
 
     /// The peer certificate's subject UID (the bundle id on APNs push certificates).
-    var peerSubjectUID: String? {
+    package var peerSubjectUID: String? {
         guard let cert = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(cert) }
         guard let name = X509_get_subject_name(cert) else { return nil }

@@ -1,4 +1,3 @@
-import APNSCore
 import Buffers
 import Glibc
 

@@ -1,10 +1,9 @@
-import APNSCore
 import COpenSSL
 
 /// An ES256 (ECDSA P-256 + SHA-256) private key, as in an APNs `.p8` file.
 /// The key bytes stay inside OpenSSL; `description` never shows them.
 public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible {
-    let pkey: OpaquePointer
+    package let pkey: OpaquePointer
 
     /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) and checks it is a P-256 EC key.
     public init(pem: [UInt8]) throws(OpenSSLError) {
@@ -57,7 +56,7 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
 /// An ES256 public key that verifies JWT signatures (used by the mock APNs).
 public final class ES256PublicKey: @unchecked Sendable {
-    let pkey: OpaquePointer
+    package let pkey: OpaquePointer
 
     public init(pem: [UInt8]) throws(OpenSSLError) {
         pkey = try readKey(pem, operation: "reading the public key") { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
@@ -93,7 +92,7 @@ private func requireP256(_ pkey: OpaquePointer, _ what: String) throws(OpenSSLEr
     }
 }
 
-func writePEM(_ operation: String, _ write: (OpaquePointer) -> Int32) throws(OpenSSLError) -> String {
+package func writePEM(_ operation: String, _ write: (OpaquePointer) -> Int32) throws(OpenSSLError) -> String {
     guard let bio = BIO_new(BIO_s_mem()) else { throw OpenSSLError.drain(operation) }
     defer { BIO_free(bio) }
     try OpenSSLError.check(write(bio), operation)

@@ -1,4 +1,5 @@
 import COpenSSL
+import TLS
 
 /// Makes a throwaway certificate authority and certificates signed by it, for the mock APNs,
 /// tests and the demo. Never used for real APNs traffic.
