@@ -2,8 +2,9 @@
 public enum Outcome: Sendable {
     /// APNs accepted the notification.
     case delivered(apnsID: APNSID)
-    /// APNs rejected it; the answer is kept as APNs gave it.
-    case rejected(APNSRejection)
+    /// APNs rejected it (or never answered); the answer is kept as APNs gave it, with what the
+    /// rejection policy made of it.
+    case rejected(APNSRejection, RejectionPolicy.Verdict)
     /// The worker could not send it (bad input or pre-send validation).
     case deadLetter(JobRejection)
     /// Not final: the job waits in the schedule until `atMs` (UNIX ms), for its `send_at`.

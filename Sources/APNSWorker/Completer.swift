@@ -60,7 +60,6 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         self.loop = loop
         redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration)
-        records = OutcomeRecords(policy: configuration.retryPolicy)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
         redis.owner = self
     }
@@ -411,7 +410,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
             if !f.isDelivered {
                 switch f.outcome {
                 case .delivered: break
-                case .rejected(let r): status = r.status; reason = r.reason.rawValue
+                case .rejected(let r, _): status = r.status; reason = r.reason.rawValue
                 case .deadLetter(let why): status = 0; reason = why.reason
                 case .scheduled: return
                 }
@@ -472,6 +471,5 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         return left == 0
     }
 
-    /// Not lazy: a lazy property was checked for its value at each job.
-    private var records: OutcomeRecords
+    private let records = OutcomeRecords()
 }

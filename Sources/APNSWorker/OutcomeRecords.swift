@@ -7,10 +7,6 @@ import RedisClient
 /// (`writeFirst`, `writeSecond`), or with its kind into the complete script's arguments
 /// (QueueScripts.complete) when the batch goes to the script.
 struct OutcomeRecords {
-    let policy: RetryPolicy
-    private var rng = SystemRandomNumberGenerator()
-
-    init(policy: RetryPolicy) { self.policy = policy }
 
     /// What to write for one outcome, and the counter it goes to.
     struct Decision {
@@ -47,7 +43,7 @@ struct OutcomeRecords {
         case failed(APNSRejection, deadDetail: String?)
     }
 
-    mutating func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
+    func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
         var attempts = f.attemptCount
         if f.isDelivered { attempts += 1 } // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
@@ -101,7 +97,7 @@ struct OutcomeRecords {
         OutcomeRecord.Context(handle: f.handle, lending: f.unmanagedJob, token: f.token, shared: shared)
     }
 
-    private mutating func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
+    private func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
         if f.isDelivered { return .delivered } // read in place: `outcome` copies it
         switch f.outcome {
         case .delivered:
@@ -111,16 +107,14 @@ struct OutcomeRecords {
                              at: "=\(atMs)", stat: .scheduled)
         case .deadLetter(let why):
             return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
-        case .rejected(let rejection):
-            let info = rejection.reason.info
-            if case .retry(let kind) = info.disposition,
-               case .retry(let afterMs) = policy.decide(kind, attempts: attempts, jobMaxAttempts: f.job?.maxAttempts, using: &rng) {
-                let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-                                            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
-                return .schedule(meta, at: "+\(afterMs)", stat: .retried)
-            }
-            if info.disposition == .invalidToken { return .failed(rejection, deadDetail: nil) }
-            return .failed(rejection, deadDetail: "APNs answered \(rejection.status): \(info.meaning) (after \(attempts) attempts)")
+        case .rejected(let rejection, .retry(let afterMs)):
+            let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
+                                        nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
+            return .schedule(meta, at: "+\(afterMs)", stat: .retried)
+        case .rejected(let rejection, .invalidToken):
+            return .failed(rejection, deadDetail: nil)
+        case .rejected(let rejection, .deadLetter(let detail)):
+            return .failed(rejection, deadDetail: detail)
         }
     }
 }

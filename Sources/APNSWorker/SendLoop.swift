@@ -25,8 +25,8 @@ final class SendLoop: @unchecked Sendable {
         var pingTimeoutMs = 10_000
         /// The connect and the TLS handshake of one address, at most.
         var connectTimeoutMs = 10_000
-        /// Sends of one job that count no attempt (reconnects, refreshed JWTs) before it fails.
-        var maxFreeResends = 10
+        /// What each answer, or the lack of one, does to a send.
+        var rejections = RejectionPolicy()
     }
 
     let loop: EventLoop
@@ -60,6 +60,7 @@ final class SendLoop: @unchecked Sendable {
     private var breakers: [CircuitBreaker]
     /// Pools whose connections but the first are still to open (`openRest`).
     private var restToOpen: [Bool]
+    private var rng = SystemRandomNumberGenerator()
     /// Take this thread's jobs from Redis and write their outcomes, on this loop (set before
     /// `start`).
     var fetcher: Fetcher?
@@ -281,18 +282,21 @@ final class SendLoop: @unchecked Sendable {
         }
     }
 
-    /// Sends again a request that APNs never processed. Counts no attempt, within a bound.
+    /// Sends again a request that APNs never processed, as the rejection policy allows.
     func resend(_ r: SendRequest) {
         let key = Self.resendKey(r)
         let n = (freeResends[key] ?? 0) + 1
-        if n > settings.maxFreeResends {
+        if case .finish(let verdict) = decide(.unanswered(freeResends: n), for: r) {
             freeResends[key] = nil
-            let rejection = APNSRejection(status: 0, reason: APNSReason("ConnectionFailures"), apnsID: nil, timestamp: nil)
-            finished(r, outcome: .rejected(rejection))
+            finished(r, outcome: .rejected(RejectionPolicy.connectionFailures, verdict))
             return
         }
         freeResends[key] = n
         pending[poolOf[r.app]].pushFront(r)
+    }
+
+    private func decide(_ answer: RejectionPolicy.Answer, for r: SendRequest) -> RejectionPolicy.Action {
+        settings.rejections.decide(answer, attempts: r.attempts.count, jobMaxAttempts: r.job.maxAttempts, using: &rng)
     }
 
     /// A send's entry in `freeResends`: its job's handle and its token (a fan-out job has many).
@@ -314,28 +318,30 @@ final class SendLoop: @unchecked Sendable {
             "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
             "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
         ])
-        switch rejection.reason.info.disposition {
-        case .refreshAuthAndRetry:
+        switch decide(.rejected(rejection), for: r) {
+        case .refreshTokenAndResend:
             // The connection is wedged after this error: new JWT, new connection, same job.
             if (try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)) == true {
                 metrics.record { $0.add("apns_jwt_mints_total", .init(("app", apps[r.app].name))) }
             }
             c.http?.shutdown(error: nil)
             resend(withoutLastAttempt(r))
-        case .reconnectAndRetry:
+        case .reconnectAndResend:
             c.http?.shutdown(error: nil)
             resend(withoutLastAttempt(r))
-        case .pauseCredential:
+        case .resend:
+            resend(withoutLastAttempt(r))
+        case .pauseCredential(let closeConnection):
             // The credential, not the job, is at fault: the app waits (with probes) and the
             // job costs no attempt. TooManyProviderTokenUpdates also retires the connection.
             let pause = breakers[poolOf[r.app]].failed(nowMs: MonotonicClock.nowMilliseconds())
             metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
             logger.error("APNs refused the app's credentials; pausing the app and probing", [
                 "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
-            if rejection.reason == .tooManyProviderTokenUpdates { c.http?.shutdown(error: nil) }
+            if closeConnection { c.http?.shutdown(error: nil) }
             pending[poolOf[r.app]].pushFront(withoutLastAttempt(r))
-        default:
-            finished(r, outcome: .rejected(rejection))
+        case .finish(let verdict):
+            finished(r, outcome: .rejected(rejection, verdict))
         }
     }
 }

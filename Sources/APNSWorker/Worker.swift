@@ -44,7 +44,8 @@ public final class Worker: @unchecked Sendable {
                                          requestTimeoutMs: configuration.requestTimeoutMs,
                                          credentialPauseMs: configuration.credentialPauseMs,
                                          pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs,
-                                         connectTimeoutMs: configuration.connectTimeoutMs)
+                                         connectTimeoutMs: configuration.connectTimeoutMs,
+                                         rejections: RejectionPolicy(retry: configuration.retryPolicy))
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.
         sendLoops = try (0..<configuration.ioThreads).map { i in

@@ -307,8 +307,12 @@ final class CompleterTests: XCTestCase {
     }
 
     private func rejected(_ handle: Int, _ batch: TakenBatch, _ index: Int, status: Int, _ reason: APNSReason) -> FinishedJob {
-        try! request(handle, batch, index, fanout: 1).decide(.rejected(APNSRejection(status: status, reason: reason, apnsID: nil, timestamp: 1)),
-                                                             appName: "default")
+        let rejection = APNSRejection(status: status, reason: reason, apnsID: nil, timestamp: 1)
+        var rng = SystemRandomNumberGenerator()
+        guard case .finish(let verdict) = RejectionPolicy().decide(.rejected(rejection), attempts: 0, jobMaxAttempts: nil, using: &rng) else {
+            fatalError("\(reason) keeps a job in flight")
+        }
+        return try! request(handle, batch, index, fanout: 1).decide(.rejected(rejection, verdict), appName: "default")
     }
 
     private func unsent(_ handle: Int, _ batch: TakenBatch, _ index: Int, _ outcome: Outcome) -> FinishedJob {

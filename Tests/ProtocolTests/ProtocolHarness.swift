@@ -78,7 +78,7 @@ extension FinishedJob {
     }
 
     var rejection: APNSRejection? {
-        if case .rejected(let r) = self.outcome { return r }
+        if case .rejected(let r, _) = self.outcome { return r }
         return nil
     }
 }

@@ -1,0 +1,113 @@
+import APNSCore
+import XCTest
+
+/// Every row of apns-protocol.md §5.2, and the lack of an answer, through `RejectionPolicy`.
+final class RejectionPolicyTests: XCTestCase {
+    private enum Expected: Equatable {
+        case resend, reconnect, refreshToken, pause(closing: Bool), retry, invalidToken, deadLetter
+    }
+
+    /// (status, reason, what becomes of a first try).
+    private let table: [(Int, String, Expected)] = [
+        (400, "BadCollapseId", .deadLetter),
+        (400, "BadDeviceToken", .invalidToken),
+        (400, "BadExpirationDate", .deadLetter),
+        (400, "BadMessageId", .deadLetter),
+        (400, "BadPriority", .deadLetter),
+        (400, "BadTopic", .deadLetter),
+        (400, "DeviceTokenNotForTopic", .invalidToken),
+        (400, "DuplicateHeaders", .deadLetter),
+        (400, "IdleTimeout", .reconnect),
+        (400, "InvalidPushType", .deadLetter),
+        (400, "MissingDeviceToken", .deadLetter),
+        (400, "MissingTopic", .deadLetter),
+        (400, "PayloadEmpty", .deadLetter),
+        (400, "TopicDisallowed", .deadLetter),
+        (403, "BadCertificate", .pause(closing: false)),
+        (403, "BadCertificateEnvironment", .pause(closing: false)),
+        (403, "ExpiredProviderToken", .refreshToken),
+        (403, "Forbidden", .deadLetter),
+        (403, "InvalidProviderToken", .pause(closing: false)),
+        (403, "MissingProviderToken", .pause(closing: false)),
+        (403, "UnrelatedKeyIdInToken", .reconnect),
+        (403, "BadEnvironmentKeyIdInToken", .pause(closing: false)),
+        (403, "BadEnvironmentKeyInToken", .pause(closing: false)),
+        (404, "BadPath", .deadLetter),
+        (405, "MethodNotAllowed", .deadLetter),
+        (410, "ExpiredToken", .invalidToken),
+        (410, "Unregistered", .invalidToken),
+        (413, "PayloadTooLarge", .deadLetter),
+        (429, "TooManyProviderTokenUpdates", .pause(closing: true)),
+        (429, "TooManyRequests", .retry),
+        (500, "InternalServerError", .retry),
+        (503, "ServiceUnavailable", .retry),
+        (503, "Shutdown", .reconnect),
+        (400, "SomethingNew", .deadLetter),
+    ]
+
+    private func decide(_ answer: RejectionPolicy.Answer, attempts: Int = 1, jobMaxAttempts: Int? = nil,
+                        policy: RejectionPolicy = RejectionPolicy()) -> RejectionPolicy.Action {
+        var rng = SystemRandomNumberGenerator()
+        return policy.decide(answer, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng)
+    }
+
+    private func kind(_ action: RejectionPolicy.Action) -> Expected {
+        switch action {
+        case .resend: .resend
+        case .reconnectAndResend: .reconnect
+        case .refreshTokenAndResend: .refreshToken
+        case .pauseCredential(let closing): .pause(closing: closing)
+        case .finish(.retry): .retry
+        case .finish(.invalidToken): .invalidToken
+        case .finish(.deadLetter): .deadLetter
+        }
+    }
+
+    func testEveryDocumentedReasonHasItsAction() {
+        let documented = Set(APNSReason.table.keys.map(\.rawValue))
+        XCTAssertEqual(Set(table.map(\.1)).subtracting(["SomethingNew"]), documented, "the table above covers the reason table")
+        for (status, reason, expected) in table {
+            let rejection = APNSRejection(status: status, reason: APNSReason(reason), apnsID: nil, timestamp: nil)
+            XCTAssertEqual(kind(decide(.rejected(rejection))), expected, reason)
+        }
+    }
+
+    func testADeadLetterSaysWhatAPNsMeantAndAfterHowManyTries() {
+        let rejection = APNSRejection(status: 400, reason: .badTopic, apnsID: nil, timestamp: nil)
+        XCTAssertEqual(decide(.rejected(rejection), attempts: 2),
+                       .finish(.deadLetter(detail: "APNs answered 400: apns-topic is invalid for this push type or credential (after 2 attempts)")))
+        let unknown = APNSRejection(status: 418, reason: APNSReason("Teapot"), apnsID: nil, timestamp: nil)
+        XCTAssertEqual(decide(.rejected(unknown)), .finish(.deadLetter(detail: "APNs answered 418: unknown reason (after 1 attempts)")))
+    }
+
+    func testServerErrorsRetryThreeTimesOneToFiveSecondsApart() {
+        let rejection = APNSRejection(status: 503, reason: .serviceUnavailable, apnsID: nil, timestamp: nil)
+        for attempts in 1...2 {
+            guard case .finish(.retry(let ms)) = decide(.rejected(rejection), attempts: attempts) else { return XCTFail("try \(attempts)") }
+            XCTAssertTrue((1000...5000).contains(ms), "\(ms)")
+        }
+        XCTAssertEqual(kind(decide(.rejected(rejection), attempts: 3)), .deadLetter)
+        XCTAssertEqual(kind(decide(.rejected(rejection), attempts: 3, jobMaxAttempts: 4)), .retry, "the job's own limit wins")
+    }
+
+    func testTooManyRequestsBacksOffExponentiallyWithJitter() {
+        let rejection = APNSRejection(status: 429, reason: .tooManyRequests, apnsID: nil, timestamp: nil)
+        var previous = 0
+        for attempts in 1...7 {
+            guard case .finish(.retry(let ms)) = decide(.rejected(rejection), attempts: attempts) else { return XCTFail("try \(attempts)") }
+            let step = 1000 << (attempts - 1)
+            XCTAssertTrue((step - step / 5...step).contains(ms), "try \(attempts): \(ms)")
+            XCTAssertGreaterThan(ms, previous)
+            previous = ms
+        }
+        XCTAssertEqual(kind(decide(.rejected(rejection), attempts: 8)), .deadLetter)
+    }
+
+    func testNoAnswerResendsFreelyUpToTheBoundThenGivesUp() {
+        let policy = RejectionPolicy(maxFreeResends: 3)
+        for n in 1...3 { XCTAssertEqual(decide(.unanswered(freeResends: n), policy: policy), .resend) }
+        XCTAssertEqual(decide(.unanswered(freeResends: 4), attempts: 0, policy: policy),
+                       .finish(.deadLetter(detail: "APNs answered 0: unknown reason (after 0 attempts)")))
+        XCTAssertEqual(RejectionPolicy.connectionFailures.reason.rawValue, "ConnectionFailures")
+    }
+}
