@@ -33,10 +33,13 @@ let package = Package(
         // HTTP/2: our client session and HPACK encoder, frames, nghttp2's server session, and the
         // TLS + HTTP/2 connection an event loop drives.
         .target(name: "HTTP2", dependencies: ["Buffers", "CNghttp2", "IOLoop", "TLS"], swiftSettings: hotPath),
+        // The Redis contract: key names, Lua scripts, completion transactions, outcome records,
+        // job envelopes and in-flight bookkeeping, shared by the worker and apnsctl.
+        .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "RedisClient"], swiftSettings: hotPath),
         // The worker: fetch, send, complete, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "RedisClient", "IOLoop", "TLS", "HTTP2", "CLinux"], swiftSettings: hotPath),
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "QueueContract", "RedisClient", "IOLoop", "TLS", "HTTP2", "CLinux"], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
-        .target(name: "APNSAdmin", dependencies: ["APNSCore", "RedisClient", "APNSWorker", "IOLoop"]),
+        .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "APNSWorker", "IOLoop"]),
         // Test support and demo/bench server: the strict mock APNs.
         .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "COpenSSL"], swiftSettings: hotPath),
 
@@ -45,15 +48,15 @@ let package = Package(
 
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
-        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers"]),
+        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
         .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin"]),
 
         // Pure: no sockets, no services.
-        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
+        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "QueueContract", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "QueueContract", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
         // Worker processes against a real redis-server and the mock.
-        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "QueueContract", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

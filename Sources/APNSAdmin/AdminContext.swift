@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import APNSWorker
 import Foundation
 import RedisClient

@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import Buffers
 import Foundation
 import IOLoop
@@ -59,7 +60,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         self.logger = logger
         self.loop = loop
         redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
-        transaction = CompletionTransaction(keys: keys, workerID: workerID, configuration: configuration)
+        transaction = CompletionTransaction(keys: keys, workerID: workerID, caps: configuration.recordCaps)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
         redis.owner = self
     }
@@ -187,7 +188,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         var marked = Marks(capacity: batch.count)
         var decided = Decided(capacity: batch.count, fields: SharedFieldsCache(worker: workerID, timeMs: WallClock.nowMilliseconds()))
         forEachInPlace(batch) { i, f in
-            let (group, piece) = groups.note(f, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "")
+            let (group, piece) = groups.note(isInLast: f.isIn, batch: { f.batch }, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "")
             marked.groups.append(group)
             if let piece { marked.pieces[i] = piece }
             let decision = records.decide(f, worker: workerID)
@@ -387,9 +388,9 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
     }
 
     private struct SeriesKey: Hashable {
-        let app: String, pushType: PushType?, status: Int, reason: String, stat: OutcomeRecords.Stat
+        let app: String, pushType: PushType?, status: Int, reason: String, stat: QueueStat
 
-        func matches(app: String, pushType: PushType?, status: Int, reason: String, stat: OutcomeRecords.Stat) -> Bool {
+        func matches(app: String, pushType: PushType?, status: Int, reason: String, stat: QueueStat) -> Bool {
             self.stat == stat && self.status == status && self.pushType == pushType && self.app == app && self.reason == reason
         }
     }

@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import Foundation
 import IOLoop
 import RedisClient

@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import Foundation
 import IOLoop
 import RedisClient
@@ -72,7 +73,8 @@ final class Housekeeper: @unchecked Sendable {
     }
 
     private func recover(_ r: RedisConnection, worker: String, mode: InFlightJobs.Recovery) throws(RedisError) {
-        let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, configuration: configuration, mode: mode)
+        let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
+                                                                   caps: configuration.recordCaps, mode: mode)
         if requeued + poisoned > 0 {
             metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
             logger.warning("took back the jobs of a worker that stopped renewing its lease", [

@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import Buffers
 import RedisClient
 
@@ -11,12 +12,12 @@ struct OutcomeRecords {
     /// What to write for one outcome, and the counter it goes to.
     struct Decision {
         fileprivate let plan: Plan
-        let stat: Stat
+        let stat: QueueStat
         fileprivate let attempts: Int
 
         /// The complete script's kind: r (result), d (result, dead letter), i (result, invalid
         /// token), s (schedule).
-        var kind: Kind {
+        var kind: CompletionKind {
             switch plan {
             case .delivered: .result
             case .schedule: .schedule
@@ -25,20 +26,11 @@ struct OutcomeRecords {
         }
     }
 
-    enum Kind: String {
-        case result = "r", deadLetter = "d", invalidToken = "i", schedule = "s"
-    }
-
-    /// The counter an outcome goes to (README "Stats"): its raw value is the counter's name.
-    enum Stat: String {
-        case delivered, scheduled, retried, invalidToken = "invalid_token", deadLettered = "dead_lettered"
-    }
-
     fileprivate enum Plan {
         /// The id is read from the job's answer when its record is written: copied here, it
         /// was copied and destroyed once more per job.
         case delivered
-        case schedule(JobEnvelope.Meta, at: String, stat: Stat)
+        case schedule(JobEnvelope.Meta, at: String, stat: QueueStat)
         /// Final and failed: a result, plus a dead letter or an invalid-token record.
         case failed(APNSRejection, deadDetail: String?)
     }
@@ -47,7 +39,7 @@ struct OutcomeRecords {
         var attempts = f.attemptCount
         if f.isDelivered { attempts += 1 } // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
-        let stat: Stat
+        let stat: QueueStat
         switch plan {
         case .delivered: stat = .delivered
         case .schedule(_, _, let s): stat = s
@@ -116,61 +108,5 @@ struct OutcomeRecords {
         case .rejected(let rejection, .deadLetter(let detail)):
             return .failed(rejection, deadDetail: detail)
         }
-    }
-}
-
-/// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.
-/// Neighbouring outcomes mostly share a pair, so the last one is checked first.
-struct CounterPairs {
-    private var pairs: [(stat: OutcomeRecords.Stat, app: String, count: Int)] = []
-    private var last = -1
-
-    /// Counts one outcome; returns its pair's number.
-    mutating func count(stat: OutcomeRecords.Stat, app: String) -> Int {
-        if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
-            last = pairs.firstIndex { $0.stat == stat && $0.app == app } ?? { pairs.append((stat, app, 0)); return pairs.count - 1 }()
-        }
-        pairs[last].count += 1
-        return last + 1
-    }
-
-    /// Each counter's name and count: stat, then stat:app.
-    func forEach(_ body: (String, Int) -> Void) {
-        for p in pairs {
-            body(p.stat.rawValue, p.count)
-            body(p.stat.rawValue + ":" + p.app, p.count)
-        }
-    }
-
-    /// Appends the (counter name, count) entries.
-    func append(to args: inout RedisArgs) {
-        forEach { name, count in
-            args.append(name)
-            args.append(count)
-        }
-    }
-}
-
-/// A batch's shared record fields (`OutcomeRecord.SharedFields`), one per app and topic, kept
-/// for the batch's records to borrow. Neighbouring outcomes mostly share them, so the last one
-/// is checked first.
-struct SharedFieldsCache {
-    private let worker: String
-    private let timeMs: Int64
-    private var all: [OutcomeRecord.SharedFields] = []
-    private var last = -1
-
-    init(worker: String, timeMs: Int64) {
-        self.worker = worker
-        self.timeMs = timeMs
-    }
-
-    /// The JSON of the fields for `app` and `topic`, valid while this cache lives.
-    mutating func fields(app: String?, topic: String?) -> UnsafeBufferPointer<UInt8> {
-        if last < 0 || all[last].app != app || all[last].topic != topic {
-            last = all.firstIndex { $0.app == app && $0.topic == topic }
-                ?? { all.append(OutcomeRecord.SharedFields(app: app, topic: topic, worker: worker, timeMs: timeMs)); return all.count - 1 }()
-        }
-        return all[last].jsonBytes
     }
 }

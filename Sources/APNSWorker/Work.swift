@@ -1,20 +1,5 @@
 import APNSCore
-
-/// One fetch's jobs as the completer sees them: the batch's id in Redis and how many of its
-/// jobs are not yet acked. When none are left, the batch's keys go.
-final class TakenBatch: @unchecked Sendable { // an I/O thread's alone: its fetcher makes it, its completer acks it
-    let id: String
-    /// Fetch order within this process: a later batch has a higher number.
-    let number: Int
-    /// Jobs not yet acked.
-    var unfinished: Int
-
-    init(id: String, number: Int, jobs: Int) {
-        self.id = id
-        self.number = number
-        unfinished = jobs
-    }
-}
+import QueueContract
 
 /// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
 /// A class: it moves through queues and dictionaries, and a move should cost one retain.

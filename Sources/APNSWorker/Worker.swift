@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import CLinux
 import Foundation
 import IOLoop

@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import Foundation
 import RedisClient
 
@@ -20,6 +21,8 @@ public struct WorkerConfiguration: Sendable {
     public var resultsMax = 100_000
     public var deadLettersMax = 100_000
     public var invalidTokensMax = 100_000
+    /// The three count caps, as the Redis contract takes them.
+    public var recordCaps: RecordCaps { RecordCaps(results: resultsMax, deadLetters: deadLettersMax, invalidTokens: invalidTokensMax) }
     /// Age caps (seconds) on the same streams; nil: count caps only.
     public var resultsMaxAgeSeconds: Int?
     public var deadLettersMaxAgeSeconds: Int?

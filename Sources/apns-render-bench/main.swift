@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import Buffers
 import Foundation
 

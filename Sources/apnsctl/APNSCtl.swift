@@ -1,5 +1,6 @@
 import APNSAdmin
 import APNSCore
+import QueueContract
 import APNSWorker
 import Foundation
 import RedisClient

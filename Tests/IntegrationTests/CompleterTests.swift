@@ -1,5 +1,6 @@
 @testable import APNSWorker
 import APNSCore
+import QueueContract
 import Foundation
 import IOLoop
 import RedisClient
@@ -70,7 +71,7 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text), ["0"])
 
         _ = try r.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
-        XCTAssertEqual(try InFlightJobs.recover(r, keys, worker: worker, configuration: WorkerConfiguration(), mode: .lease).requeued, 2)
+        XCTAssertEqual(try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: 3, caps: WorkerConfiguration().recordCaps, mode: .lease).requeued, 2)
         completer.submit([delivered(2, b1, 1), delivered(3, b1, 2)])
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the completer decided the second batch")
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 1, "2 and 3 were taken back: recorded by whoever sends them again")
@@ -178,7 +179,7 @@ final class CompleterTests: XCTestCase {
             if handBack {
                 XCTAssertEqual(try InFlightJobs.handBack(other, keys, worker: worker), 1)
             } else {
-                XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, configuration: configuration, mode: .lease).requeued, 1)
+                XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, maxRecoveries: configuration.maxRecoveries, caps: configuration.recordCaps, mode: .lease).requeued, 1)
             }
             var t = RedisTransaction()
             t.append(RedisArgs(["XADD", keys.results, "*", "record", "{}"]))

@@ -1,5 +1,6 @@
 @testable import APNSWorker
 import APNSCore
+import QueueContract
 import APNSMock
 import Foundation
 import RedisClient

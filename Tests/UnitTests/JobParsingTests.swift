@@ -1,5 +1,6 @@
 @testable import APNSCore
 import Buffers
+import QueueContract
 import Foundation
 import XCTest
 

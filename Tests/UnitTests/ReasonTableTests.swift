@@ -1,4 +1,5 @@
 import APNSCore
+import QueueContract
 import XCTest
 
 final class ReasonTableTests: XCTestCase {

@@ -1,5 +1,6 @@
 @testable import APNSWorker
 import APNSCore
+import QueueContract
 import Buffers
 import Foundation
 import Synchronization

@@ -8,42 +8,45 @@ import RedisClient
 /// higher number), and the take-back key is WATCHed, so a recovery in between aborts the
 /// transaction. That check rides on the previous transaction's write when it can (`next`).
 /// Retries need Redis's clock, so a batch with a schedule outcome goes to the script.
-struct CompletionTransaction {
-    let keys: QueueKeys
-    let workerID: String
-    let configuration: WorkerConfiguration
+public struct CompletionTransaction {
+    public let keys: QueueKeys
+    public let workerID: String
+    public let caps: RecordCaps
     /// `XADD <stream> * record`, waiting for the record.
-    let result: RedisArgs.Prefix, deadLetter: RedisArgs.Prefix, invalidToken: RedisArgs.Prefix
+    public let result: RedisArgs.Prefix, deadLetter: RedisArgs.Prefix, invalidToken: RedisArgs.Prefix
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration) {
+    public init(keys: QueueKeys, workerID: String, caps: RecordCaps) {
         self.keys = keys
         self.workerID = workerID
-        self.configuration = configuration
+        self.caps = caps
         result = Self.xadd(keys.results)
         deadLetter = Self.xadd(keys.deadLetters)
         invalidToken = Self.xadd(keys.invalidTokens)
     }
 
     /// Whether a batch of outcomes of these kinds can be recorded this way.
-    static func canRecord(_ kinds: some Sequence<OutcomeRecords.Kind>) -> Bool { !kinds.contains(.schedule) }
+    public static func canRecord(_ kinds: some Sequence<CompletionKind>) -> Bool { !kinds.contains(.schedule) }
 
     /// What `records` added besides results, for the trims.
-    struct Added { var deadLetters = false, invalidTokens = false }
+    public struct Added {
+        public var deadLetters = false, invalidTokens = false
+        public init() {}
+    }
 
     /// Fills `t` (emptied first) with the batch's records, by `records` (which appends the
     /// XADDs with this type's prefixes, written straight into the transaction), the trims, the
     /// counters and the acks of `groups`. The oldest batch touched must have been checked
     /// (`check`) since the take-back key was WATCHed, and `t` is sent with the check of the
     /// next oldest after it (`RedisPipe.send(_:then:)`).
-    func fill(_ t: inout RedisTransaction, groups: AckGroups, counters: CounterPairs, records: (inout RedisTransaction) -> Added) {
+    public func fill(_ t: inout RedisTransaction, groups: AckGroups, counters: CounterPairs, records: (inout RedisTransaction) -> Added) {
         // Records first, acks last: Redis does not roll back, so a command failing halfway
         // (out of memory, say) leaves jobs in flight to be recorded again, never acked unrecorded.
         t.removeAll()
         let added = records(&t)
         var command = RedisArgs(capacity: 1024)
-        trim(&t, &command, keys.results, configuration.resultsMax)
-        if added.deadLetters { trim(&t, &command, keys.deadLetters, configuration.deadLettersMax) }
-        if added.invalidTokens { trim(&t, &command, keys.invalidTokens, configuration.invalidTokensMax) }
+        trim(&t, &command, keys.results, caps.results)
+        if added.deadLetters { trim(&t, &command, keys.deadLetters, caps.deadLetters) }
+        if added.invalidTokens { trim(&t, &command, keys.invalidTokens, caps.invalidTokens) }
         counters.forEach { name, count in words(&t, &command, ["HINCRBY", keys.stats, name, String(count)]) }
         var finished: [String] = []
         for g in groups.all {
@@ -64,7 +67,7 @@ struct CompletionTransaction {
 
     /// WATCH the take-back key, then whether `batch`'s list is still there (its answer, an
     /// integer, is the second).
-    func check(_ batch: TakenBatch) -> [RedisArgs] {
+    public func check(_ batch: TakenBatch) -> [RedisArgs] {
         [RedisArgs(["WATCH", keys.takeback(worker: workerID)]), RedisArgs(["EXISTS", keys.batch(worker: workerID, id: batch.id)])]
     }
 
@@ -87,42 +90,45 @@ struct CompletionTransaction {
 /// The batches one completion touches, in the order first met, with what it marks done in each:
 /// the index of each job it acks, and `index:token` for a fan-out piece that is not the job's
 /// last. Marks let a completion written again after a lost reply skip what is recorded already.
-struct AckGroups {
-    struct Group {
-        let batch: TakenBatch
+public struct AckGroups {
+    public struct Group {
+        public let batch: TakenBatch
         /// The batch's identity, to compare with: reading the batch out of the group counted a
         /// reference on it per job.
-        let id: ObjectIdentifier
-        var acks: [Int] = []
-        var pieces: [String] = []
+        public let id: ObjectIdentifier
+        public var acks: [Int] = []
+        public var pieces: [String] = []
         /// This completion acks every job of the batch still unfinished: the batch's keys go.
-        var finishes: Bool { acks.count == batch.unfinished }
+        public var finishes: Bool { acks.count == batch.unfinished }
 
-        init(batch: TakenBatch) {
+        public init(batch: TakenBatch) {
             self.batch = batch
             id = ObjectIdentifier(batch)
         }
     }
 
-    private(set) var all: [Group] = []
+    public private(set) var all: [Group] = []
     private var last = -1
+
+    public init() {}
 
     /// Notes the outcome of job `index` of `batch`; `piece`: the token of a fan-out piece that is
     /// not the job's last (nil: the job is acked). Returns the job's group and the mark of a
     /// piece (an acked job's mark is its index, written as a number).
     /// Neighbours mostly share a batch.
-    mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, piece: String?) {
+    public mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, piece: String?) {
         if last < 0 || all[last].batch !== batch {
             last = all.firstIndex { $0.batch === batch } ?? { all.append(Group(batch: batch)); return all.count - 1 }()
         }
         return note(index: index, piece: piece)
     }
 
-    /// `note(_:index:piece:)` for `f`: a job of the batch noted last is noted without reading its
-    /// batch (reading it from the job counted a reference on it, which the I/O thread counts
-    /// too).
-    mutating func note(_ f: FinishedJob.Lent, index: Int, piece: String?) -> (group: Int, piece: String?) {
-        guard last >= 0, f.isIn(all[last].id) else { return note(f.batch, index: index, piece: piece) }
+    /// `note(_:index:piece:)` for a job that `isInLast` says is of the batch noted last, without
+    /// reading its batch (`batch`): reading it counted a reference on it, which the I/O thread
+    /// counts too.
+    public mutating func note(isInLast: (ObjectIdentifier) -> Bool, batch: () -> TakenBatch, index: Int,
+                              piece: String?) -> (group: Int, piece: String?) {
+        guard last >= 0, isInLast(all[last].id) else { return note(batch(), index: index, piece: piece) }
         return note(index: index, piece: piece)
     }
 
@@ -137,11 +143,11 @@ struct AckGroups {
     }
 
     /// The batch fetched first: if its list is still there, no recovery took any batch touched.
-    var oldest: TakenBatch? { all.min { $0.batch.number < $1.batch.number }?.batch }
+    public var oldest: TakenBatch? { all.min { $0.batch.number < $1.batch.number }?.batch }
 
     /// The batches this completion finishes.
-    var finishing: [TakenBatch] { all.filter(\.finishes).map(\.batch) }
+    public var finishing: [TakenBatch] { all.filter(\.finishes).map(\.batch) }
 
     /// Once the completion is recorded: its acked jobs are finished.
-    func commit() { for g in all { g.batch.unfinished -= g.acks.count } }
+    public func commit() { for g in all { g.batch.unfinished -= g.acks.count } }
 }

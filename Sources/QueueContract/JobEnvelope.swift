@@ -1,3 +1,4 @@
+import APNSCore
 import Buffers
 
 /// The wrapper a worker puts around a job it sends back to the queue (a retry, a schedule, a
@@ -24,7 +25,7 @@ public enum JobEnvelope {
         }
     }
 
-    static let prefix: [UInt8] = Array(#"{"_apnsw":"#.utf8)
+    public static let prefix: [UInt8] = Array(#"{"_apnsw":"#.utf8)
 
     /// Compares through borrowed pointers: a slice of the bytes would count a reference on the
     /// buffer that every job of the batch shares.

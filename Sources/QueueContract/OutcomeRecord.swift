@@ -1,3 +1,4 @@
+import APNSCore
 import Buffers
 
 /// The JSON records a worker writes for each outcome (README "Outcome records").
@@ -184,12 +185,12 @@ public enum OutcomeRecord {
     private static let fixedRoom = 256
 
     /// Room for `writeAttempts` (an attempt's keys and numbers take under 80 bytes).
-    static func room(for attempts: [Attempt]) -> Int {
+    public static func room(for attempts: [Attempt]) -> Int {
         attempts.reduce(32) { $0 + 96 + JSONCursor.room(for: $1.reason) }
     }
 
     /// `"attempts":[{"time_ms":…,"status":…,"reason":…},…]`, as in dead letters and envelopes.
-    static func writeAttempts(_ attempts: [Attempt], to w: inout JSONCursor) {
+    public static func writeAttempts(_ attempts: [Attempt], to w: inout JSONCursor) {
         w.key(literal: "attempts")
         w.beginArray()
         for a in attempts {
@@ -226,7 +227,7 @@ public enum OutcomeRecord {
 extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
     /// quotes), and their keys and separators (under 100 bytes).
-    var room: Int {
+    public var room: Int {
         ((job.map { $0._withUnsafeGuaranteedRef(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
             + token.utf8Count + 2 + 22 + shared.count + 128
     }

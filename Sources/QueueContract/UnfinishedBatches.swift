@@ -4,15 +4,17 @@ import Foundation
 /// unfinished. After each transaction the completer names the oldest, and checks that its list
 /// is still there in the same write (CompletionTransaction): the next transaction then needs no
 /// round trip of its own to learn that no recovery took its batches.
-final class UnfinishedBatches: @unchecked Sendable {
+public final class UnfinishedBatches: @unchecked Sendable {
     private let lock = NSLock()
     private var batches: [TakenBatch] = []
     private var head = 0
     private var lastNumber = 0
 
+    public init() {}
+
     /// A fetcher took a batch: numbered here, under the lock that orders the list, so that
     /// numbers follow the list's order whichever I/O thread fetched.
-    func open(id: String, jobs: Int) -> TakenBatch {
+    public func open(id: String, jobs: Int) -> TakenBatch {
         lock.lock()
         defer { lock.unlock() }
         lastNumber += 1
@@ -22,7 +24,7 @@ final class UnfinishedBatches: @unchecked Sendable {
     }
 
     /// Completion thread: the oldest batch with jobs unfinished once `finishing` are done.
-    func oldest(besides finishing: [TakenBatch]) -> TakenBatch? {
+    public func oldest(besides finishing: [TakenBatch]) -> TakenBatch? {
         lock.lock()
         defer { lock.unlock() }
         while head < batches.count, batches[head].unfinished == 0 { head += 1 }

@@ -1,7 +1,7 @@
 import RedisClient
 
 /// The Lua scripts that make each queue transition one atomic step (DESIGN.md §3).
-enum QueueScripts {
+public enum QueueScripts {
     /// Moves up to ARGV[1] jobs (the staged ones first, then the oldest of the list) into a new
     /// batch list, registers the batch with its first handle, and renews the worker's lease.
     /// The jobs never pass through Lua: SORT … STORE copies them inside Redis (BY nosort keeps a
@@ -10,7 +10,7 @@ enum QueueScripts {
     /// sent in the same write.
     /// KEYS: jobs, batch, batches, workers, staging, handle counter.
     /// ARGV: max, worker id, lease ms, batch id. Returns {first handle, number of jobs}.
-    static let fetch = RedisScript("""
+    public static let fetch = RedisScript("""
     local call = redis.call
     local max = tonumber(ARGV[1])
     local staged = call('LLEN', KEYS[5])
@@ -45,7 +45,7 @@ enum QueueScripts {
     /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
     /// s = schedule member a at b ("+ms" from now or "=unix ms").
-    static let complete = RedisScript("""
+    public static let complete = RedisScript("""
     local call = redis.call
     local n_batches = (#KEYS - 6) / 2
     local first_job = 5 + 2 * n_batches
@@ -142,7 +142,7 @@ enum QueueScripts {
     /// key aborts any completion transaction of that worker that WATCHes it.
     /// KEYS: jobs, workers, take-back, then the keys `take_back` reads (`InFlightJobs` lists
     /// them). ARGV: worker id, then the batch ids. Returns how many went back.
-    static let handBack = RedisScript(takeBack + "\n" + """
+    public static let handBack = RedisScript(takeBack + "\n" + """
     redis.call('INCR', KEYS[3])
     redis.call('PEXPIRE', KEYS[3], 60000)
     local jobs = take_back(4, 2)
@@ -154,7 +154,7 @@ enum QueueScripts {
     /// The housekeeper's tick: renews this worker's lease, moves due retries and scheduled jobs
     /// to the consuming end of the list, and names the workers whose lease ran out.
     /// KEYS: workers, schedule, jobs, stats. ARGV: worker id, lease ms, most to promote.
-    static let tick = RedisScript("""
+    public static let tick = RedisScript("""
     local now = redis.call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
     redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
@@ -180,7 +180,7 @@ enum QueueScripts {
     /// reads (`InFlightJobs` lists them).
     /// ARGV: worker id, max recoveries, dead cap, results cap, mode, then the batch ids. Mode
     /// "lease": only a lease run out; "force": any.
-    static let recover = RedisScript(takeBack + "\n" + """
+    public static let recover = RedisScript(takeBack + "\n" + """
     local now = redis.call('TIME')
     local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
     local lease = redis.call('ZSCORE', KEYS[2], ARGV[1])

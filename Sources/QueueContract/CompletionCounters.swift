@@ -1,0 +1,71 @@
+import APNSCore
+import RedisClient
+
+/// What the complete script does with one outcome (QueueScripts.complete): r (result), d (result,
+/// dead letter), i (result, invalid token), s (schedule).
+public enum CompletionKind: String, Sendable {
+    case result = "r", deadLetter = "d", invalidToken = "i", schedule = "s"
+}
+
+/// The counter an outcome goes to (README "Stats"): its raw value is the counter's name.
+public enum QueueStat: String, Sendable {
+    case delivered, scheduled, retried, invalidToken = "invalid_token", deadLettered = "dead_lettered"
+}
+
+/// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.
+/// Neighbouring outcomes mostly share a pair, so the last one is checked first.
+public struct CounterPairs {
+    private var pairs: [(stat: QueueStat, app: String, count: Int)] = []
+    private var last = -1
+
+    public init() {}
+
+    /// Counts one outcome; returns its pair's number.
+    public mutating func count(stat: QueueStat, app: String) -> Int {
+        if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
+            last = pairs.firstIndex { $0.stat == stat && $0.app == app } ?? { pairs.append((stat, app, 0)); return pairs.count - 1 }()
+        }
+        pairs[last].count += 1
+        return last + 1
+    }
+
+    /// Each counter's name and count: stat, then stat:app.
+    public func forEach(_ body: (String, Int) -> Void) {
+        for p in pairs {
+            body(p.stat.rawValue, p.count)
+            body(p.stat.rawValue + ":" + p.app, p.count)
+        }
+    }
+
+    /// Appends the (counter name, count) entries.
+    public func append(to args: inout RedisArgs) {
+        forEach { name, count in
+            args.append(name)
+            args.append(count)
+        }
+    }
+}
+
+/// A batch's shared record fields (`OutcomeRecord.SharedFields`), one per app and topic, kept
+/// for the batch's records to borrow. Neighbouring outcomes mostly share them, so the last one
+/// is checked first.
+public struct SharedFieldsCache {
+    private let worker: String
+    private let timeMs: Int64
+    private var all: [OutcomeRecord.SharedFields] = []
+    private var last = -1
+
+    public init(worker: String, timeMs: Int64) {
+        self.worker = worker
+        self.timeMs = timeMs
+    }
+
+    /// The JSON of the fields for `app` and `topic`, valid while this cache lives.
+    public mutating func fields(app: String?, topic: String?) -> UnsafeBufferPointer<UInt8> {
+        if last < 0 || all[last].app != app || all[last].topic != topic {
+            last = all.firstIndex { $0.app == app && $0.topic == topic }
+                ?? { all.append(OutcomeRecord.SharedFields(app: app, topic: topic, worker: worker, timeMs: timeMs)); return all.count - 1 }()
+        }
+        return all[last].jsonBytes
+    }
+}
