@@ -36,10 +36,18 @@ let package = Package(
         // The Redis contract: key names, Lua scripts, completion transactions, outcome records,
         // job envelopes and in-flight bookkeeping, shared by the worker and apnsctl.
         .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "RedisClient"], swiftSettings: hotPath),
-        // The worker: fetch, send, complete, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "QueueContract", "RedisClient", "IOLoop", "TLS", "HTTP2", "CLinux"], swiftSettings: hotPath),
+        // Logs, metrics and readiness, passed to whoever reports.
+        .target(name: "Telemetry", dependencies: ["APNSCore", "IOLoop"], swiftSettings: hotPath),
+        // The worker's settings: read from the file and the environment, and checked.
+        .target(name: "Configuration", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Telemetry"], swiftSettings: hotPath),
+        // The APNs transport: connections, pools, stream budget, circuit breaker, backoff, JWT.
+        .target(name: "APNSTransport", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
+                swiftSettings: hotPath),
+        // The queue pipeline: fetch, send, complete, the gate, housekeeping, lifecycle.
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
+                                                   "IOLoop", "CLinux"], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
-        .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "APNSWorker", "IOLoop"]),
+        .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "TLS", "IOLoop"]),
         // Test support and demo/bench server: the strict mock APNs.
         .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "COpenSSL"], swiftSettings: hotPath),
 
@@ -49,14 +57,14 @@ let package = Package(
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
         .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
-        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin"]),
+        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration"]),
 
         // Pure: no sockets, no services.
-        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "QueueContract", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
+        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "QueueContract", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
         // Worker processes against a real redis-server and the mock.
-        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "QueueContract", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,8 +1,9 @@
 import APNSCore
 import QueueContract
-import APNSWorker
+import Configuration
 import Foundation
 import RedisClient
+import Configuration
 
 /// What every `apnsctl` command works with: one Redis connection, the queue's keys, the output mode.
 public final class AdminContext {

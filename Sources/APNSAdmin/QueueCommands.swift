@@ -1,8 +1,10 @@
 import APNSCore
-import APNSWorker
+import Configuration
 import Foundation
 import TLS
 import RedisClient
+import Configuration
+import APNSTransport
 
 /// `apnsctl stats`, `enqueue`, `tokens invalid`, `check-config`.
 public enum QueueCommands {

@@ -6,6 +6,9 @@ import IOLoop
 import HTTP2
 import RedisClient
 import Synchronization
+import Telemetry
+import Configuration
+import APNSTransport
 
 /// Writes decided outcomes to Redis in batches, each job's ack in the same atomic step as its
 /// records (QueueScripts.complete), then frees room in the gate. One per I/O thread, on its

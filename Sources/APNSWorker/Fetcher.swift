@@ -4,6 +4,9 @@ import Foundation
 import IOLoop
 import RedisClient
 import Synchronization
+import Telemetry
+import Configuration
+import APNSTransport
 
 /// Takes jobs from Redis in atomic batches for one I/O thread, on that thread's event loop:
 /// parses and checks them, hands sendable ones to the thread's connections and bad ones straight

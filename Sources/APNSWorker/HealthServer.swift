@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import IOLoop
 import RedisClient
+import Telemetry
 
 /// A small HTTP/1.1 server on its own thread: `/metrics` (Prometheus text), `/healthz`
 /// (the process is alive) and `/readyz` (Redis reachable, every app able to send, JWTs valid).

@@ -3,6 +3,8 @@ import QueueContract
 import Foundation
 import IOLoop
 import RedisClient
+import Telemetry
+import Configuration
 
 /// The housekeeping thread: renews this worker's lease, promotes due retries and scheduled
 /// jobs, and takes back the jobs of workers whose lease ran out (`kill -9`). Every worker runs

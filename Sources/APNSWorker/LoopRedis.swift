@@ -1,5 +1,7 @@
 import IOLoop
 import RedisClient
+import Telemetry
+import APNSTransport
 
 /// What a `LoopRedis` tells its owner, on the loop's thread.
 protocol LoopRedisOwner: AnyObject {

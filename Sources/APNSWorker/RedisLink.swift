@@ -1,5 +1,7 @@
 import Foundation
 import RedisClient
+import Telemetry
+import APNSTransport
 
 /// A Redis connection that reconnects with capped, jittered backoff. One per thread.
 final class RedisLink {

@@ -5,6 +5,9 @@ import Foundation
 import IOLoop
 import TLS
 import RedisClient
+import Telemetry
+import Configuration
+import APNSTransport
 
 /// One worker process: K I/O threads, each fetching its own jobs, sending them and writing their
 /// outcomes on one event loop (DESIGN.md §1).
@@ -15,7 +18,7 @@ public final class Worker: @unchecked Sendable {
     private let logger: Logger
     private let apps: [AppRuntime]
     private let gate: InflightGate
-    private let sendLoops: [SendLoop]
+    private let ioThreads: [IOThread]
     private let housekeeper: Housekeeper
     public let metrics: Metrics
     public let health: HealthState
@@ -41,7 +44,7 @@ public final class Worker: @unchecked Sendable {
         }
         let gate = InflightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
-        let settings = SendLoop.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
+        let settings = APNSSender.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
                                          credentialPauseMs: configuration.credentialPauseMs,
                                          pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs,
@@ -49,15 +52,17 @@ public final class Worker: @unchecked Sendable {
                                          rejections: RejectionPolicy(retry: configuration.retryPolicy))
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.
-        sendLoops = try (0..<configuration.ioThreads).map { i in
+        ioThreads = try (0..<configuration.ioThreads).map { i in
             let loop = try EventLoop()
             let completer = Completer(keys: keys, workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop)
-            let sendLoop = try SendLoop(name: "apns-io-\(i)", apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
-                                        loop: loop, sink: completer)
-            sendLoop.completer = completer
-            sendLoop.fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
-                                           gate: gate, batchIDs: batchIDs, loop: loop, logger: logger) { [unowned sendLoop] in sendLoop.accept($0) }
-            return sendLoop
+            let name = "apns-io-\(i)"
+            let sender = APNSSender(name: name, apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
+                                    loop: loop, sink: completer)
+            let thread = IOThread(name: name, loop: loop, transport: sender)
+            thread.completer = completer
+            thread.fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
+                                         gate: gate, batchIDs: batchIDs, loop: loop, logger: logger) { [unowned sender] in sender.accept($0) }
+            return thread
         }
         housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
     }
@@ -72,14 +77,6 @@ public final class Worker: @unchecked Sendable {
         return server.port
     }
 
-    /// Keeps glibc from giving an I/O thread's heap back to the kernel and taking it again
-    /// batch after batch: that cost 1.9-2.1 mprotect calls and 3.3-4.9 page faults per 1,000
-    /// jobs, against none and 0-2.3 with these settings (perf stat, 200,000 jobs). What is kept
-    /// stays bounded by the in-flight limits. No effect under jemalloc. Call before any thread starts.
-    public static func tuneMalloc() {
-        apnsw_malloc_keep(64 << 20, 16 << 20)
-    }
-
     static func defaultID() -> String {
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, name.count)
@@ -91,7 +88,7 @@ public final class Worker: @unchecked Sendable {
         checkCertificates()
         housekeeper.recoverPreviousRun()
         housekeeper.start()
-        for loop in sendLoops { loop.start() }
+        for thread in ioThreads { thread.start() }
         logger.info("worker started", [
             "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
             "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
@@ -160,9 +157,9 @@ public final class Worker: @unchecked Sendable {
 
     public func shutdown() {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
-        for loop in sendLoops { loop.fetcher?.stop() }
+        for thread in ioThreads { thread.fetcher?.stop() }
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
-        for loop in sendLoops { loop.stop() } // each writes the outcomes it holds
+        for thread in ioThreads { thread.stop() } // each writes the outcomes it holds
         housekeeper.stop()
         healthServer?.stop()
         var handedBack: Int64 = 0

@@ -20,12 +20,4 @@ static inline void apnsw_name_thread(const char *name) {
     prctl(15, name, 0, 0, 0);
 }
 
-#include <malloc.h>
-
-/// Lets glibc's malloc keep up to `trim` bytes free at the top of a heap, and grow a heap
-/// `pad` bytes at a time, instead of giving memory back and taking it again.
-static inline void apnsw_malloc_keep(int trim, int pad) {
-    mallopt(M_TRIM_THRESHOLD, trim);
-    mallopt(M_TOP_PAD, pad);
-}
 #endif

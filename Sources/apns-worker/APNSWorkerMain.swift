@@ -1,5 +1,7 @@
 import APNSWorker
 import Foundation
+import Telemetry
+import Configuration
 
 // apns-worker: takes notification jobs from Redis and delivers them to APNs.
 // This file parses arguments and wires things up; state lives in `main()`, not in globals.
@@ -34,7 +36,6 @@ struct APNSWorkerMain {
         }
 
         signal(SIGPIPE, SIG_IGN)
-        Worker.tuneMalloc()
         let configuration: WorkerConfiguration
         do { configuration = try WorkerConfiguration.load(path: configPath) } catch { fail("configuration error: \(error)") }
         let logger = Logger(level: configuration.logLevel)

@@ -1,9 +1,10 @@
 import APNSAdmin
 import APNSCore
 import QueueContract
-import APNSWorker
+import Configuration
 import Foundation
 import RedisClient
+import Configuration
 
 // apnsctl: operate an apns-worker queue (enqueue, stats, dead letters, invalid tokens, config).
 // The commands live in APNSAdmin; this file parses arguments and wires them up. Everything runs

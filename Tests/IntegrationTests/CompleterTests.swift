@@ -6,6 +6,8 @@ import IOLoop
 import RedisClient
 import TestSupport
 import XCTest
+import Telemetry
+import Configuration
 
 /// The completion step against a real Redis: a batch whose jobs are all still in flight is
 /// acked in one go; in a batch where some were recovered meanwhile, only the rest is written.

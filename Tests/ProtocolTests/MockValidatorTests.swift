@@ -7,6 +7,7 @@ import TLS
 import HTTP2
 import TestSupport
 import XCTest
+import APNSTransport
 
 /// The mock's checks in Apple's order: authentication first, then the request.
 final class MockValidatorTests: XCTestCase {

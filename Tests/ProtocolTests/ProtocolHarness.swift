@@ -8,12 +8,16 @@ import HTTP2
 import Synchronization
 import TestSupport
 import XCTest
+import Telemetry
+import Configuration
+import APNSTransport
 
 /// The worker's I/O thread talking to an in-process mock APNs over real TLS + HTTP/2.
 final class ProtocolHarness: @unchecked Sendable {
     let mock: MockFixture
     let app: AppRuntime
-    let sendLoop: SendLoop
+    let ioThread: IOThread
+    let sender: APNSSender
     private final class Outcomes: DecidedSink, @unchecked Sendable {
         let list = Mutex<[FinishedJob]>([])
         func add(_ decided: consuming FinishedJob) { list.withLock { [decided] in $0.append(decided) } }
@@ -33,15 +37,17 @@ final class ProtocolHarness: @unchecked Sendable {
                                       auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
-        sendLoop = try SendLoop(name: "test-io", apps: [app],
-                                settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
-                                                credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
-                                                connectTimeoutMs: connectTimeoutMs),
-                                logger: logger, sink: finished, resolver: resolver)
-        sendLoop.start()
+        let loop = try EventLoop()
+        sender = APNSSender(name: "test-io", apps: [app],
+                            settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
+                                            credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
+                                            connectTimeoutMs: connectTimeoutMs),
+                            logger: logger, loop: loop, sink: finished, resolver: resolver)
+        ioThread = IOThread(name: "test-io", loop: loop, transport: sender)
+        ioThread.start()
     }
 
-    deinit { sendLoop.stop() }
+    deinit { ioThread.stop() }
 
     static func token(_ i: Int, prefix: String = "") -> String {
         let hex = String(i, radix: 16)
@@ -57,8 +63,8 @@ final class ProtocolHarness: @unchecked Sendable {
                         topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
                         attempts: [], recoveries: 0, fanout: 1)
         }
-        let loop = sendLoop
-        loop.loop.execute { loop.accept(requests) }
+        let sender = sender
+        sender.loop.execute { sender.accept(requests) }
     }
 
     /// Waits for `count` outcomes; fails the test on timeout.

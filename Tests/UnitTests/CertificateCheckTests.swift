@@ -3,6 +3,9 @@ import Foundation
 import APNSMock
 import TLS
 import XCTest
+import Telemetry
+import Configuration
+import APNSTransport
 
 final class CertificateCheckTests: XCTestCase {
     func testWarnsThirtyDaysAheadAndFlagsExpiredCertificates() throws {

@@ -3,6 +3,7 @@ import APNSWorker
 import Foundation
 import TLS
 import XCTest
+import APNSTransport
 
 final class JWTTests: XCTestCase {
     func testTokenHasAPNsHeaderAndClaims() throws {

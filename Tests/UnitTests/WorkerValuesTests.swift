@@ -5,6 +5,8 @@ import Buffers
 import Foundation
 import Synchronization
 import XCTest
+import Configuration
+@testable import APNSTransport
 
 final class WorkerValuesTests: XCTestCase {
     func testStreamBudgetStartsAtOneUntilFirstSuccessThenFollowsSettings() {

@@ -20,16 +20,19 @@ public final class Metrics: Sendable {
         }
     }
 
-    struct Histogram: Sendable {
+    public struct Histogram: Sendable {
         /// Inline, as the buckets are: an array's uniqueness check per sample (three per job) went.
-        static let bounds: InlineArray<15, Double> = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+        public static let bounds: InlineArray<15, Double> = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
         /// One more than the bounds: the last counts what is above them all (+Inf only).
-        var buckets = InlineArray<16, UInt64>(repeating: 0)
-        var count: UInt64 = 0
-        var sum: Double = 0
+        public var buckets = InlineArray<16, UInt64>(repeating: 0)
+        public var count: UInt64 = 0
+        public var sum: Double = 0
+
+        public init() {}
 
         /// Most samples fall in the first buckets, so a forward scan stops early.
-        mutating func observe(_ seconds: Double) {
+        @inlinable
+        public mutating func observe(_ seconds: Double) {
             count += 1
             sum += seconds
             var i = 0
@@ -37,7 +40,7 @@ public final class Metrics: Sendable {
             buckets[i] += 1
         }
 
-        mutating func add(_ other: Histogram) {
+        public mutating func add(_ other: Histogram) {
             count += other.count
             sum += other.sum
             for i in buckets.indices { buckets[i] += other.buckets[i] }
@@ -56,7 +59,7 @@ public final class Metrics: Sendable {
             gauges[name, default: [:]][labels] = value
         }
         /// Adds samples observed elsewhere (a batch's, outside the lock).
-        mutating func add(_ name: String, _ labels: Labels, _ samples: Histogram) {
+        public mutating func add(_ name: String, _ labels: Labels, _ samples: Histogram) {
             guard samples.count > 0 else { return }
             histograms[name, default: [:]][labels, default: Histogram()].add(samples)
         }

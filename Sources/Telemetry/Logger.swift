@@ -7,15 +7,16 @@ public enum LogLevel: Int, Sendable, Comparable {
 
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 
-    var name: String { ["debug", "info", "warning", "error"][rawValue] }
+    public var name: String { ["debug", "info", "warning", "error"][rawValue] }
 
-    static func parse(_ text: String) throws -> LogLevel {
-        switch text.lowercased() {
-        case "debug": return .debug
-        case "info": return .info
-        case "warning", "warn": return .warning
-        case "error": return .error
-        default: throw ConfigurationError("log level must be debug, info, warning or error, got \(text)")
+    /// The level a setting names (`warn` too), nil for anything else.
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "debug": self = .debug
+        case "info": self = .info
+        case "warning", "warn": self = .warning
+        case "error": self = .error
+        default: return nil
         }
     }
 }

@@ -1,35 +1,50 @@
 import APNSCore
-import Foundation
 import IOLoop
+import QueueContract
+import Telemetry
 
-/// Where a send loop's decided sends go, on the loop's thread.
-protocol DecidedSink: AnyObject {
+/// Where a sender's decided sends go, on its loop's thread.
+public protocol DecidedSink: AnyObject {
     /// One send decided: its outcome goes to Redis.
     func add(_ decided: consuming FinishedJob)
     /// A loop turn ended in which `decided` sends were decided.
     func turnEnded(decided: Int)
 }
 
-/// One I/O thread: an epoll loop that owns its APNs connections (shared-nothing, DESIGN.md §1).
-/// Jobs arrive in batches from its fetcher (`accept`); decided sends go to `sink`
-/// one by one, and the end of each loop turn is told.
-final class SendLoop: @unchecked Sendable {
-    struct Settings {
-        var connectionsPerApp: Int
-        var streamsPerConnection: Int
-        var requestTimeoutMs: Int
+/// The APNs transport of one I/O thread: the connection pools it owns on its event loop
+/// (shared-nothing, DESIGN.md §1). Requests arrive in batches (`accept`); each loop turn
+/// (`dispatch`) fills the connections' free streams; decided sends go to `sink` one by one, and
+/// the end of each turn is told.
+public final class APNSSender: @unchecked Sendable { // its loop's thread only
+    public struct Settings: Sendable {
+        public var connectionsPerApp: Int
+        public var streamsPerConnection: Int
+        public var requestTimeoutMs: Int
         /// How long an app waits after TooManyProviderTokenUpdates.
-        var credentialPauseMs = 60_000
+        public var credentialPauseMs: Int
         /// PING a connection idle this long, and replace it if the PING goes unanswered this long.
-        var pingIntervalMs = 60_000
-        var pingTimeoutMs = 10_000
+        public var pingIntervalMs: Int
+        public var pingTimeoutMs: Int
         /// The connect and the TLS handshake of one address, at most.
-        var connectTimeoutMs = 10_000
+        public var connectTimeoutMs: Int
         /// What each answer, or the lack of one, does to a send.
-        var rejections = RejectionPolicy()
+        public var rejections: RejectionPolicy
+
+        public init(connectionsPerApp: Int, streamsPerConnection: Int, requestTimeoutMs: Int, credentialPauseMs: Int = 60_000,
+                    pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
+                    rejections: RejectionPolicy = RejectionPolicy()) {
+            self.connectionsPerApp = connectionsPerApp
+            self.streamsPerConnection = streamsPerConnection
+            self.requestTimeoutMs = requestTimeoutMs
+            self.credentialPauseMs = credentialPauseMs
+            self.pingIntervalMs = pingIntervalMs
+            self.pingTimeoutMs = pingTimeoutMs
+            self.connectTimeoutMs = connectTimeoutMs
+            self.rejections = rejections
+        }
     }
 
-    let loop: EventLoop
+    public let loop: EventLoop
     private let resolver: HostResolver
     private let apps: [AppRuntime]
     private let settings: Settings
@@ -38,7 +53,6 @@ final class SendLoop: @unchecked Sendable {
     private let health: HealthState
     private let sink: DecidedSink
     private let name: String
-    private var thread: Thread?
 
     /// Connection pools: apps with the same endpoint and credential share one (`AppRuntime.poolKey`).
     private let pools: [AppRuntime]
@@ -61,14 +75,9 @@ final class SendLoop: @unchecked Sendable {
     /// Pools whose connections but the first are still to open (`openRest`).
     private var restToOpen: [Bool]
     private var rng = SystemRandomNumberGenerator()
-    /// Take this thread's jobs from Redis and write their outcomes, on this loop (set before
-    /// `start`).
-    var fetcher: Fetcher?
-    var completer: Completer?
-
-    /// `loop`: the loop to run on (a new one if nil).
-    init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
-         loop: EventLoop? = nil, sink: DecidedSink, resolver: HostResolver = HostResolver()) throws {
+    /// `name`: the I/O thread's, for metrics labels.
+    public init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
+                loop: EventLoop, sink: DecidedSink, resolver: HostResolver = HostResolver()) {
         self.name = name
         self.resolver = resolver
         self.metrics = metrics
@@ -78,7 +87,7 @@ final class SendLoop: @unchecked Sendable {
         self.logger = logger
         self.sink = sink
         deliveredApps = Array(repeating: false, count: apps.count)
-        self.loop = try loop ?? EventLoop()
+        self.loop = loop
         var keys: [String] = [], representatives: [AppRuntime] = [], names: [[String]] = [], poolOf: [Int] = []
         for app in apps {
             if let i = keys.firstIndex(of: app.poolKey) {
@@ -99,54 +108,38 @@ final class SendLoop: @unchecked Sendable {
         slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
         backoffs = pools.map { _ in Array(repeating: Backoff(baseMs: 100, capMs: 30_000), count: settings.connectionsPerApp) }
         restToOpen = pools.map { _ in true }
-        // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
-        self.loop.afterEvents = { [unowned(unsafe) self] in self.dispatch() }
     }
 
-    func start() {
-        let t = Thread { [self] in
-            nameCurrentThread(name)
-            // One connection per pool first; the rest once it has settled, to resume its TLS session.
-            for p in pools.indices {
-                openConnection(pool: p, slot: 0)
-                loop.schedule(afterMilliseconds: 1000) { [self] in openRest(pool: p) } // the first one may hang
-            }
-            scheduleTimeoutScan()
-            fetcher?.start()
-            completer?.start()
-            loop.run()
+    /// Opens the connections: one per pool first, the rest once it has settled, to resume its
+    /// TLS session. Loop thread.
+    public func start() {
+        for p in pools.indices {
+            openConnection(pool: p, slot: 0)
+            loop.schedule(afterMilliseconds: 1000) { [self] in openRest(pool: p) } // the first one may hang
         }
-        t.name = name
-        thread = t
-        t.start()
+        scheduleTimeoutScan()
     }
 
-    /// Closes every connection, lets the completer write what it holds, and ends the thread;
-    /// returns once it has ended. Unsent jobs stay in Redis in flight.
-    func stop() {
-        let ended = DispatchSemaphore(value: 0)
-        loop.execute { [self] in
-            stopping = true
-            for c in slots.flatMap({ $0 }) { c?.close() }
-            for c in draining.values { c.close() }
-            let end: @Sendable () -> Void = { [loop] in loop.stop(); ended.signal() }
-            if let completer { completer.finish(then: end) } else { end() }
-        }
-        _ = ended.wait(timeout: .now() + .seconds(30))
+    /// Closes every connection and opens no more. Unsent requests stay with their jobs in
+    /// Redis, in flight. Loop thread.
+    public func close() {
+        stopping = true
+        for c in slots.flatMap({ $0 }) { c?.close() }
+        for c in draining.values { c.close() }
     }
 
     // MARK: Loop thread
 
-    /// Queues a batch for sending. Loop thread (the fetcher's routing).
-    func accept(_ batch: [SendRequest?]) {
+    /// Queues a batch for sending. Loop thread.
+    public func accept(_ batch: [SendRequest?]) {
         // One pool (the usual case) takes the batch whole: no reference counted per request.
         if pools.count == 1 { pending[0].append(contentsOf: batch); return }
         for case let r? in batch { pending[poolOf[r.app]].append(r) }
     }
 
-    /// Fills every connection's free streams, flushes each touched connection once, and hands
-    /// the decided outcomes to the completer.
-    private func dispatch() {
+    /// Fills every connection's free streams, flushes each touched connection once, and tells
+    /// the sink of the turn's decided sends. Once per loop turn.
+    public func dispatch() {
         guard !stopping else { return }
         let now = MonotonicClock.nowMilliseconds()
         for a in pools.indices where !pending[a].isEmpty {
@@ -170,7 +163,6 @@ final class SendLoop: @unchecked Sendable {
             decidedThisTurn = 0
             sink.turnEnded(decided: n)
         }
-        fetcher?.fetchIfRoom()
     }
 
     private func openConnection(pool p: Int, slot s: Int) {
@@ -350,38 +342,4 @@ final class SendLoop: @unchecked Sendable {
 private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
     if !r.attempts.isEmpty { r.attempts.removeLast() }
     return r
-}
-
-/// A FIFO with O(1) pops from the front and pushes to the front (for resends).
-struct PendingQueue {
-    /// Optional, so that a request is moved out (`take()`): a copy counted a reference on it,
-    /// and emptying the array gave it back, two atomic operations per request.
-    private var items: [SendRequest?] = []
-    private var head = 0
-    private var front: [SendRequest] = []
-
-    var isEmpty: Bool { front.isEmpty && head == items.count }
-    var count: Int { front.count + items.count - head }
-
-    mutating func append(_ r: SendRequest) { items.append(r) }
-
-    /// An empty queue adopts the batch's array instead of copying its references (`popFirst`
-    /// empties `items` once every item is taken). Its requests are all there (not nil).
-    mutating func append(contentsOf batch: [SendRequest?]) { items.adopt(batch) }
-    mutating func pushFront(_ r: SendRequest) { front.append(r) }
-
-    mutating func popFirst() -> SendRequest? {
-        if let r = front.popLast() { return r }
-        guard head < items.count else { return nil }
-        let r = items[head].take()
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 4096, head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return r
-    }
 }

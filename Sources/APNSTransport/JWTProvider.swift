@@ -2,6 +2,7 @@ import APNSCore
 import Foundation
 import TLS
 import Synchronization
+import Configuration
 
 /// The provider token for one (team, key), shared by every connection of the process.
 /// Re-minted every 50 minutes, and never more often than every 20 (apns-protocol.md §6.1).

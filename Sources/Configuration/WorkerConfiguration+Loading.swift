@@ -1,4 +1,5 @@
 import Foundation
+import Telemetry
 import RedisClient
 
 extension WorkerConfiguration {
@@ -233,5 +234,14 @@ struct Fields {
         guard let v = values[key], !(v is NSNull) else { return [] }
         guard let list = v as? [[String: Any]] else { throw ConfigurationError("\(path).\(key) must be a list of objects") }
         return list.enumerated().map { Fields($1, at: "\(path).\(key)[\($0)]") }
+    }
+}
+
+extension LogLevel {
+    static func parse(_ text: String) throws -> LogLevel {
+        guard let level = LogLevel(name: text) else {
+            throw ConfigurationError("log level must be debug, info, warning or error, got \(text)")
+        }
+        return level
     }
 }

@@ -3,16 +3,17 @@ import APNSCore
 import Glibc
 import IOLoop
 import HTTP2
+import QueueContract
 
-/// One HTTP/2 connection to APNs for one app, owned by one `SendLoop` thread.
+/// One HTTP/2 connection to APNs for one app, owned by one `APNSSender`, on its loop's thread.
 final class APNSConnection: HTTP2ConnectionDelegate {
     /// The pool's credential and endpoint (the first app of the pool).
     let app: AppRuntime
     let poolIndex: Int
     /// Unmanaged: the loop thread owns its connections (and drops them before it ends). A checked
     /// unowned reference counted once per answer, and so did an unowned(unsafe) one when called.
-    private let ownerRef: Unmanaged<SendLoop>
-    private func withOwner<R>(_ body: (SendLoop) -> R) -> R { ownerRef._withUnsafeGuaranteedRef(body) }
+    private let ownerRef: Unmanaged<APNSSender>
+    private func withOwner<R>(_ body: (APNSSender) -> R) -> R { ownerRef._withUnsafeGuaranteedRef(body) }
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.
@@ -29,7 +30,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private var lastReadMs = MonotonicClock.nowMilliseconds()
     private var pingSentMs: UInt64?
 
-    init(app: AppRuntime, poolIndex: Int, owner: SendLoop, streams: Int) {
+    init(app: AppRuntime, poolIndex: Int, owner: APNSSender, streams: Int) {
         self.app = app
         self.poolIndex = poolIndex
         ownerRef = Unmanaged.passUnretained(owner)

@@ -2,6 +2,7 @@ import APNSCore
 import QueueContract
 import Foundation
 import RedisClient
+import Telemetry
 
 /// Everything a worker process needs, read from a JSON file and then overridden by
 /// `APNSW_*` environment variables (see README "Configuration").
@@ -123,5 +124,5 @@ public struct APNSEndpoint: Sendable, Equatable {
 
 public struct ConfigurationError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }

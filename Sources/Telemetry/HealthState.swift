@@ -12,11 +12,11 @@ public final class HealthState: Sendable {
 
     public init() {}
 
-    func update(loop: String, readyConnections: [String: Int]) {
+    public func update(loop: String, readyConnections: [String: Int]) {
         state.withLock { $0.ready[loop] = readyConnections }
     }
 
-    func succeeded(app: String) {
+    public func succeeded(app: String) {
         let now = WallClock.nowMilliseconds()
         state.withLock { $0.lastSuccessMs[app] = now }
     }

@@ -1,0 +1,35 @@
+import QueueContract
+
+/// A FIFO with O(1) pops from the front and pushes to the front (for resends).
+struct PendingQueue {
+    /// Optional, so that a request is moved out (`take()`): a copy counted a reference on it,
+    /// and emptying the array gave it back, two atomic operations per request.
+    private var items: [SendRequest?] = []
+    private var head = 0
+    private var front: [SendRequest] = []
+
+    var isEmpty: Bool { front.isEmpty && head == items.count }
+    var count: Int { front.count + items.count - head }
+
+    mutating func append(_ r: SendRequest) { items.append(r) }
+
+    /// An empty queue adopts the batch's array instead of copying its references (`popFirst`
+    /// empties `items` once every item is taken). Its requests are all there (not nil).
+    mutating func append(contentsOf batch: [SendRequest?]) { items.adopt(batch) }
+    mutating func pushFront(_ r: SendRequest) { front.append(r) }
+
+    mutating func popFirst() -> SendRequest? {
+        if let r = front.popLast() { return r }
+        guard head < items.count else { return nil }
+        let r = items[head].take()
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 4096, head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return r
+    }
+}
