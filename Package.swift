@@ -22,29 +22,31 @@ let package = Package(
 
         // Bytes the modules below write into: requests, frames, transactions, records.
         .target(name: "Buffers", swiftSettings: hotPath),
+        // The ownership tricks of the hot path, quarantined in one file behind named helpers.
+        .target(name: "PointerTricks", swiftSettings: hotPath),
         // Domain: jobs, tokens, push types, reasons, keys, JSON scanning. No C import.
-        .target(name: "APNSCore", dependencies: ["Buffers"], swiftSettings: hotPath),
+        .target(name: "APNSCore", dependencies: ["Buffers", "PointerTricks"], swiftSettings: hotPath),
         // Edges: one module per C library family.
         .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis"], swiftSettings: hotPath),
         // The event loop: epoll, sockets, the resolver, clocks, system errors.
         .target(name: "IOLoop", dependencies: ["CLinux"], swiftSettings: hotPath),
         // TLS: OpenSSL contexts and streams, certificates, ES256 keys, OpenSSL's errors.
-        .target(name: "TLS", dependencies: ["COpenSSL"], swiftSettings: hotPath),
+        .target(name: "TLS", dependencies: ["COpenSSL", "PointerTricks"], swiftSettings: hotPath),
         // HTTP/2: our client session and HPACK encoder, frames, nghttp2's server session, and the
         // TLS + HTTP/2 connection an event loop drives.
-        .target(name: "HTTP2", dependencies: ["Buffers", "CNghttp2", "IOLoop", "TLS"], swiftSettings: hotPath),
+        .target(name: "HTTP2", dependencies: ["Buffers", "CNghttp2", "IOLoop", "PointerTricks", "TLS"], swiftSettings: hotPath),
         // The Redis contract: key names, Lua scripts, completion transactions, outcome records,
         // job envelopes and in-flight bookkeeping, shared by the worker and apnsctl.
-        .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "RedisClient"], swiftSettings: hotPath),
+        .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "PointerTricks", "RedisClient"], swiftSettings: hotPath),
         // Logs, metrics and readiness, passed to whoever reports.
         .target(name: "Telemetry", dependencies: ["APNSCore", "IOLoop"], swiftSettings: hotPath),
         // The worker's settings: read from the file and the environment, and checked.
         .target(name: "Configuration", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Telemetry"], swiftSettings: hotPath),
         // The APNs transport: connections, pools, stream budget, circuit breaker, backoff, JWT.
-        .target(name: "APNSTransport", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
+        .target(name: "APNSTransport", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
                 swiftSettings: hotPath),
         // The queue pipeline: fetch, send, complete, the gate, housekeeping, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
+        .target(name: "APNSWorker", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
                                                    "IOLoop", "CLinux"], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "TLS", "IOLoop"]),
@@ -60,11 +62,11 @@ let package = Package(
         .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration"]),
 
         // Pure: no sockets, no services.
-        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
+        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
         // Worker processes against a real redis-server and the mock.
-        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

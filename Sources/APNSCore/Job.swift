@@ -1,4 +1,5 @@
 import Buffers
+import PointerTricks
 
 /// One notification job as a producer wrote it (schema v1: README "Jobs", schema/job-v1.schema.json).
 ///
@@ -87,11 +88,11 @@ public final class Job: @unchecked Sendable {
         case .inRaw(let range):
             payloadRange = range
             rendered = nil
-            payloadBytes = raw.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[Self.offsets(of: range, in: raw)]) }
+            payloadBytes = StableBytes.of(raw, offsets: Self.offsets(of: range, in: raw))
         case .rendered(let bytes):
             payloadRange = raw.startIndex..<raw.startIndex
             rendered = bytes
-            payloadBytes = bytes.withUnsafeBytes { $0 }
+            payloadBytes = UnsafeRawBufferPointer(StableBytes.of(bytes))
         }
         self.content = content
         self.truncate = truncate

@@ -4,16 +4,17 @@ import Glibc
 import IOLoop
 import HTTP2
 import QueueContract
+import PointerTricks
 
 /// One HTTP/2 connection to APNs for one app, owned by one `APNSSender`, on its loop's thread.
 final class APNSConnection: HTTP2ConnectionDelegate {
     /// The pool's credential and endpoint (the first app of the pool).
     let app: AppRuntime
     let poolIndex: Int
-    /// Unmanaged: the loop thread owns its connections (and drops them before it ends). A checked
+    /// Uncounted: the sender owns its connections (and drops them before it ends). A checked
     /// unowned reference counted once per answer, and so did an unowned(unsafe) one when called.
-    private let ownerRef: Unmanaged<APNSSender>
-    private func withOwner<R>(_ body: (APNSSender) -> R) -> R { ownerRef._withUnsafeGuaranteedRef(body) }
+    private let owner: UncountedReference<APNSSender>
+    private func withOwner<R>(_ body: (APNSSender) -> R) -> R { owner.withObject(body) }
     private(set) var http: HTTP2Connection?
     private(set) var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.
@@ -33,7 +34,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     init(app: AppRuntime, poolIndex: Int, owner: APNSSender, streams: Int) {
         self.app = app
         self.poolIndex = poolIndex
-        ownerRef = Unmanaged.passUnretained(owner)
+        self.owner = UncountedReference(owner)
         budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
         self.streams = OpenRequests(capacity: streams)
     }
@@ -161,13 +162,13 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let isStatus = name.equals(":status")
         guard isStatus || name.equals("apns-id") else { return } // the only two read
-        streams[stream]?._withUnsafeGuaranteedRef { s in
+        streams[stream]?.withObject { s in
             if isStatus { s.status = Self.parseStatus(value) } else { s.apnsID = APNSID(value) }
         }
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        streams[stream]?._withUnsafeGuaranteedRef { s in
+        streams[stream]?.withObject { s in
             if s.responseBody.count < 4096 { s.responseBody.append(contentsOf: bytes) }
         }
     }
@@ -177,7 +178,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         guard let nowNs = http?.loop.iterationNs else { return }
         lastReadMs = nowNs / 1_000_000
         guard let lent = streams[stream] else { return }
-        let status = lent._withUnsafeGuaranteedRef { s -> Int in
+        let status = lent.withObject { s -> Int in
             guard s.status != 0 else { return 0 }
             s.answered = true
             s.answeredAtNs = nowNs
@@ -196,7 +197,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             return
         }
         // A reference of its own: handling a rejection may close this connection's streams.
-        let s = lent.takeUnretainedValue()
+        let s = lent.object
         let now = http?.loop.iterationWallMs ?? WallClock.nowMilliseconds()
         let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID.isEmpty ? nil : s.apnsID.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))

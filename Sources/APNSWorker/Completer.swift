@@ -9,6 +9,7 @@ import Synchronization
 import Telemetry
 import Configuration
 import APNSTransport
+import PointerTricks
 
 /// Writes decided outcomes to Redis in batches, each job's ack in the same atomic step as its
 /// records (QueueScripts.complete), then frees room in the gate. One per I/O thread, on its
@@ -420,7 +421,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
                 }
             }
             // The job read in place: `f.job` counted a reference on it per job.
-            let pushType = f.unmanagedJob?._withUnsafeGuaranteedRef { $0.pushType }
+            let pushType = f.uncountedJob?.withObject { $0.pushType }
             // Compared in place: building a key per job copied and destroyed its strings.
             if runKey?.matches(app: app, pushType: pushType, status: status, reason: reason, stat: stat) == true {
                 runCount += 1

@@ -2,6 +2,7 @@ import APNSCore
 import QueueContract
 import Buffers
 import RedisClient
+import PointerTricks
 
 /// Turns a decided outcome into the records of the Redis contract, and decides retries.
 /// Each outcome's two records are written straight into the completion transaction
@@ -86,7 +87,7 @@ struct OutcomeRecords {
 
     /// Lends the job and the shared fields: the batch holds both while its records are written.
     private static func context(_ f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>) -> OutcomeRecord.Context {
-        OutcomeRecord.Context(handle: f.handle, lending: f.unmanagedJob, token: f.token, shared: shared)
+        OutcomeRecord.Context(handle: f.handle, lending: f.uncountedJob, token: f.token, shared: shared)
     }
 
     private func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {

@@ -1,5 +1,6 @@
 import Buffers
 import CNghttp2
+import PointerTricks
 
 /// A server's nghttp2 session (the mock's), driven through `mem_recv`/`mem_send`, so nghttp2
 /// never touches a socket. Clients use `HTTP2ClientSession`. Owned by one I/O thread.
@@ -58,7 +59,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
         if !answerPings { nghttp2_option_set_no_auto_ping_ack(option, 1) }
-        let user = Unmanaged.passUnretained(self).toOpaque()
+        let user = CallbackContext.pointer(to: self)
         var mem = apnsw_pool_mem(pool)
         let rc = nghttp2_session_server_new3(&created, callbacks, user, option, &mem)
         guard rc == 0, let created else { throw HTTP2ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
@@ -82,7 +83,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
     /// The session behind a callback's user pointer, borrowed: nghttp2 calls back only from
     /// within this session's own calls, so it is alive and needs no retain.
     private static func with<R>(_ user: UnsafeMutableRawPointer?, _ body: (HTTP2ServerSession) -> R) -> R {
-        Unmanaged<HTTP2ServerSession>.fromOpaque(user!)._withUnsafeGuaranteedRef(body)
+        CallbackContext.with(user!, as: HTTP2ServerSession.self, body)
     }
 
     private func frameReceived(_ s: OpaquePointer, _ frame: UnsafePointer<nghttp2_frame>) {

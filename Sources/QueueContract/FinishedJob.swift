@@ -1,4 +1,5 @@
 import APNSCore
+import PointerTricks
 
 /// A decided send (or a job decided before sending), on its way back to Redis. A decided send
 /// is its request, which carries the outcome: deciding allocates nothing.
@@ -47,8 +48,8 @@ public enum FinishedJob: @unchecked Sendable { // handed over whole between thre
     /// This job without a reference count, for a caller that holds it while it reads it.
     public var lent: Lent {
         switch self {
-        case .sent(let r): .sent(Unmanaged.passUnretained(r))
-        case .unsent(let u): .unsent(Unmanaged.passUnretained(u))
+        case .sent(let r): .sent(UncountedReference(r))
+        case .unsent(let u): .unsent(UncountedReference(u))
         }
     }
 
@@ -56,18 +57,18 @@ public enum FinishedJob: @unchecked Sendable { // handed over whole between thre
     /// captured, it counts nothing, where the completer's loops copied each job (an atomic
     /// retain and release per job and loop) around the calls they make with it.
     public enum Lent {
-        case sent(Unmanaged<SendRequest>)
-        case unsent(Unmanaged<Unsent>)
+        case sent(UncountedReference<SendRequest>)
+        case unsent(UncountedReference<Unsent>)
 
         private func read<T>(_ sent: (SendRequest) -> T, _ unsent: (Unsent) -> T) -> T {
             switch self {
-            case .sent(let r): r._withUnsafeGuaranteedRef(sent)
-            case .unsent(let u): u._withUnsafeGuaranteedRef(unsent)
+            case .sent(let r): r.withObject(sent)
+            case .unsent(let u): u.withObject(unsent)
             }
         }
 
         private func readSent<T>(_ sent: (SendRequest) -> T, else absent: T) -> T {
-            if case .sent(let r) = self { r._withUnsafeGuaranteedRef(sent) } else { absent }
+            if case .sent(let r) = self { r.withObject(sent) } else { absent }
         }
 
         public var handle: Int64 { read({ $0.handle }, { $0.handle }) }
@@ -78,7 +79,7 @@ public enum FinishedJob: @unchecked Sendable { // handed over whole between thre
         public var raw: ArraySlice<UInt8> { read({ $0.job.raw }, { $0.raw }) }
         public var job: Job? { read({ $0.job }, { $0.job }) }
         /// The job without counting a reference on it.
-        public var unmanagedJob: Unmanaged<Job>? { read({ Unmanaged.passUnretained($0.job) }, { $0.job.map { Unmanaged.passUnretained($0) } }) }
+        public var uncountedJob: UncountedReference<Job>? { read({ UncountedReference($0.job) }, { $0.job.map { UncountedReference($0) } }) }
         public var token: DeviceToken? { readSent({ $0.token }, else: nil) }
         public var appName: String? { read({ $0.appName }, { $0.appName }) }
         public var topic: String? { read({ $0.topic }, { $0.topic }) }
@@ -91,7 +92,7 @@ public enum FinishedJob: @unchecked Sendable { // handed over whole between thre
         /// The id of a delivered send, lent in place (an empty one for anything else).
         public func withDeliveredID<R>(_ body: (borrowing APNSID) -> R) -> R {
             if case .sent(let r) = self {
-                return r._withUnsafeGuaranteedRef { s in
+                return r.withObject { s in
                     if case .delivered(let id) = s.outcome { return body(id) }
                     return body(APNSID())
                 }

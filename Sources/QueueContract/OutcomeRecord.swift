@@ -1,5 +1,6 @@
 import APNSCore
 import Buffers
+import PointerTricks
 
 /// The JSON records a worker writes for each outcome (README "Outcome records").
 /// Every record has `"v":1`; fields absent from an outcome are left out.
@@ -12,7 +13,7 @@ public enum OutcomeRecord {
         /// The job's id, when there is no `job` to take it from.
         public var jobID: String?
         /// The job, whose id a record copies from the job's own bytes; lent (see `init(handle:lending:…)`).
-        let job: Unmanaged<Job>?
+        let job: UncountedReference<Job>?
         /// `DeviceToken.absent` when the job has none. Not optional: copying an optional token out
         /// of a borrowed context, to look in it, went through generic value witnesses (400
         /// instructions a copy).
@@ -34,7 +35,7 @@ public enum OutcomeRecord {
         /// A context that borrows `job` and `shared` (`SharedFields.jsonBytes`): the caller keeps
         /// both alive while the context is used. The completer writes a batch's records this way:
         /// counting references to them took three atomic operations per record (perf uprobes).
-        public init(handle: Int64, lending job: Unmanaged<Job>?, token: DeviceToken?, shared: UnsafeBufferPointer<UInt8>) {
+        public init(handle: Int64, lending job: UncountedReference<Job>?, token: DeviceToken?, shared: UnsafeBufferPointer<UInt8>) {
             self.handle = handle
             self.jobID = nil
             self.job = job
@@ -70,7 +71,7 @@ public enum OutcomeRecord {
                 w.field(literal: "time_ms", timeMs)
             }
             self.json = json
-            jsonBytes = json.withUnsafeBufferPointer { $0 }
+            jsonBytes = StableBytes.of(json)
         }
     }
 
@@ -205,7 +206,7 @@ public enum OutcomeRecord {
 
     private static func common(_ w: inout JSONCursor, _ c: borrowing Context) {
         if let job = c.job {
-            _ = job._withUnsafeGuaranteedRef {
+            _ = job.withObject {
                 $0.withID { id, isPlainJSON in
                     w.key(literal: "job_id")
                     if isPlainJSON { w.string(plain: id) } else { w.string(utf8: id) }
@@ -228,7 +229,7 @@ extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
     /// quotes), and their keys and separators (under 100 bytes).
     public var room: Int {
-        ((job.map { $0._withUnsafeGuaranteedRef(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
+        ((job.map { $0.withObject(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
             + token.utf8Count + 2 + 22 + shared.count + 128
     }
 }

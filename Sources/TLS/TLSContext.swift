@@ -1,5 +1,6 @@
 import COpenSSL
 import Synchronization
+import PointerTricks
 
 /// An `SSL_CTX` set up for APNs: TLS 1.2+, ALPN `h2`, certificate verification.
 /// Immutable after init but for the session kept to resume, so it may be shared by every I/O
@@ -42,10 +43,10 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else { throw OpenSSLError.drain("SSL_CTX_set_alpn_protos") }
         if let identity { try use(identity) }
         _ = apnsw_ssl_ctx_cache_client_sessions(ctx)
-        SSL_CTX_set_ex_data(ctx, 0, Unmanaged.passUnretained(self).toOpaque())
+        SSL_CTX_set_ex_data(ctx, 0, CallbackContext.pointer(to: self))
         SSL_CTX_sess_set_new_cb(ctx) { ssl, session in
             guard let ssl, let session, let ctx = SSL_get_SSL_CTX(ssl), let owner = SSL_CTX_get_ex_data(ctx, 0) else { return 0 }
-            Unmanaged<TLSContext>.fromOpaque(owner).takeUnretainedValue().keep(session)
+            CallbackContext.with(owner, as: TLSContext.self) { $0.keep(session) }
             return 1 // the session is ours now
         }
     }

@@ -1,5 +1,6 @@
 @testable import APNSCore
 import Buffers
+import PointerTricks
 import QueueContract
 import Foundation
 import XCTest
@@ -52,14 +53,14 @@ final class JobParsingTests: XCTestCase {
             let job = try Job.parse(bytes[3...])
             XCTAssertEqual(job.id, id, json)
             XCTAssertEqual(job.idCount, id.utf8.count)
-            let ctx = OutcomeRecord.Context(handle: 1, lending: Unmanaged.passUnretained(job), token: job.token, shared: shared.jsonBytes)
+            let ctx = OutcomeRecord.Context(handle: 1, lending: UncountedReference(job), token: job.token, shared: shared.jsonBytes)
             let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any]
             XCTAssertEqual(record["job_id"] as? String, id, json)
             withExtendedLifetime(job) {}
         }
         let none = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
         XCTAssertNil(none.id)
-        let ctx = OutcomeRecord.Context(handle: 1, lending: Unmanaged.passUnretained(none), token: none.token, shared: shared.jsonBytes)
+        let ctx = OutcomeRecord.Context(handle: 1, lending: UncountedReference(none), token: none.token, shared: shared.jsonBytes)
         XCTAssertNil((try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any])["job_id"])
         withExtendedLifetime((job: none, shared: shared)) {}
         XCTAssertEqual(none.rendered(Array("{}".utf8)).id, nil)

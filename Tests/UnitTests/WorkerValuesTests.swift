@@ -1,5 +1,6 @@
 @testable import APNSWorker
 import APNSCore
+import PointerTricks
 import QueueContract
 import Buffers
 import Foundation
@@ -171,7 +172,7 @@ final class WorkerValuesTests: XCTestCase {
         let job = try Job.parse(Array(#"{"id":"j\"9","token":"00ff00ff00ff00ff","payload":{"aps":{}}}"#.utf8))
         for (shared, app, topic) in [(a, "app", "t.1"), (b, "app", "t.2"), (none, nil, nil)] as [(UnsafeBufferPointer<UInt8>, String?, String?)] {
             // Lent: `cache` and `job` outlive the context.
-            let ctx = OutcomeRecord.Context(handle: 9, lending: Unmanaged.passUnretained(job), token: DeviceToken("00ff00ff00ff00ff"), shared: shared)
+            let ctx = OutcomeRecord.Context(handle: 9, lending: UncountedReference(job), token: DeviceToken("00ff00ff00ff00ff"), shared: shared)
             let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id", rejection: nil, attempts: 1))) as! [String: Any]
             XCTAssertEqual(record["app"] as? String, app)
             XCTAssertEqual(record["topic"] as? String, topic)
