@@ -76,14 +76,14 @@ final class MockConnection: HTTP2ConnectionDelegate {
         requests[stream]?.appendBody(bytes)
     }
 
-    func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
+    func http2StreamClosed(_ stream: Int32, errorCode: HTTP2ErrorCode) {
         openStreams -= 1
         if let request = requests.removeValue(forKey: stream), spareRequests.count < 128 { spareRequests.append(request) }
     }
 
     func http2RemoteSettings(maxConcurrentStreams: Int) {}
     func http2PingReceived() { server.stats.withLock { $0.pingsReceived += 1 } }
-    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
+    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {}
 
     func http2EndStream(_ stream: Int32) {
         guard let request = requests[stream], let connection else { return }
@@ -93,7 +93,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         }
         if let last = goawayLastStream, stream > last {
             // Beyond our GOAWAY: never processed, so the client may safely send it again.
-            connection.server.resetStream(stream, errorCode: 7) // REFUSED_STREAM
+            connection.server.resetStream(stream, errorCode: .refusedStream)
             return
         }
         let seen = server.requestsSeen.add(1, ordering: .relaxed).newValue
@@ -133,7 +133,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         }
         if faults.goawayAfter > 0, seen % faults.goawayAfter == 0, goawayLastStream == nil {
             goawayLastStream = stream
-            connection.server.submitGoAway(lastStreamID: stream, errorCode: 0, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+            connection.server.submitGoAway(lastStreamID: stream, errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
             server.stats.withLock { $0.goawaysSent += 1 }
         }
     }

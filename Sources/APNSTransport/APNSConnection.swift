@@ -122,7 +122,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
         var cancelled = false
         for (id, s) in streams.entries where !s.answered && now - s.sentAtNs / 1_000_000 > timeoutMs {
-            http?.client.resetStream(id, errorCode: 8) // CANCEL
+            http?.client.resetStream(id, errorCode: .cancel)
             cancelled = true
         }
         if cancelled { flush() }
@@ -216,7 +216,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         return n
     }
 
-    func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {
+    func http2StreamClosed(_ stream: Int32, errorCode: HTTP2ErrorCode) {
         let (wasOpen, request) = streams.close(stream)
         guard wasOpen else { return }
         budget.closed()
@@ -234,7 +234,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         }
     }
 
-    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
+    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {
         budget.goAway()
         withOwner { $0.connectionDraining(self, reason: String(decoding: debugData.prefix(200), as: UTF8.self), byServer: true) }
     }

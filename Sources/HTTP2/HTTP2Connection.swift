@@ -25,9 +25,9 @@ public final class HTTP2Connection: EventHandler {
     private var untried: ArraySlice<SocketAddress> = []
     private var peerName = ""
     private var connectTimeoutMs = 0, connectAttempts = 0
-    /// A server's session (nghttp2's), nil on a client.
+    /// A server's session (nghttp2's, for the mock), nil on a client.
     public private(set) var server: HTTP2ServerSession!
-    /// A client's session, nil on a server.
+    /// A client's session (our own framing), nil on a server.
     public private(set) var client: HTTP2ClientSession!
     /// The first stream id of client connections: tests start near the last one (2^31 - 1).
     nonisolated(unsafe) static var firstClientStream: Int32 = 1
@@ -189,7 +189,7 @@ public final class HTTP2Connection: EventHandler {
         }
     }
 
-    /// Writes everything nghttp2 has queued. Call after submitting a batch of requests.
+    /// Writes every frame the session has queued. Call after submitting a batch of requests.
     public func flush() throws {
         guard state == .open else { return }
         while true {

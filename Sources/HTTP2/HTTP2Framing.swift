@@ -9,11 +9,11 @@ public protocol HTTP2SessionDelegate: AnyObject {
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>)
     /// The peer sent END_STREAM: its request or response is complete.
     func http2EndStream(_ stream: Int32)
-    /// The stream is gone; `errorCode` is non-zero for RST_STREAM (e.g. REFUSED_STREAM = 7).
-    func http2StreamClosed(_ stream: Int32, errorCode: UInt32)
+    /// The stream is gone; `errorCode` is not `.noError` for a reset (`.refusedStream`, say).
+    func http2StreamClosed(_ stream: Int32, errorCode: HTTP2ErrorCode)
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS, each time SETTINGS arrive.
     func http2RemoteSettings(maxConcurrentStreams: Int)
-    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8])
+    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8])
     func http2PingAck()
     /// The peer acknowledged our latest SETTINGS: from now on it must follow them.
     func http2SettingsAcknowledged()
@@ -37,9 +37,21 @@ protocol HTTP2Framing: AnyObject {
     var wantsWrite: Bool { get }
 }
 
-/// A connection error of HTTP/2: nghttp2's code (the client session uses the same codes) and what was being done.
+/// A connection error of HTTP/2: the RFC 9113 code it amounts to, what was being done, and why.
 public struct HTTP2ProtocolError: Error, CustomStringConvertible {
-    public let code: Int32
+    public let code: HTTP2ErrorCode
     public let operation: String
-    public var description: String { "\(operation): \(String(cString: nghttp2_strerror(code)))" }
+    public let detail: String
+    public var description: String { "\(operation): \(detail) (\(code))" }
+
+    public init(_ code: HTTP2ErrorCode, operation: String, detail: String) {
+        self.code = code
+        self.operation = operation
+        self.detail = detail
+    }
+
+    /// A failed nghttp2 call (the server session's, the HPACK decoder's), in nghttp2's words.
+    static func nghttp2(_ rc: Int32, operation: String, code: HTTP2ErrorCode = .internalError) -> HTTP2ProtocolError {
+        HTTP2ProtocolError(code, operation: operation, detail: String(cString: nghttp2_strerror(rc)))
+    }
 }

@@ -50,7 +50,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, code, user in
             HTTP2ServerSession.with(user) { me in
                 me.forgetBody(stream)
-                me.delegate.http2StreamClosed(stream, errorCode: code)
+                me.delegate.http2StreamClosed(stream, errorCode: HTTP2ErrorCode(rawValue: code))
             }
             return 0
         }
@@ -62,14 +62,14 @@ public final class HTTP2ServerSession: HTTP2Framing {
         let user = CallbackContext.pointer(to: self)
         var mem = apnsw_pool_mem(pool)
         let rc = nghttp2_session_server_new3(&created, callbacks, user, option, &mem)
-        guard rc == 0, let created else { throw HTTP2ProtocolError(code: rc, operation: "creating the HTTP/2 session") }
+        guard rc == 0, let created else { throw .nghttp2(rc, operation: "creating the HTTP/2 session") }
         session = created
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20)]
         if let maxConcurrentStreams {
             settings.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(maxConcurrentStreams)))
         }
         let src = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
-        guard src == 0 else { throw HTTP2ProtocolError(code: src, operation: "submitting SETTINGS") }
+        guard src == 0 else { throw .nghttp2(src, operation: "submitting SETTINGS") }
         // A large connection window, so that the peer never waits on WINDOW_UPDATE.
         nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
     }
@@ -101,7 +101,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
         case Int(NGHTTP2_GOAWAY.rawValue):
             let g = frame.pointee.goaway
             let debug = g.opaque_data.map { Array(UnsafeBufferPointer(start: $0, count: g.opaque_data_len)) } ?? []
-            delegate.http2GoAway(lastStreamID: g.last_stream_id, errorCode: g.error_code, debugData: debug)
+            delegate.http2GoAway(lastStreamID: g.last_stream_id, errorCode: HTTP2ErrorCode(rawValue: g.error_code), debugData: debug)
         case Int(NGHTTP2_PING.rawValue):
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { delegate.http2PingAck() } else { delegate.http2PingReceived() }
         default:
@@ -134,13 +134,13 @@ public final class HTTP2ServerSession: HTTP2Framing {
     }
 
     /// Sends GOAWAY naming the last stream that will be processed.
-    public func submitGoAway(lastStreamID: Int32? = nil, errorCode: UInt32 = 0, debugData: [UInt8] = []) {
+    public func submitGoAway(lastStreamID: Int32? = nil, errorCode: HTTP2ErrorCode = .noError, debugData: [UInt8] = []) {
         let last = lastStreamID ?? nghttp2_session_get_last_proc_stream_id(session)
-        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode, debugData, debugData.count)
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode.rawValue, debugData, debugData.count)
     }
 
-    public func resetStream(_ stream: Int32, errorCode: UInt32) {
-        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode)
+    public func resetStream(_ stream: Int32, errorCode: HTTP2ErrorCode) {
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode.rawValue)
     }
 
     private static let readBody: nghttp2_data_source_read_callback = { _, stream, buf, length, flags, _, user in
@@ -168,7 +168,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
     /// Feeds received bytes to nghttp2, which calls the delegate.
     public func receive(_ bytes: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) {
         let rc = nghttp2_session_mem_recv(session, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if rc < 0 { throw HTTP2ProtocolError(code: Int32(rc), operation: "reading HTTP/2 frames") }
+        if rc < 0 { throw .nghttp2(Int32(rc), operation: "reading HTTP/2 frames", code: .protocolError) }
     }
 
     /// Appends pending frames to `out` until it holds at least `target` bytes or nothing is left.
@@ -177,7 +177,7 @@ public final class HTTP2ServerSession: HTTP2Framing {
         while out.count < target {
             var chunk: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &chunk)
-            if n < 0 { throw HTTP2ProtocolError(code: Int32(n), operation: "writing HTTP/2 frames") }
+            if n < 0 { throw .nghttp2(Int32(n), operation: "writing HTTP/2 frames") }
             if n == 0 { return }
             out.append(UnsafeRawBufferPointer(start: chunk, count: n))
         }

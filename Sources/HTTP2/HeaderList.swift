@@ -56,8 +56,8 @@ public struct HeaderList: ~Copyable {
         entries.append((name, value.range, sensitive, true))
     }
 
-    /// Adds a field. `name` must be a lowercase literal: nghttp2 sends it as it is, without the
-    /// copy and the lowercasing it gives other names. `sensitive` fields are never put into the
+    /// Adds a field. `name` must be a lowercase literal: HTTP/2 sends names in lowercase, and
+    /// both sessions send it as it is, uncopied. `sensitive` fields are never put into the
     /// HPACK table: values that change per request (`:path`, `apns-id`) would evict the useful
     /// entries (apns-protocol.md §2.3).
     public mutating func add(_ name: StaticString, _ value: String, sensitive: Bool = false) {
@@ -99,7 +99,7 @@ public struct HeaderList: ~Copyable {
         }
     }
 
-    /// The fields as nghttp2's array, built on the stack: one request costs no allocation here.
+    /// The fields as nghttp2's array, for the server session's responses, built on the stack.
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         // nghttp2 takes mutable pointers but only reads through them.
         let base = UnsafeMutablePointer(mutating: storage.bytes().baseAddress!.assumingMemoryBound(to: UInt8.self))

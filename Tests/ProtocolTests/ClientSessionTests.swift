@@ -23,12 +23,12 @@ final class ClientSessionTests: XCTestCase {
         }
         func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) { bodies[stream, default: []].append(contentsOf: bytes) }
         func http2EndStream(_ stream: Int32) { ended.append(stream) }
-        func http2StreamClosed(_ stream: Int32, errorCode: UInt32) { closed.append((stream, errorCode)) }
+        func http2StreamClosed(_ stream: Int32, errorCode: HTTP2ErrorCode) { closed.append((stream, errorCode.rawValue)) }
         func http2RemoteSettings(maxConcurrentStreams: Int) {
             settings += 1
             self.maxConcurrentStreams = maxConcurrentStreams
         }
-        func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) { goAways.append(lastStreamID) }
+        func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) { goAways.append(lastStreamID) }
         func http2PingAck() { pingAcks += 1 }
         func http2PingReceived() { pings += 1 }
         func http2SettingsAcknowledged() { acks += 1 }
@@ -333,7 +333,7 @@ final class ClientSessionTests: XCTestCase {
         let client = try Self.settledClient(up)
         let stream = try Self.submitOne(client)
         _ = try Self.drain(client)
-        client.resetStream(stream, errorCode: 8)
+        client.resetStream(stream, errorCode: .cancel)
         XCTAssertTrue(up.closed.isEmpty)
         let written = Self.frames(try Self.drain(client))
         XCTAssertTrue(written.contains { $0.type == 3 && $0.stream == stream && $0.payload == Self.uint32(8) })

@@ -98,7 +98,7 @@ extension ConnectionProbe {
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {}
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {}
     func http2EndStream(_ stream: Int32) {}
-    func http2StreamClosed(_ stream: Int32, errorCode: UInt32) {}
+    func http2StreamClosed(_ stream: Int32, errorCode: HTTP2ErrorCode) {}
     func http2RemoteSettings(maxConcurrentStreams: Int) {}
-    func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {}
+    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {}
 }
