@@ -68,6 +68,7 @@ public struct JSONWriter {
     /// Writes `bytes` as a quoted JSON string at `p`, which has room for
     /// `JSONCursor.room(forString:)` bytes. Returns how many it wrote. Plain runs are checked
     /// and copied eight bytes at a time, in one pass.
+    @usableFromInline
     static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = UInt8(ascii: "\"")
         var o = 1
@@ -146,6 +147,7 @@ public struct JSONWriter {
     /// The decimal digits of `v`, taken from the right into a stack buffer: dividing by the
     /// constant 10 is a multiplication, where dividing by a running power of ten was a hardware
     /// division per digit.
+    @inlinable
     static func withDecimal<R>(_ v: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var magnitude = v.magnitude

@@ -127,6 +127,13 @@ public final class Job: @unchecked Sendable {
         (range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)
     }
 
+    /// `withID` for a body that returns nothing, through no generic call (a record's writer
+    /// calls it from another module); false with no id.
+    public func withID(_ body: (UnsafeBufferPointer<UInt8>, _ isPlainJSON: Bool) -> Void) -> Bool {
+        let written: Void? = withID(body) // the generic one
+        return written != nil
+    }
+
     /// Bytes of the id's UTF-8.
     public var idCount: Int? {
         switch idField {

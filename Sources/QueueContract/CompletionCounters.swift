@@ -15,12 +15,13 @@ public enum QueueStat: String, Sendable {
 /// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.
 /// Neighbouring outcomes mostly share a pair, so the last one is checked first.
 public struct CounterPairs {
-    private var pairs: [(stat: QueueStat, app: String, count: Int)] = []
-    private var last = -1
+    @usableFromInline var pairs: [(stat: QueueStat, app: String, count: Int)] = []
+    @usableFromInline var last = -1
 
     public init() {}
 
     /// Counts one outcome; returns its pair's number.
+    @inlinable
     public mutating func count(stat: QueueStat, app: String) -> Int {
         if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
             last = pairs.firstIndex { $0.stat == stat && $0.app == app } ?? { pairs.append((stat, app, 0)); return pairs.count - 1 }()
@@ -50,10 +51,10 @@ public struct CounterPairs {
 /// for the batch's records to borrow. Neighbouring outcomes mostly share them, so the last one
 /// is checked first.
 public struct SharedFieldsCache {
-    private let worker: String
-    private let timeMs: Int64
-    private var all: [OutcomeRecord.SharedFields] = []
-    private var last = -1
+    @usableFromInline let worker: String
+    @usableFromInline let timeMs: Int64
+    @usableFromInline var all: [OutcomeRecord.SharedFields] = []
+    @usableFromInline var last = -1
 
     public init(worker: String, timeMs: Int64) {
         self.worker = worker
@@ -61,6 +62,7 @@ public struct SharedFieldsCache {
     }
 
     /// The JSON of the fields for `app` and `topic`, valid while this cache lives.
+    @inlinable
     public mutating func fields(app: String?, topic: String?) -> UnsafeBufferPointer<UInt8> {
         if last < 0 || all[last].app != app || all[last].topic != topic {
             last = all.firstIndex { $0.app == app && $0.topic == topic }

@@ -107,8 +107,9 @@ public struct AckGroups {
         }
     }
 
-    public private(set) var all: [Group] = []
-    private var last = -1
+    @usableFromInline var groups: [Group] = []
+    public var all: [Group] { groups }
+    @usableFromInline var last = -1
 
     public init() {}
 
@@ -116,9 +117,10 @@ public struct AckGroups {
     /// not the job's last (nil: the job is acked). Returns the job's group and the mark of a
     /// piece (an acked job's mark is its index, written as a number).
     /// Neighbours mostly share a batch.
+    @inlinable
     public mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, piece: String?) {
-        if last < 0 || all[last].batch !== batch {
-            last = all.firstIndex { $0.batch === batch } ?? { all.append(Group(batch: batch)); return all.count - 1 }()
+        if last < 0 || groups[last].batch !== batch {
+            last = groups.firstIndex { $0.batch === batch } ?? { groups.append(Group(batch: batch)); return groups.count - 1 }()
         }
         return note(index: index, piece: piece)
     }
@@ -126,19 +128,21 @@ public struct AckGroups {
     /// `note(_:index:piece:)` for a job that `isInLast` says is of the batch noted last, without
     /// reading its batch (`batch`): reading it counted a reference on it, which the I/O thread
     /// counts too.
+    @inlinable
     public mutating func note(isInLast: (ObjectIdentifier) -> Bool, batch: () -> TakenBatch, index: Int,
                               piece: String?) -> (group: Int, piece: String?) {
-        guard last >= 0, isInLast(all[last].id) else { return note(batch(), index: index, piece: piece) }
+        guard last >= 0, isInLast(groups[last].id) else { return note(batch(), index: index, piece: piece) }
         return note(index: index, piece: piece)
     }
 
-    private mutating func note(index: Int, piece: String?) -> (group: Int, piece: String?) {
+    @inlinable
+    mutating func note(index: Int, piece: String?) -> (group: Int, piece: String?) {
         guard let piece else {
-            all[last].acks.append(index)
+            groups[last].acks.append(index)
             return (last, nil)
         }
         let mark = "\(index):\(piece)"
-        all[last].pieces.append(mark)
+        groups[last].pieces.append(mark)
         return (last, mark)
     }
 
@@ -149,5 +153,5 @@ public struct AckGroups {
     public var finishing: [TakenBatch] { all.filter(\.finishes).map(\.batch) }
 
     /// Once the completion is recorded: its acked jobs are finished.
-    public func commit() { for g in all { g.batch.unfinished -= g.acks.count } }
+    public func commit() { for g in groups { g.batch.unfinished -= g.acks.count } }
 }

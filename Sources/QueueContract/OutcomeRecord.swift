@@ -13,14 +13,14 @@ public enum OutcomeRecord {
         /// The job's id, when there is no `job` to take it from.
         public var jobID: String?
         /// The job, whose id a record copies from the job's own bytes; lent (see `init(handle:lending:…)`).
-        let job: UncountedReference<Job>?
+        @usableFromInline let job: UncountedReference<Job>?
         /// `DeviceToken.absent` when the job has none. Not optional: copying an optional token out
         /// of a borrowed context, to look in it, went through generic value witnesses (400
         /// instructions a copy).
         public var token: DeviceToken
         /// App, topic, worker and time as JSON (`SharedFields`), which the records of a batch
         /// mostly share; `owner` keeps them when they are not lent.
-        let shared: UnsafeBufferPointer<UInt8>
+        @usableFromInline let shared: UnsafeBufferPointer<UInt8>
         private let owner: SharedFields?
 
         public init(handle: Int64, jobID: String?, token: DeviceToken?, shared: SharedFields) {
@@ -228,6 +228,7 @@ public enum OutcomeRecord {
 extension OutcomeRecord.Context {
     /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
     /// quotes), and their keys and separators (under 100 bytes).
+    @inlinable
     public var room: Int {
         ((job.map { $0.withObject(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
             + token.utf8Count + 2 + 22 + shared.count + 128
