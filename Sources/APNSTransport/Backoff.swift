@@ -1,4 +1,5 @@
-/// Capped exponential backoff with full jitter, as a value.
+/// Capped exponential backoff with jitter, as a value: each delay is drawn from the upper half of
+/// its step (`ceiling/2...ceiling`), so delays spread out and still grow.
 public struct Backoff: Sendable {
     public let baseMs: Int
     public let capMs: Int

@@ -14,8 +14,7 @@ import PointerTricks
 /// Writes decided outcomes to Redis in batches, each job's ack in the same atomic step as its
 /// records (QueueScripts.complete), then frees room in the gate. One per I/O thread, on its
 /// event loop: outcomes are written by the thread that decided them, on a connection of its
-/// own, without a hand-over to another thread (a completion thread of its own made 9-10
-/// context switches per 1,000 jobs).
+/// own, without a hand-over to another thread.
 final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the owning loop's thread only, but `submit`
     private let keys: QueueKeys
     private let workerID: String

@@ -11,9 +11,8 @@ import APNSTransport
 /// Takes jobs from Redis in atomic batches for one I/O thread, on that thread's event loop:
 /// parses and checks them, hands sendable ones to the thread's connections and bad ones straight
 /// to the completer. The loop waits on Redis as it waits on APNs (a `LoopRedis` in its epoll
-/// set), so a batch crosses no thread on its way out. A fetch thread of its own blocked on each
-/// reply and on the gate, and woke the I/O thread per batch: the process made 30-31 context
-/// switches per 1,000 jobs then, 20-21 with the fetcher on the loop, 7-8 with the completer too.
+/// set), so a batch crosses no thread on its way out (a thread of its own cost context switches:
+/// docs/performance.md).
 final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's thread only, but `stop`
     private let keys: QueueKeys
     private let workerID: String

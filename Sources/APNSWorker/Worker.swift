@@ -149,12 +149,12 @@ public final class Worker: @unchecked Sendable {
         }
     }
 
-    /// Stops taking jobs, lets in-flight ones finish within the grace period, writes their
-    /// outcomes, and hands any still unfinished back to the queue.
     /// In-flight gauge and app list for the health server.
     var inFlight: Int { gate.current }
     var appRuntimes: [AppRuntime] { apps }
 
+    /// Stops taking jobs, lets in-flight ones finish within the grace period, writes their
+    /// outcomes, and hands any still unfinished back to the queue.
     public func shutdown() {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
         for thread in ioThreads { thread.fetcher?.stop() }
