@@ -7,13 +7,13 @@ import Configuration
 
 /// What every `apnsctl` command works with: one Redis connection, the queue's keys, the output mode.
 public final class AdminContext {
-    public let redis: RedisConnection
+    public let redis: BlockingRedisConnection
     public let keys: QueueKeys
     public let json: Bool
     public let configuration: WorkerConfiguration?
     private let output: (String) -> Void
 
-    public init(redis: RedisConnection, keys: QueueKeys, json: Bool, configuration: WorkerConfiguration? = nil,
+    public init(redis: BlockingRedisConnection, keys: QueueKeys, json: Bool, configuration: WorkerConfiguration? = nil,
                 output: @escaping (String) -> Void = { print($0) }) {
         self.redis = redis
         self.keys = keys

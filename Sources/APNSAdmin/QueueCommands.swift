@@ -149,7 +149,7 @@ public enum QueueCommands {
             }
         }
         do {
-            let r = try RedisConnection(config.redis, timeoutMs: 2000)
+            let r = try BlockingRedisConnection(config.redis, timeoutMs: 2000)
             _ = try r.command(["PING"])
             ok("redis \(config.redis) answers")
         } catch {

@@ -15,15 +15,15 @@ import PointerTricks
 /// records (QueueScripts.complete), then frees room in the gate. One per I/O thread, on its
 /// event loop: outcomes are written by the thread that decided them, on a connection of its
 /// own, without a hand-over to another thread.
-final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the owning loop's thread only, but `submit`
+final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { // the owning loop's thread only, but `submit`
     private let keys: QueueKeys
     private let workerID: String
     private let configuration: WorkerConfiguration
-    private let gate: InflightGate
+    private let gate: InFlightGate
     private let metrics: Metrics
     private let logger: Logger
     private let loop: EventLoop
-    private let redis: LoopRedis
+    private let redis: EventLoopRedisConnection
     /// Outcomes waiting for the next transaction.
     private var queue: [FinishedJob] = []
     /// Outcomes being written, a chunk at a time, and where the chunk being written starts and ends.
@@ -52,7 +52,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
     private var stopping = false
     private var stopped: (@Sendable () -> Void)?
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate,
+    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InFlightGate,
          metrics: Metrics, logger: Logger, loop: EventLoop, linger: TimeInterval = 0.002) {
         lingerMs = max(1, Int((linger * 1000).rounded()))
         self.keys = keys
@@ -62,7 +62,7 @@ final class Completer: LoopRedisOwner, DecidedSink, @unchecked Sendable { // the
         self.metrics = metrics
         self.logger = logger
         self.loop = loop
-        redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
+        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, caps: configuration.recordCaps)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
         redis.owner = self

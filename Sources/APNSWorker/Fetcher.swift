@@ -10,23 +10,23 @@ import APNSTransport
 
 /// Takes jobs from Redis in atomic batches for one I/O thread, on that thread's event loop:
 /// parses and checks them, hands sendable ones to the thread's connections and bad ones straight
-/// to the completer. The loop waits on Redis as it waits on APNs (a `LoopRedis` in its epoll
+/// to the completer. The loop waits on Redis as it waits on APNs (a `EventLoopRedisConnection` in its epoll
 /// set), so a batch crosses no thread on its way out (a thread of its own cost context switches:
 /// docs/performance.md).
-final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's thread only, but `stop`
+final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning loop's thread only, but `stop`
     private let keys: QueueKeys
     private let workerID: String
     private let configuration: WorkerConfiguration
     private let apps: [AppRuntime]
     private let completer: Completer
-    private let gate: InflightGate
+    private let gate: InFlightGate
     private let logger: Logger
     private let templates: TemplateSource
     private let batchIDs: BatchIDs
     /// Where sendable jobs go: the owning loop's queue of sends (loop thread).
     private let deliver: ([SendRequest?]) -> Void
     private let loop: EventLoop
-    private let redis: LoopRedis
+    private let redis: EventLoopRedisConnection
     /// Replies awaited, oldest first.
     private var expected: [Expected] = []
     /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
@@ -50,7 +50,7 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
     }
 
     init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
-         gate: InflightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest?]) -> Void) throws {
+         gate: InFlightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest?]) -> Void) throws {
         self.loop = loop
         self.keys = keys
         self.workerID = workerID
@@ -62,7 +62,7 @@ final class Fetcher: LoopRedisOwner, @unchecked Sendable { // the owning loop's 
         self.logger = logger
         self.deliver = deliver
         templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
-        redis = LoopRedis(configuration.redis, loop: loop, logger: logger)
+        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger)
         redis.owner = self
     }
 

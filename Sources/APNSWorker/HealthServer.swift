@@ -13,7 +13,7 @@ final class HealthServer: @unchecked Sendable {
     private unowned let worker: Worker
     private let logger: Logger
     private let runner = ThreadRunner()
-    private var redis: RedisConnection?
+    private var redis: BlockingRedisConnection?
 
     init(port: Int, host: String, worker: Worker, logger: Logger) throws {
         (fd, self.port) = try Socket.listen(host: host, port: port)
@@ -103,9 +103,9 @@ final class HealthServer: @unchecked Sendable {
     }
 
     /// One short-timeout connection, replaced after any error.
-    private func withRedis<R>(_ body: (RedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
+    private func withRedis<R>(_ body: (BlockingRedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
         do {
-            if redis == nil { redis = try RedisConnection(worker.configuration.redis, timeoutMs: 500) }
+            if redis == nil { redis = try BlockingRedisConnection(worker.configuration.redis, timeoutMs: 500) }
             return try body(redis!)
         } catch {
             redis = nil

@@ -14,7 +14,7 @@ final class Housekeeper: @unchecked Sendable {
     private let workerID: String
     private let configuration: WorkerConfiguration
     private let logger: Logger
-    private let redis: RedisLink
+    private let redis: ReconnectingRedisConnection
     private let runner = ThreadRunner()
     private let metrics: Metrics
     private let intervalMs: Int
@@ -25,7 +25,7 @@ final class Housekeeper: @unchecked Sendable {
         self.workerID = workerID
         self.configuration = configuration
         self.logger = logger
-        redis = RedisLink(configuration.redis, timeoutMs: 5000, logger: logger)
+        redis = ReconnectingRedisConnection(configuration.redis, timeoutMs: 5000, logger: logger)
         // Three or more renewals per lease; due retries wait at most 100 ms for promotion.
         intervalMs = max(20, min(100, configuration.leaseMs / 3))
     }
@@ -74,7 +74,7 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    private func recover(_ r: RedisConnection, worker: String, mode: InFlightJobs.Recovery) throws(RedisError) {
+    private func recover(_ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery) throws(RedisError) {
         let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
                                                                    caps: configuration.recordCaps, mode: mode)
         if requeued + poisoned > 0 {

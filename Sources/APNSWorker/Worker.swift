@@ -17,7 +17,7 @@ public final class Worker: @unchecked Sendable {
     public let keys: QueueKeys
     private let logger: Logger
     private let apps: [AppRuntime]
-    private let gate: InflightGate
+    private let gate: InFlightGate
     private let ioThreads: [IOThread]
     private let housekeeper: Housekeeper
     public let metrics: Metrics
@@ -42,7 +42,7 @@ public final class Worker: @unchecked Sendable {
             providers[id] = jwt
             return try AppRuntime(app, jwt: jwt)
         }
-        let gate = InflightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
+        let gate = InFlightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
         let settings = APNSSender.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
                                          requestTimeoutMs: configuration.requestTimeoutMs,
@@ -164,7 +164,7 @@ public final class Worker: @unchecked Sendable {
         healthServer?.stop()
         var handedBack: Int64 = 0
         do {
-            let redis = try RedisConnection(configuration.redis, timeoutMs: 5000)
+            let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
             handedBack = try InFlightJobs.handBack(redis, keys, worker: workerID)
         } catch {
             logger.error("cannot hand unfinished jobs back; they will be recovered when the lease runs out", ["error": .string("\(error)")])

@@ -37,7 +37,7 @@ public struct CompletionTransaction {
     /// XADDs with this type's prefixes, written straight into the transaction), the trims, the
     /// counters and the acks of `groups`. The oldest batch touched must have been checked
     /// (`check`) since the take-back key was WATCHed, and `t` is sent with the check of the
-    /// next oldest after it (`RedisPipe.send(_:then:)`).
+    /// next oldest after it (`NonBlockingRedisConnection.send(_:then:)`).
     public func fill(_ t: inout RedisTransaction, groups: AckGroups, counters: CounterPairs, records: (inout RedisTransaction) -> Added) {
         // Records first, acks last: Redis does not roll back, so a command failing halfway
         // (out of memory, say) leaves jobs in flight to be recorded again, never acked unrecorded.

@@ -6,12 +6,12 @@ import RedisClient
 /// must name every key they touch (Redis Cluster), so the batches are listed first.
 public enum InFlightJobs {
     /// The ids of the worker's batches.
-    public static func batchIDs(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> [String] {
+    public static func batchIDs(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> [String] {
         try r.command(["HKEYS", keys.batches(worker: worker)]).array.compactMap(\.text)
     }
 
     /// How many of the worker's jobs are unfinished.
-    public static func count(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
+    public static func count(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
         let ids = try batchIDs(r, keys, worker: worker)
         var commands: [[[UInt8]]] = []
         for id in ids {
@@ -28,7 +28,7 @@ public enum InFlightJobs {
     }
 
     /// Hands the worker's unfinished jobs back to the queue (shutdown). Returns how many.
-    public static func handBack(_ r: RedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
+    public static func handBack(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
         let ids = try batchIDs(r, keys, worker: worker)
         return try r.run(QueueScripts.handBack, keys: [keys.jobs, keys.workers, keys.takeback(worker: worker)] + scriptKeys(keys, worker, ids),
                          args: ([worker] + ids).map { Array($0.utf8) }).integer ?? 0
@@ -43,7 +43,7 @@ public enum InFlightJobs {
     }
 
     /// Takes back a worker's jobs if `mode` allows. Returns (requeued, poison pills).
-    public static func recover(_ r: RedisConnection, _ keys: QueueKeys, worker: String, maxRecoveries: Int, caps: RecordCaps,
+    public static func recover(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String, maxRecoveries: Int, caps: RecordCaps,
                         mode: Recovery) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
         let ids = try batchIDs(r, keys, worker: worker)
         let reply = try r.run(QueueScripts.recover,

@@ -114,7 +114,7 @@ public struct RedisArgs {
     }
 }
 
-extension RedisConnection {
+extension BlockingRedisConnection {
     /// Runs a script whose `EVALSHA` header `args` already holds (`RedisArgs(script:keys:)`).
     /// After NOSCRIPT (a restarted Redis) it loads the script and runs it again.
     public func run(_ script: RedisScript, _ args: RedisArgs) throws(RedisError) -> RedisReply {

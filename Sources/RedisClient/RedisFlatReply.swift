@@ -6,7 +6,7 @@ import CHiredis
 /// Valid only inside the `run(_:_:flat:)` body that it is handed to.
 public struct RedisFlatReply {
     fileprivate let storage: UnsafeMutablePointer<apnsw_flat_reply>
-    /// From a `RedisPipe` group with skipped replies: whether the last of them was an array (a
+    /// From a `NonBlockingRedisConnection` group with skipped replies: whether the last of them was an array (a
     /// transaction's EXEC: it ran), its elements scanned but not kept.
     public let skippedArray: Bool
 
@@ -68,7 +68,7 @@ public struct RedisFlatReply {
     private func item(_ i: Int) -> apnsw_flat_item { storage.pointee.items[i] }
 }
 
-extension RedisConnection {
+extension BlockingRedisConnection {
     /// Runs `script` and hands its reply, read flat, to `body`. After NOSCRIPT (a restarted
     /// Redis) it loads the script and runs it again. Server errors are thrown.
     public func run<R>(_ script: RedisScript, _ args: RedisArgs, flat body: (RedisFlatReply) throws(RedisError) -> R) throws(RedisError) -> R {

@@ -11,7 +11,7 @@ public struct RedisScript: Sendable {
     }
 }
 
-extension RedisConnection {
+extension BlockingRedisConnection {
     /// Runs `script` atomically with `keys` and `args`; server errors are thrown.
     public func run(_ script: RedisScript, keys: [String], args: [[UInt8]]) throws(RedisError) -> RedisReply {
         var packed = RedisArgs(script: script, keys: keys, capacity: args.reduce(256) { $0 + $1.count })

@@ -2,7 +2,7 @@ import Buffers
 import CHiredis
 
 /// Commands for one MULTI … EXEC, encoded end to end in one buffer. Their replies are counted,
-/// not built (`RedisConnection.exec`): a transaction of a thousand commands allocates nothing
+/// not built (`BlockingRedisConnection.exec`): a transaction of a thousand commands allocates nothing
 /// per reply, and Redis runs each command directly instead of through a Lua call.
 /// Not copyable: it owns its buffer.
 public struct RedisTransaction: ~Copyable {
@@ -63,7 +63,7 @@ public struct RedisTransaction: ~Copyable {
     }
 }
 
-extension RedisConnection {
+extension BlockingRedisConnection {
     /// Runs `transaction`. Returns false, with nothing applied, when a key WATCHed on this
     /// connection changed since the WATCH. An error reply, queued or run, is thrown; Redis
     /// does not roll back the commands that ran before it.
@@ -93,7 +93,7 @@ extension RedisConnection {
     }
 }
 
-extension RedisPipe {
+extension NonBlockingRedisConnection {
     /// Queues `transaction`, then `next`, as one group. MULTI's and each command's
     /// acknowledgement are checked and dropped (an error among them is thrown by `nextReply`).
     /// Without `next`, EXEC's reply comes back read flat (nil when a WATCHed key changed). With

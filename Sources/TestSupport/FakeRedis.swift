@@ -22,7 +22,7 @@ public enum FakeRedis {
                     c.sendall(data[i:i + n]); i += n
                     if pieces: time.sleep(0.0002)
             """, String(port), answer.map { String(format: "%02x", $0) }.joined(), inPieces ? "1" : "0"], outputFile: log)
-        guard waitUntil(timeout: 10, { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil }) else {
+        guard waitUntil(timeout: 10, { (try? BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil }) else {
             server.signal(SIGKILL)
             throw TestSupportError("the fake Redis on port \(port) did not start")
         }

@@ -29,7 +29,7 @@ public final class TestRedis: @unchecked Sendable {
             endpoint = RedisEndpoint(host: "127.0.0.1", port: freePort(), password: password)
             try startServer()
         }
-        guard waitUntil(timeout: 10, { (try? RedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
+        guard waitUntil(timeout: 10, { (try? BlockingRedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
             throw TestSupportError("redis-server at \(endpoint) is not reachable (is redis-server installed? run scripts/test)")
         }
     }
@@ -57,12 +57,12 @@ public final class TestRedis: @unchecked Sendable {
     /// Starts a dedicated server again on the same port, with the same data directory.
     public func restart() throws {
         try startServer()
-        guard waitUntil(timeout: 10, { (try? RedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
+        guard waitUntil(timeout: 10, { (try? BlockingRedisConnection(endpoint, timeoutMs: 500)) != nil }) else {
             throw TestSupportError("redis-server did not come back")
         }
     }
 
-    public func connect() throws -> RedisConnection { try RedisConnection(endpoint, timeoutMs: 5000) }
+    public func connect() throws -> BlockingRedisConnection { try BlockingRedisConnection(endpoint, timeoutMs: 5000) }
 
     /// Deletes every key of `queue` (shared servers are used by many tests, each on its own queue).
     public func reset(queue: String) throws {

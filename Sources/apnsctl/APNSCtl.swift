@@ -124,8 +124,8 @@ struct APNSCtl {
             exit(errors > 0 ? 1 : 0)
         }
 
-        let redis: RedisConnection
-        do { redis = try RedisConnection(endpoint, timeoutMs: 10_000) } catch { fail("\(error)", code: 3) }
+        let redis: BlockingRedisConnection
+        do { redis = try BlockingRedisConnection(endpoint, timeoutMs: 10_000) } catch { fail("\(error)", code: 3) }
         let ctx = AdminContext(redis: redis, keys: QueueKeys(queue: queue), json: flag("json"), configuration: config)
 
         func filter(ids: ArraySlice<String>) throws -> DeadLetterFilter {

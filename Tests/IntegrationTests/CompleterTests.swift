@@ -149,7 +149,7 @@ final class CompleterTests: XCTestCase {
                 threading.Thread(target=pump, args=(u, c, state, False), daemon=True).start()
             """, String(port), String(redis.endpoint.port)], outputFile: directory.file("proxy.log"))
         defer { proxy.signal(SIGKILL); _ = proxy.wait(timeout: 5) }
-        XCTAssertTrue(waitUntil(timeout: 10) { (try? RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
         let (completer, gate) = try startCompleter(keys, RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password))
         defer { completer.stop() }
         let b1 = try openBatch(r, keys, completer, "b-1", first: 1, jobs: 4)
@@ -196,7 +196,7 @@ final class CompleterTests: XCTestCase {
     /// A running completer on a fresh queue, with one batch ("b-1") of `jobs` in flight in Redis,
     /// open in the completer and counted in the gate as decided.
     private struct OneBatch {
-        let redis: TestRedis, keys: QueueKeys, r: RedisConnection, completer: LoopCompleter, gate: InflightGate, batch: TakenBatch
+        let redis: TestRedis, keys: QueueKeys, r: BlockingRedisConnection, completer: LoopCompleter, gate: InFlightGate, batch: TakenBatch
 
         init(_ test: CompleterTests, jobs: Int) throws {
             redis = try TestRedis()
@@ -226,7 +226,7 @@ final class CompleterTests: XCTestCase {
         configuration.batchSize = 8 // recording capacity 8: a full transaction is 4
         configuration.connections = 1
         configuration.streams = 1
-        let gate = InflightGate(sendingCapacity: 100, recordingCapacity: 100)
+        let gate = InFlightGate(sendingCapacity: 100, recordingCapacity: 100)
         // A linger longer than the test: only a full transaction is written.
         let completer = try LoopCompleter(keys: keys, workerID: worker, configuration: configuration, gate: gate, linger: 60)
         defer { completer.stop() }
@@ -247,10 +247,10 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try execs() - before, 1, "one transaction for the four")
     }
 
-    private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) throws -> (LoopCompleter, InflightGate) {
+    private func startCompleter(_ keys: QueueKeys, _ endpoint: RedisEndpoint) throws -> (LoopCompleter, InFlightGate) {
         var configuration = WorkerConfiguration()
         configuration.redis = endpoint
-        let gate = InflightGate(sendingCapacity: 100, recordingCapacity: 100)
+        let gate = InFlightGate(sendingCapacity: 100, recordingCapacity: 100)
         return (try LoopCompleter(keys: keys, workerID: worker, configuration: configuration, gate: gate), gate)
     }
 
@@ -259,7 +259,7 @@ final class CompleterTests: XCTestCase {
         let completer: Completer
         private let loop: EventLoop
 
-        init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InflightGate, linger: TimeInterval = 0.002) throws {
+        init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InFlightGate, linger: TimeInterval = 0.002) throws {
             loop = try EventLoop()
             completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate, metrics: Metrics(),
                                   logger: Logger(level: .error), loop: loop, linger: linger)
@@ -282,19 +282,19 @@ final class CompleterTests: XCTestCase {
     }
 
     /// A batch in flight in Redis, as a fetch leaves it.
-    private func batch(_ r: RedisConnection, _ keys: QueueKeys, _ id: String, number: Int, first: Int, jobs: Int) throws -> TakenBatch {
+    private func batch(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ id: String, number: Int, first: Int, jobs: Int) throws -> TakenBatch {
         try storeBatch(r, keys, id, first: first, jobs: jobs)
         return TakenBatch(id: id, number: number, jobs: jobs)
     }
 
     /// A batch in Redis, opened with `completer` as its fetcher would.
-    private func openBatch(_ r: RedisConnection, _ keys: QueueKeys, _ completer: LoopCompleter, _ id: String, first: Int, jobs: Int) throws -> TakenBatch {
+    private func openBatch(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ completer: LoopCompleter, _ id: String, first: Int, jobs: Int) throws -> TakenBatch {
         try storeBatch(r, keys, id, first: first, jobs: jobs)
         return completer.unfinished.open(id: id, jobs: jobs)
     }
 
     /// The batch's list of jobs and its entry in the worker's batches, as the fetch script leaves them.
-    private func storeBatch(_ r: RedisConnection, _ keys: QueueKeys, _ id: String, first: Int, jobs: Int) throws {
+    private func storeBatch(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ id: String, first: Int, jobs: Int) throws {
         _ = try r.command(["RPUSH", keys.batch(worker: worker, id: id)] + Array(repeating: "{}", count: jobs))
         _ = try r.command(["HSET", keys.batches(worker: worker), id, String(first)])
     }
@@ -323,12 +323,12 @@ final class CompleterTests: XCTestCase {
                 outcome: outcome, attempts: [], recoveries: 0)
     }
 
-    private func stats(_ r: RedisConnection, _ keys: QueueKeys) throws -> [String: Int64] {
+    private func stats(_ r: BlockingRedisConnection, _ keys: QueueKeys) throws -> [String: Int64] {
         let flat = try r.command(["HGETALL", keys.stats]).array
         return Dictionary(uniqueKeysWithValues: stride(from: 0, to: flat.count, by: 2).map { (flat[$0].text!, flat[$0 + 1].integer!) })
     }
 
-    private func waitFor(_ r: RedisConnection, _ command: [String], equals value: Int64) throws {
+    private func waitFor(_ r: BlockingRedisConnection, _ command: [String], equals value: Int64) throws {
         let deadline = Date().addingTimeInterval(10)
         while try r.command(command).integer != value {
             guard Date() < deadline else { return XCTFail("\(command) never reached \(value)") }

@@ -43,7 +43,7 @@ final class FetchScriptTests: XCTestCase {
         XCTAssertTrue(missing.isEmpty, "a fetch that never ran left nothing to send")
     }
 
-    private func fetch(_ r: RedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {
+    private func fetch(_ r: BlockingRedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {
         var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: worker, id: id), keys.batches(worker: worker),
                                                                  keys.workers, keys.staging(worker: worker), keys.handleCounter])
         for a in [String(max), worker, "15000", id] { args.append(a) }

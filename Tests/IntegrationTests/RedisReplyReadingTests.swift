@@ -54,7 +54,7 @@ final class RedisReplyReadingTests: XCTestCase {
         let port = freePort()
         let server = try FakeRedis.start(answering: bytes, inPieces: true, port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
-        let r = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 10_000)
+        let r = try BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 10_000)
         let items = try r.commands([RedisArgs(["PING"]), RedisArgs(["PING"])]) { (reply) throws(RedisError) in
             (0..<reply.count).map { RandomReplies.describe(reply, $0) }
         }
@@ -71,12 +71,12 @@ final class RedisReplyReadingTests: XCTestCase {
         let server = try FakeRedis.start(answering: Array("*2\r\n:1\r\n".utf8), port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
         let script = RedisScript("return 1")
-        var flat: RedisConnection? = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
+        var flat: BlockingRedisConnection? = try BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
         XCTAssertThrowsError(try flat!.run(script, RedisArgs(script: script, keys: [])) { (_) throws(RedisError) in 0 }) {
             guard case RedisError.io = $0 else { return XCTFail("\($0)") }
         }
         flat = nil
-        var counted: RedisConnection? = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
+        var counted: BlockingRedisConnection? = try BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)
         var t = RedisTransaction()
         var ping = RedisArgs()
         ping.append("PING")
@@ -92,7 +92,7 @@ final class RedisReplyReadingTests: XCTestCase {
         let port = freePort()
         let server = try FakeRedis.start(answering: Array("+OK\r\n*2\r\n:1\r\n!what\r\n".utf8), port: port, log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
-        let r = try RedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)
+        let r = try BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)
         var t = RedisTransaction()
         t.append(RedisArgs(["PING"]))
         XCTAssertThrowsError(try r.exec(&t)) {

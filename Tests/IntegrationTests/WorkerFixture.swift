@@ -82,7 +82,7 @@ final class WorkerFixture: @unchecked Sendable {
         return w
     }
 
-    func connect() throws -> RedisConnection { try redis.connect() }
+    func connect() throws -> BlockingRedisConnection { try redis.connect() }
 
     /// How many jobs a worker holds unfinished in Redis.
     func inFlight(_ worker: String) throws -> Int64 { try InFlightJobs.count(connect(), keys, worker: worker) }

@@ -275,7 +275,7 @@ final class WorkerValuesTests: XCTestCase {
     /// Sends and unrecorded outcomes are bounded apart: a completion backlog within its own
     /// limit does not hold the fetcher back, one above it does, and recording frees it.
     func testGateBoundsSendingAndRecordingApart() {
-        let gate = InflightGate(sendingCapacity: 10, recordingCapacity: 5)
+        let gate = InFlightGate(sendingCapacity: 10, recordingCapacity: 5)
         let woken = DispatchSemaphore(value: 0)
         gate.add(sent: 8, decided: 1)
         XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: {}), "8 sending + 3 > 10")
@@ -296,7 +296,7 @@ final class WorkerValuesTests: XCTestCase {
     /// that free room a little at a time wake the fetcher when the last of it comes (once), and
     /// the last record wakes a shutdown waiting to drain.
     func testGateWakesEachWaiterWhenItsConditionHolds() {
-        let gate = InflightGate(sendingCapacity: 10, recordingCapacity: 100)
+        let gate = InFlightGate(sendingCapacity: 10, recordingCapacity: 100)
         gate.add(sent: 10, decided: 0)
         let wakes = Mutex<[Int]>([])
         let woken = DispatchSemaphore(value: 0)

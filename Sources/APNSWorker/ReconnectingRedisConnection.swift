@@ -3,12 +3,13 @@ import RedisClient
 import Telemetry
 import APNSTransport
 
-/// A Redis connection that reconnects with capped, jittered backoff. One per thread.
-final class RedisLink {
+/// A `BlockingRedisConnection` that reconnects with capped, jittered backoff, for the
+/// housekeeping thread. One per thread.
+final class ReconnectingRedisConnection {
     private let endpoint: RedisEndpoint
     private let timeoutMs: Int
     private let logger: Logger
-    private var connection: RedisConnection?
+    private var connection: BlockingRedisConnection?
     private var backoff = Backoff(baseMs: 100, capMs: 5000)
 
     init(_ endpoint: RedisEndpoint, timeoutMs: Int, logger: Logger) {
@@ -19,10 +20,10 @@ final class RedisLink {
 
     /// Runs `body` on a live connection. On an I/O error the connection is dropped, and the
     /// error rethrown after a backoff pause, so callers simply try again.
-    func with<R>(_ body: (RedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
+    func with<R>(_ body: (BlockingRedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
         do {
             if connection == nil {
-                connection = try RedisConnection(endpoint, timeoutMs: timeoutMs)
+                connection = try BlockingRedisConnection(endpoint, timeoutMs: timeoutMs)
                 if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
                 backoff.reset()
             }

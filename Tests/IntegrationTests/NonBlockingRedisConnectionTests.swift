@@ -5,7 +5,7 @@ import XCTest
 
 /// The non-blocking connection an I/O thread fetches on, driven with poll(2) as an event loop
 /// drives it: replies arriving in pieces, groups in order, the handshake, errors.
-final class RedisPipeTests: XCTestCase {
+final class NonBlockingRedisConnectionTests: XCTestCase {
     /// Replies of random shapes, arriving a few bytes at a time, come back group by group, each
     /// whole; a group's skipped replies are read and dropped.
     func testGroupsComeBackWholeAndInOrderAsRepliesArriveInPieces() throws {
@@ -16,7 +16,7 @@ final class RedisPipeTests: XCTestCase {
         let server = try FakeRedis.start(answering: first.resp + skipped.resp + second.resp, inPieces: true, port: port,
                                          log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
-        let pipe = try RedisPipe(RedisEndpoint(host: "127.0.0.1", port: port))
+        let pipe = try NonBlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port))
         try pipe.send([RedisArgs(["PING"])])
         try pipe.send([RedisArgs(["PING"]), RedisArgs(["PING"])], skipping: 1)
         var groups: [[String]] = []
@@ -32,7 +32,7 @@ final class RedisPipeTests: XCTestCase {
         let password = "pipe-secret-7f3a"
         let redis = try TestRedis(dedicated: true, password: password)
         var endpoint = redis.endpoint
-        let pipe = try RedisPipe(endpoint)
+        let pipe = try NonBlockingRedisConnection(endpoint)
         try pipe.send([RedisArgs(["SET", "pipe:k", "v"]), RedisArgs(["GET", "pipe:k"])], skipping: 1)
         try pump(pipe, replies: 1) { reply in XCTAssertEqual(reply.bytes(0), Array("v".utf8)) }
 
@@ -42,7 +42,7 @@ final class RedisPipeTests: XCTestCase {
         }
 
         endpoint.password = "wrong"
-        let refused = try RedisPipe(endpoint)
+        let refused = try NonBlockingRedisConnection(endpoint)
         try refused.send([RedisArgs(["PING"])])
         XCTAssertThrowsError(try pump(refused, replies: 1) { _ in XCTFail("no reply without authentication") }) {
             XCTAssertTrue("\($0)".contains("authentication to \(endpoint) failed"), "\($0)")
@@ -58,7 +58,7 @@ final class RedisPipeTests: XCTestCase {
         let key = "pipe-t\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let other = try redis.connect()
         defer { _ = try? other.command(["DEL", key, key + ":w"]) }
-        let pipe = try RedisPipe(redis.endpoint)
+        let pipe = try NonBlockingRedisConnection(redis.endpoint)
         var t = RedisTransaction()
         t.append(RedisArgs(["RPUSH", key, "a"]))
         try pipe.send(&t, then: [RedisArgs(["LLEN", key])])
@@ -97,7 +97,7 @@ final class RedisPipeTests: XCTestCase {
     /// Nothing listening: the connect fails as an I/O error, whether at once or once polled.
     func testAConnectToNothingIsAnIOError() throws {
         XCTAssertThrowsError(try {
-            let pipe = try RedisPipe(RedisEndpoint(host: "127.0.0.1", port: freePort()))
+            let pipe = try NonBlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: freePort()))
             try pipe.send([RedisArgs(["PING"])])
             try pump(pipe, replies: 1) { _ in }
         }()) { error in
@@ -107,7 +107,7 @@ final class RedisPipeTests: XCTestCase {
 
     /// What an event loop does: waits with poll(2), writes when writable, reads when readable,
     /// and hands over each complete group.
-    private func pump(_ pipe: RedisPipe, replies n: Int, timeout: Double = 10, _ take: (RedisFlatReply) -> Void) throws {
+    private func pump(_ pipe: NonBlockingRedisConnection, replies n: Int, timeout: Double = 10, _ take: (RedisFlatReply) -> Void) throws {
         var got = 0
         let deadline = Date(timeIntervalSinceNow: timeout)
         while got < n {

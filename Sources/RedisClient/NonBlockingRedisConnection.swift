@@ -5,8 +5,8 @@ import Glibc
 /// A Redis connection that never blocks, for a thread that waits on epoll: its owner watches
 /// `fd`, calls `writable()` and `readable()` when epoll says so, and takes each group's replies
 /// from `nextReply()`. Commands go in groups, answered in order; a group's replies come back
-/// read flat, as `RedisConnection.run(_:_:flat:)` reads them. Owned by one thread.
-public final class RedisPipe {
+/// read flat, as `BlockingRedisConnection.run(_:_:flat:)` reads them. Owned by one thread.
+public final class NonBlockingRedisConnection {
     /// redisContext*, owned by the thread that owns this pipe.
     private let context: UnsafeMutablePointer<redisContext>
     public let endpoint: RedisEndpoint

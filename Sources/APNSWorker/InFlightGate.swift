@@ -8,7 +8,7 @@ import Foundation
 ///   about twice what the connections carry (the completer gathers half of it per transaction).
 /// Counting the stages apart keeps a completion backlog from stalling the connections, and a
 /// slow Redis from piling up outcomes: the process never holds more than the two limits.
-final class InflightGate: @unchecked Sendable {
+final class InFlightGate: @unchecked Sendable {
     private let condition = NSCondition()
     private var sending = 0
     private var recording = 0

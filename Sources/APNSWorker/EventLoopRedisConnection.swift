@@ -3,8 +3,8 @@ import RedisClient
 import Telemetry
 import APNSTransport
 
-/// What a `LoopRedis` tells its owner, on the loop's thread.
-protocol LoopRedisOwner: AnyObject {
+/// What a `EventLoopRedisConnection` tells its owner, on the loop's thread.
+protocol EventLoopRedisOwner: AnyObject {
     /// Connected (again): requests can be sent.
     func redisConnected()
     /// The replies of the oldest group sent, read flat (valid during the call). An error thrown
@@ -15,18 +15,18 @@ protocol LoopRedisOwner: AnyObject {
     func redisFailed(_ error: RedisError)
 }
 
-/// A `RedisPipe` in an event loop's epoll set: connects and reconnects with capped, jittered
-/// backoff, hands each group's replies to its owner in order, and drops a connection whose
-/// reply is late, as a blocking call's timeout would. Loop thread only.
-final class LoopRedis: EventHandler {
+/// A `NonBlockingRedisConnection` in an event loop's epoll set: connects and reconnects with
+/// capped, jittered backoff, hands each group's replies to its owner in order, and drops a
+/// connection whose reply is late, as a blocking call's timeout would. Loop thread only.
+final class EventLoopRedisConnection: EventHandler {
     private let endpoint: RedisEndpoint
     private let resolver: HostResolver
     /// Connects so far: each tries the next of the host's addresses.
     private var attempts = 0
     private let loop: EventLoop
     private let logger: Logger
-    unowned(unsafe) var owner: LoopRedisOwner! // the owner holds this object
-    private var pipe: RedisPipe?
+    unowned(unsafe) var owner: EventLoopRedisOwner! // the owner holds this object
+    private var pipe: NonBlockingRedisConnection?
     private var watchingWrites = false
     private var backoff = Backoff(baseMs: 100, capMs: 5000)
     /// Since when a reply has been awaited (or the connect has been under way).
@@ -52,14 +52,14 @@ final class LoopRedis: EventHandler {
     /// Whether requests can be sent now.
     var isReady: Bool { pipe?.isConnected ?? false }
 
-    /// Queues `commands` as one group (`RedisPipe.send`) and writes what the socket takes. On
+    /// Queues `commands` as one group (`NonBlockingRedisConnection.send`) and writes what the socket takes. On
     /// an error the connection is dropped (`redisFailed`), this group's replies with the rest.
     func send(_ commands: [RedisArgs], skipping: Int = 0) {
         send { (p) throws(RedisError) in try p.send(commands, skipping: skipping) }
     }
 
     /// Queues what `body` adds to the pipe and writes what the socket takes (as `send(_:skipping:)`).
-    func send(_ body: (RedisPipe) throws(RedisError) -> Void) {
+    func send(_ body: (NonBlockingRedisConnection) throws(RedisError) -> Void) {
         // No connection: a reconnect is on its way (or the owner closed it).
         guard let pipe else { return owner.redisFailed(.io("\(endpoint): not connected")) }
         do throws(RedisError) {
@@ -103,7 +103,7 @@ final class LoopRedis: EventHandler {
 
     private func open(_ endpoint: RedisEndpoint) {
         do throws(RedisError) {
-            let p = try RedisPipe(endpoint)
+            let p = try NonBlockingRedisConnection(endpoint)
             do { try loop.register(fd: p.fd, handler: self, writable: true) } catch { throw .io("\(error)") }
             pipe = p
             watchingWrites = true

@@ -69,7 +69,7 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
 }
 
 /// One blocking hiredis connection. Used by one thread at a time (hiredis is not thread-safe).
-public final class RedisConnection {
+public final class BlockingRedisConnection {
     /// redisContext*, owned by the thread using this connection.
     let context: UnsafeMutablePointer<redisContext>
     public let endpoint: RedisEndpoint
