@@ -16,11 +16,11 @@ import PointerTricks
 /// event loop: outcomes are written by the thread that decided them, on a connection of its
 /// own, without a hand-over to another thread.
 final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { // the owning loop's thread only, but `submit`
-    private let keys: QueueKeys
-    private let workerID: String
-    private let configuration: WorkerConfiguration
+    let keys: QueueKeys
+    let workerID: String
+    let configuration: WorkerConfiguration
     private let gate: InFlightGate
-    private let metrics: Metrics
+    let metrics: Metrics
     private let logger: Logger
     private let loop: EventLoop
     private let redis: EventLoopRedisConnection
@@ -33,7 +33,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
     /// Recorded jobs waiting for a fetcher to take and free them (`takeRecorded`).
     private let recorded = Mutex<[[FinishedJob]]>([])
     private static let chunk = 500
-    private let transaction: CompletionTransaction
+    let transaction: CompletionTransaction
     /// The completion transaction's RESP, reused from batch to batch.
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
     /// Batches with unfinished jobs, for the check that rides on each transaction.
@@ -305,14 +305,14 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
 
     /// Each job's ack group (`AckGroups`), and the mark of each fan-out piece that is not its
     /// job's last, by position in the batch.
-    private struct Marks {
+    struct Marks {
         var groups: [Int] = []
         var pieces: [Int: String] = [:]
         init(capacity: Int) { groups.reserveCapacity(capacity) }
     }
 
     /// A batch's decisions and counts.
-    private struct Decided {
+    struct Decided {
         var decisions: [OutcomeRecords.Decision] = []
         /// Each outcome's app, topic, worker and time, as its records write them (kept by
         /// `fields`, which the batch holds).
@@ -330,139 +330,13 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
         }
     }
 
-    /// The records as XADDs, written straight into the transaction.
-    private func appendRecords(_ batch: ArraySlice<FinishedJob>, _ d: Decided, to t: inout RedisTransaction) -> CompletionTransaction.Added {
-        var added = CompletionTransaction.Added()
-        // Decisions through a pointer: each is borrowed in place, where an array element read in a
-        // closure was copied.
-        d.decisions.withUnsafeBufferPointer { decisions in
-            forEachInPlace(batch) { i, f in
-                t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, shared: d.shared[i], into: &$0) }
-                switch decisions[i].kind {
-                case .deadLetter:
-                    t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0) }
-                    added.deadLetters = true
-                case .invalidToken:
-                    t.append(prefix: transaction.invalidToken) {
-                        OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0)
-                    }
-                    added.invalidTokens = true
-                case .result, .schedule: break
-                }
-            }
-        }
-        return added
-    }
-
     /// Calls `body` with each job's position and the job, lent (`FinishedJob.Lent`): a job
     /// itself, borrowed or not, was copied around the calls the body makes with it, an atomic
     /// retain and release per job and loop (callgrind, counting `lock cmpxchg` by caller).
-    private func forEachInPlace(_ batch: ArraySlice<FinishedJob>, _ body: (Int, FinishedJob.Lent) -> Void) {
+    func forEachInPlace(_ batch: ArraySlice<FinishedJob>, _ body: (Int, FinishedJob.Lent) -> Void) {
         batch.withUnsafeBufferPointer { jobs in
             for i in jobs.indices { body(i, jobs[i].lent) }
         }
-    }
-
-    /// The complete script's arguments for the batch (QueueScripts.complete).
-    private func scriptArguments(_ batch: ArraySlice<FinishedJob>, groups: AckGroups, marked: Marks, _ d: Decided) -> RedisArgs {
-        var scriptKeys = [keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID)]
-        for g in groups.all {
-            scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
-            scriptKeys.append(keys.batchDone(worker: workerID, id: g.batch.id))
-        }
-        var args = RedisArgs(script: QueueScripts.complete, keys: scriptKeys, capacity: 512 + batch.count * 400)
-        args.append(configuration.resultsMax)
-        args.append(configuration.deadLettersMax)
-        args.append(configuration.invalidTokensMax)
-        args.append(batch.count)
-        for g in groups.all {
-            args.append(g.batch.id)
-            args.append(g.finishes ? "1" : "0")
-        }
-        var record = ByteBuffer(capacity: 1024)
-        for (i, f) in batch.enumerated() {
-            args.append(marked.groups[i] + 1)
-            if let piece = marked.pieces[i] { args.append(piece) } else { args.append(f.index) }
-            args.append(d.pairs[i])
-            OutcomeRecords.append(d.decisions[i], of: f.lent, shared: d.shared[i], to: &args, using: &record)
-        }
-        d.counters.append(to: &args)
-        return args
-    }
-
-    private struct SeriesKey: Hashable {
-        let app: String, pushType: PushType?, status: Int, reason: String, stat: QueueStat
-
-        func matches(app: String, pushType: PushType?, status: Int, reason: String, stat: QueueStat) -> Bool {
-            self.stat == stat && self.status == status && self.pushType == pushType && self.app == app && self.reason == reason
-        }
-    }
-
-    /// Counts the batch locally, then records it under one lock: labels are built per series,
-    /// not per notification. Neighbours mostly share a series and an app, so runs are counted
-    /// before anything is hashed.
-    private func count(_ batch: ArraySlice<FinishedJob>, _ decisions: [OutcomeRecords.Decision]) {
-        let now = MonotonicClock.nowNanoseconds()
-        var series: [SeriesKey: Int] = [:]
-        var runKey: SeriesKey?, runCount = 0
-        var latencies: [AppLatencies] = []
-        var current = -1
-        forEachInPlace(batch) { i, f in
-            let stat = decisions[i].stat
-            let app = f.appName ?? "-"
-            var status = 200, reason = ""
-            if !f.isDelivered {
-                switch f.outcome {
-                case .delivered: break
-                case .rejected(let r, _): status = r.status; reason = r.reason.rawValue
-                case .deadLetter(let why): status = 0; reason = why.reason
-                case .scheduled: return
-                }
-            }
-            // The job read in place: `f.job` counted a reference on it per job.
-            let pushType = f.uncountedJob?.withObject { $0.pushType }
-            // Compared in place: building a key per job copied and destroyed its strings.
-            if runKey?.matches(app: app, pushType: pushType, status: status, reason: reason, stat: stat) == true {
-                runCount += 1
-            } else {
-                if let key = runKey { series[key, default: 0] += runCount }
-                runKey = SeriesKey(app: app, pushType: pushType, status: status, reason: reason, stat: stat)
-                runCount = 1
-            }
-            guard f.takenAtNs > 0 else { return }
-            if current < 0 || latencies[current].app != app {
-                current = latencies.firstIndex { $0.app == app } ?? { latencies.append(AppLatencies(app: app)); return latencies.count - 1 }()
-            }
-            if f.sentAtNs >= f.takenAtNs { latencies[current].waits.observe(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
-            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.observe(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
-            if now >= f.takenAtNs { latencies[current].totals.observe(Double(now - f.takenAtNs) / 1e9) }
-        }
-        if let key = runKey { series[key, default: 0] += runCount }
-        metrics.record { m in
-            for (k, n) in series {
-                let v = Double(n)
-                m.add("apns_notifications_total", .init(("app", k.app), ("push_type", k.pushType?.rawValue ?? "-"), ("status", String(k.status)),
-                                                        ("reason", k.reason)), v)
-                switch k.stat {
-                case .retried: m.add("apns_retries_total", .init(("app", k.app)), v)
-                case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
-                case .invalidToken: m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
-                case .delivered, .scheduled: break
-                }
-            }
-            for l in latencies {
-                let labels = Metrics.Labels(("app", l.app))
-                m.add("apns_queue_wait_seconds", labels, l.waits)
-                m.add("apns_round_trip_seconds", labels, l.trips)
-                m.add("apns_end_to_end_seconds", labels, l.totals)
-            }
-        }
-    }
-
-    /// One app's latencies from one batch, bucketed outside the metrics lock.
-    private struct AppLatencies {
-        let app: String
-        var waits = Metrics.Histogram(), trips = Metrics.Histogram(), totals = Metrics.Histogram()
     }
 
     /// Fan-out pieces of one handle still to come; the job is acked with its last piece.

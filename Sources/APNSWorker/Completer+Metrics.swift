@@ -1,0 +1,90 @@
+import APNSCore
+import QueueContract
+import Buffers
+import Foundation
+import IOLoop
+import HTTP2
+import RedisClient
+import Synchronization
+import Telemetry
+import Configuration
+import APNSTransport
+import PointerTricks
+
+/// What a recorded batch adds to the metrics.
+extension Completer {
+    fileprivate struct SeriesKey: Hashable {
+        let app: String, pushType: PushType?, status: Int, reason: String, stat: QueueStat
+
+        func matches(app: String, pushType: PushType?, status: Int, reason: String, stat: QueueStat) -> Bool {
+            self.stat == stat && self.status == status && self.pushType == pushType && self.app == app && self.reason == reason
+        }
+    }
+
+    /// Counts the batch locally, then records it under one lock: labels are built per series,
+    /// not per notification. Neighbours mostly share a series and an app, so runs are counted
+    /// before anything is hashed.
+    func count(_ batch: ArraySlice<FinishedJob>, _ decisions: [OutcomeRecords.Decision]) {
+        let now = MonotonicClock.nowNanoseconds()
+        var series: [SeriesKey: Int] = [:]
+        var runKey: SeriesKey?, runCount = 0
+        var latencies: [AppLatencies] = []
+        var current = -1
+        forEachInPlace(batch) { i, f in
+            let stat = decisions[i].stat
+            let app = f.appName ?? "-"
+            var status = 200, reason = ""
+            if !f.isDelivered {
+                switch f.outcome {
+                case .delivered: break
+                case .rejected(let r, _): status = r.status; reason = r.reason.rawValue
+                case .deadLetter(let why): status = 0; reason = why.reason
+                case .scheduled: return
+                }
+            }
+            // The job read in place: `f.job` counted a reference on it per job.
+            let pushType = f.uncountedJob?.withObject { $0.pushType }
+            // Compared in place: building a key per job copied and destroyed its strings.
+            if runKey?.matches(app: app, pushType: pushType, status: status, reason: reason, stat: stat) == true {
+                runCount += 1
+            } else {
+                if let key = runKey { series[key, default: 0] += runCount }
+                runKey = SeriesKey(app: app, pushType: pushType, status: status, reason: reason, stat: stat)
+                runCount = 1
+            }
+            guard f.takenAtNs > 0 else { return }
+            if current < 0 || latencies[current].app != app {
+                current = latencies.firstIndex { $0.app == app } ?? { latencies.append(AppLatencies(app: app)); return latencies.count - 1 }()
+            }
+            if f.sentAtNs >= f.takenAtNs { latencies[current].waits.observe(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
+            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.observe(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
+            if now >= f.takenAtNs { latencies[current].totals.observe(Double(now - f.takenAtNs) / 1e9) }
+        }
+        if let key = runKey { series[key, default: 0] += runCount }
+        metrics.record { m in
+            for (k, n) in series {
+                let v = Double(n)
+                m.add("apns_notifications_total", .init(("app", k.app), ("push_type", k.pushType?.rawValue ?? "-"), ("status", String(k.status)),
+                                                        ("reason", k.reason)), v)
+                switch k.stat {
+                case .retried: m.add("apns_retries_total", .init(("app", k.app)), v)
+                case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case .invalidToken: m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case .delivered, .scheduled: break
+                }
+            }
+            for l in latencies {
+                let labels = Metrics.Labels(("app", l.app))
+                m.add("apns_queue_wait_seconds", labels, l.waits)
+                m.add("apns_round_trip_seconds", labels, l.trips)
+                m.add("apns_end_to_end_seconds", labels, l.totals)
+            }
+        }
+    }
+
+    /// One app's latencies from one batch, bucketed outside the metrics lock.
+    fileprivate struct AppLatencies {
+        let app: String
+        var waits = Metrics.Histogram(), trips = Metrics.Histogram(), totals = Metrics.Histogram()
+    }
+}

@@ -1,0 +1,28 @@
+@testable import APNSWorker
+import APNSCore
+import PointerTricks
+import QueueContract
+import Buffers
+import Foundation
+import Synchronization
+import XCTest
+import Configuration
+@testable import APNSTransport
+
+final class PendingQueueTests: XCTestCase {
+    func testPendingQueueIsFIFOWithFrontPushes() throws {
+        let job = try Job.parse(Array(#"{"token":"\#(String(repeating: "ab", count: 32))","payload":{"a":1}}"#.utf8))
+        let batch = TakenBatch(id: "b", number: 1, jobs: 5000)
+        func r(_ h: Int64) -> SendRequest {
+            SendRequest(handle: h, batch: batch, index: 0, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0, fanout: 1)
+        }
+        var q = PendingQueue()
+        for i in 0..<5000 { q.append(r(Int64(i))) }
+        XCTAssertEqual(q.popFirst()?.handle, 0)
+        q.pushFront(r(-1))
+        XCTAssertEqual(q.popFirst()?.handle, -1)
+        for i in 1..<5000 { XCTAssertEqual(q.popFirst()?.handle, Int64(i)) }
+        XCTAssertTrue(q.isEmpty)
+        XCTAssertNil(q.popFirst())
+    }
+}

@@ -1,0 +1,64 @@
+@testable import APNSWorker
+import APNSCore
+import PointerTricks
+import QueueContract
+import Buffers
+import Foundation
+import Synchronization
+import XCTest
+import Configuration
+@testable import APNSTransport
+
+final class WorkerConfigurationTests: XCTestCase {
+    func testConfigurationFileAndEnvironmentOverrides() throws {
+        let path = NSTemporaryDirectory() + "cfg-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try """
+        {"redis":{"host":"10.0.0.1","port":7000,"password":"s3cret"},"queue":"q1","connections":3,"connect_timeout_ms":2500,
+         "apps":[{"name":"a","bundle_id":"com.a","environment":"development",
+                  "token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]}
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try WorkerConfiguration.load(path: path, environment: ["APNSW_REDIS_PORT": "7001", "APNSW_STREAMS": "50",
+                                                                       "APNSW_APNS_HOST": "127.0.0.1", "APNSW_APNS_PORT": "8443"])
+        XCTAssertEqual(c.redis.host, "10.0.0.1")
+        XCTAssertEqual(c.redis.port, 7001)
+        XCTAssertEqual(c.redis.password, "s3cret")
+        XCTAssertFalse(c.redis.description.contains("s3cret"))
+        XCTAssertEqual(c.queue, "q1")
+        XCTAssertEqual(c.connections, 3)
+        XCTAssertEqual(c.connectTimeoutMs, 2500)
+        XCTAssertEqual(c.streams, 50)
+        XCTAssertEqual(c.apps.first?.endpoint, APNSEndpoint(host: "127.0.0.1", port: 8443, caFile: nil))
+        XCTAssertEqual(APNSEndpoint.development.host, "api.sandbox.push.apple.com")
+        XCTAssertNil(c.redis.socket)
+        let local = try WorkerConfiguration.load(path: path, environment: ["APNSW_REDIS_SOCKET": "/run/redis/redis.sock"])
+        XCTAssertEqual(local.redis.socket, "/run/redis/redis.sock")
+        XCTAssertEqual(local.redis.description, "redis+unix:///run/redis/redis.sock?db=0")
+        XCTAssertFalse(local.redis.description.contains("s3cret"))
+    }
+
+    func testConfigurationErrorsAreClear() throws {
+        let path = NSTemporaryDirectory() + "cfg-bad-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try #"{"queue":"q","connections":true,"apps":[]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("connections must be a whole number"), "\(error)")
+        }
+        try #"{"queue":"q","connections":1,"max_recoveries":0}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("no apps"), "0 and 1 are numbers, not booleans: \(error)")
+        }
+        try #"{"queue":"q","connect_timeout_ms":0,"apps":[{"name":"a","bundle_id":"com.a","token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("connect_timeout_ms must be in 100...600000, got 0"), "\(error)")
+        }
+        try #"{"queue":"q","conections":3}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("unknown setting \"conections\""), "\(error)")
+        }
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: nil, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("no apps"), "\(error)")
+        }
+    }
+}
