@@ -19,6 +19,9 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        // hiredis's own I/O and a RESP scanner, in C where they reach into hiredis's internals
+        // (the header lists every one).
+        .target(name: "CHiredisIO", dependencies: ["CHiredis"]),
 
         // Bytes the modules below write into: requests, frames, transactions, records.
         .target(name: "Buffers", swiftSettings: hotPath),
@@ -27,7 +30,7 @@ let package = Package(
         // Domain: jobs, tokens, push types, reasons, keys, JSON scanning. No C import.
         .target(name: "APNSCore", dependencies: ["Buffers", "PointerTricks"], swiftSettings: hotPath),
         // Edges: one module per C library family.
-        .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis"], swiftSettings: hotPath),
+        .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis", "CHiredisIO"], swiftSettings: hotPath),
         // The event loop: epoll, sockets, the resolver, clocks, system errors.
         .target(name: "IOLoop", dependencies: ["CLinux"], swiftSettings: hotPath),
         // TLS: OpenSSL contexts and streams, certificates, ES256 keys, OpenSSL's errors.

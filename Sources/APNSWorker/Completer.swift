@@ -237,10 +237,10 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
     func redisFailed(_ error: RedisError) {
         checked = nil // the WATCH went with the connection
         guard let w = writing else { return stopIfIdle() }
-        if case .idle = w.step {} else if case .io = error { w.uncertain = true }
+        if case .idle = w.step {} else if error.isConnectionLost { w.uncertain = true }
         w.step = .idle
         // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
-        if stopping, case .io = error {
+        if stopping, error.isConnectionLost {
             writing = nil
             queue.removeAll()
             current.removeAll()

@@ -133,7 +133,7 @@ final class EventLoopRedisConnection: EventHandler {
         loop.schedule(afterMilliseconds: 1000) { [weak self] in
             guard let self, !closed else { return }
             if let pipe, !pipe.isConnected || pipe.isWaiting, MonotonicClock.nowMilliseconds() - waitingSinceMs > Self.replyTimeoutMs {
-                failed(.io("\(endpoint): no reply in \(Self.replyTimeoutMs) ms"))
+                failed(.timeout("\(endpoint): no reply in \(Self.replyTimeoutMs) ms"))
             }
             scheduleTimeoutCheck()
         }

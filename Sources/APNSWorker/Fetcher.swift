@@ -98,7 +98,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
     func redisFailed(_ error: RedisError) {
         for e in expected {
             switch e {
-            case .fetch(let batch): if case .io = error { lost.append(batch) }
+            case .fetch(let batch): if error.isConnectionLost { lost.append(batch) }
             case .lost(let batch): lost.append(batch)
             case .blockingWait, .templates: break
             }

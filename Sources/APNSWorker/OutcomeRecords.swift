@@ -100,7 +100,7 @@ struct OutcomeRecords {
                              at: "=\(atMs)", stat: .scheduled)
         case .deadLetter(let why):
             return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
-        case .rejected(let rejection, .retry(let afterMs)):
+        case .rejected(_, .retry(let afterMs)):
             let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
                                         nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
             return .schedule(meta, at: "+\(afterMs)", stat: .retried)

@@ -29,7 +29,7 @@ final class ReconnectingRedisConnection {
             }
             return try body(connection!)
         } catch {
-            if case .io = error { connection = nil }
+            if error.isConnectionLost { connection = nil }
             let delay = backoff.nextDelayMs()
             logger.warning("Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
             usleep(UInt32(delay) * 1000)

@@ -1,5 +1,6 @@
 import Buffers
 import CHiredis
+import CHiredisIO
 
 /// A Redis reply, copied out of hiredis.
 public enum RedisReply: Equatable, Sendable {
@@ -30,19 +31,6 @@ public enum RedisReply: Equatable, Sendable {
     public var array: [RedisReply] {
         if case .array(let items) = self { return items }
         return []
-    }
-}
-
-/// Why a Redis call failed. I/O errors mean the connection is dead and must be replaced.
-public enum RedisError: Error, CustomStringConvertible, Sendable {
-    case io(String)
-    case server(String)
-
-    public var description: String {
-        switch self {
-        case .io(let m): return "redis connection: \(m)"
-        case .server(let m): return "redis: \(m)"
-        }
     }
 }
 
@@ -128,7 +116,7 @@ public final class BlockingRedisConnection {
     public func command(_ args: RedisArgs) throws(RedisError) -> RedisReply {
         try append(args)
         var raw: UnsafeMutableRawPointer?
-        guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
+        guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw contextError }
         defer { freeReplyObject(raw) }
         return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
     }
@@ -145,7 +133,7 @@ public final class BlockingRedisConnection {
     func appendEncoded(_ resp: UnsafeRawBufferPointer) throws(RedisError) {
         let p = resp.baseAddress?.assumingMemoryBound(to: CChar.self)
         let rc = resp.count >= 16 * 1024 ? apnsw_redis_send(context, p, resp.count, 1) : redisAppendFormattedCommand(context, p, resp.count)
-        guard rc == REDIS_OK else { throw .io(lastError) }
+        guard rc == REDIS_OK else { throw contextError }
     }
 
     /// Sends every command in one write, then reads every reply: one round trip.
@@ -159,17 +147,15 @@ public final class BlockingRedisConnection {
         replies.reserveCapacity(commands.count)
         for _ in commands {
             var raw: UnsafeMutableRawPointer?
-            guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw .io(lastError) }
+            guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw contextError }
             replies.append(RedisReply(raw.assumingMemoryBound(to: redisReply.self)))
             freeReplyObject(raw)
         }
         return replies
     }
 
-    var lastError: String {
-        let code = apnsw_redis_context_error(context)
-        return code == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
-    }
+    /// hiredis's error on this connection.
+    var contextError: RedisError { RedisError(context: context) }
 }
 
 extension RedisReply {

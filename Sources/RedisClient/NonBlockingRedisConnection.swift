@@ -1,5 +1,6 @@
 import Buffers
 import CHiredis
+import CHiredisIO
 import Glibc
 
 /// A Redis connection that never blocks, for a thread that waits on epoll: its owner watches
@@ -83,7 +84,7 @@ public final class NonBlockingRedisConnection {
     /// straight from `resp` (a completion's transaction is hundreds of kilobytes).
     func send(resp: UnsafeRawBufferPointer, commands: Int, skipping: Int) throws(RedisError) {
         let rc = apnsw_redis_send(context, resp.baseAddress?.assumingMemoryBound(to: CChar.self), resp.count, isConnected ? 1 : 0)
-        guard rc == REDIS_OK else { throw .io(lastError) }
+        guard rc == REDIS_OK else { throw contextError }
         groups.append(Group(skipped: skipping, kept: commands - skipping))
     }
 
@@ -91,20 +92,20 @@ public final class NonBlockingRedisConnection {
     /// takes no more.
     public func writable() throws(RedisError) {
         if !isConnected {
-            guard apnsw_redis_connect_result(context) == REDIS_OK else { throw .io("\(endpoint): \(lastError)") }
+            guard apnsw_redis_connect_result(context) == REDIS_OK else { throw contextError.at(endpoint) }
             isConnected = true
         }
         var done: Int32 = 0
         while apnsw_redis_output_len(context) > 0 {
             let before = apnsw_redis_output_len(context)
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw .io(lastError) }
+            guard redisBufferWrite(context, &done) == REDIS_OK else { throw contextError }
             if done != 0 || apnsw_redis_output_len(context) == before { break } // the socket is full
         }
     }
 
     /// The socket is readable: reads what has arrived (an error once the server has closed).
     public func readable() throws(RedisError) {
-        guard apnsw_redis_buffer_read(context) == REDIS_OK else { throw .io(lastError) }
+        guard apnsw_redis_buffer_read(context) == REDIS_OK else { throw contextError }
     }
 
     /// The oldest group's replies once they have all arrived, read flat (valid until the next
@@ -117,7 +118,7 @@ public final class NonBlockingRedisConnection {
             }
             var sink = skipping ? apnsw_reply_sink(summary: summary, flat: nil) : apnsw_reply_sink(summary: nil, flat: flat)
             let scanned = apnsw_redis_scan_buffered(context, &scan, &sink)
-            if scanned < 0 { throw .io(lastError) }
+            if scanned < 0 { throw contextError }
             if scanned == 0 { return nil }
             if skipping {
                 if summary.pointee.errors > 0 {
@@ -150,8 +151,5 @@ public final class NonBlockingRedisConnection {
         flat.pointee.items_len = 0
     }
 
-    private var lastError: String {
-        let code = apnsw_redis_context_error(context)
-        return code == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
-    }
+    private var contextError: RedisError { RedisError(context: context) }
 }

@@ -1,4 +1,5 @@
 import CHiredis
+import CHiredisIO
 
 /// A reply read flat: one item per element, arrays included, in reading order, over one buffer
 /// of string contents. Reading a reply of a thousand jobs this way allocates nothing per job
@@ -92,7 +93,7 @@ extension BlockingRedisConnection {
     private func commandsFlat(_ commands: [RedisArgs]) throws(RedisError) -> RedisFlatReply {
         for args in commands { try append(args) }
         for i in commands.indices {
-            guard apnsw_redis_read_flat(context, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw .io(lastError) }
+            guard apnsw_redis_read_flat(context, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw contextError }
         }
         return RedisFlatReply(flat)
     }

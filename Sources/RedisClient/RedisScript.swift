@@ -1,4 +1,5 @@
 import CHiredis
+import CHiredisIO
 
 /// A Lua script run by EVALSHA, loaded on first use and again after NOSCRIPT (a restarted Redis).
 public struct RedisScript: Sendable {

@@ -1,0 +1,49 @@
+import CHiredis
+
+/// Why a Redis call failed: the one error of the Redis edge, with hiredis's errors funnelled in.
+/// Every code but `server` means the connection is dead and must be replaced.
+public struct RedisError: Error, CustomStringConvertible, Sendable {
+    public enum Code: Sendable, Equatable {
+        /// The socket failed (or hiredis ran out of memory).
+        case io
+        /// The server closed the connection.
+        case eof
+        /// What came back was not RESP.
+        case `protocol`
+        /// No reply in time.
+        case timeout
+        /// Redis answered with an error.
+        case server
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func io(_ message: String) -> RedisError { RedisError(.io, message) }
+    public static func server(_ message: String) -> RedisError { RedisError(.server, message) }
+    public static func timeout(_ message: String) -> RedisError { RedisError(.timeout, message) }
+
+    /// The connection is gone: replace it.
+    public var isConnectionLost: Bool { code != .server }
+
+    public var description: String { code == .server ? "redis: \(message)" : "redis connection: \(message)" }
+
+    /// hiredis's error on a context (its `err` and `errstr`).
+    init(context: UnsafeMutablePointer<redisContext>) {
+        let err = apnsw_redis_context_error(context)
+        let text = err == 0 ? "no reply" : String(cString: apnsw_redis_context_errstr(context))
+        switch err {
+        case REDIS_ERR_EOF: self.init(.eof, text)
+        case REDIS_ERR_PROTOCOL: self.init(.protocol, text)
+        default: self.init(.io, text)
+        }
+    }
+
+    /// The same error, naming the server it came from.
+    func at(_ endpoint: RedisEndpoint) -> RedisError { RedisError(code, "\(endpoint): \(message)") }
+}
