@@ -46,11 +46,17 @@ let package = Package(
         // The worker's settings: read from the file and the environment, and checked.
         .target(name: "Configuration", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Telemetry"], swiftSettings: hotPath),
         // The APNs transport: connections, pools, stream budget, circuit breaker, backoff, JWT.
-        .target(name: "APNSTransport", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
-                swiftSettings: hotPath),
+        .target(
+            name: "APNSTransport",
+            dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
+            swiftSettings: hotPath),
         // The queue pipeline: fetch, send, complete, the gate, housekeeping, lifecycle.
-        .target(name: "APNSWorker", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
-                                                   "IOLoop", "CLinux"], swiftSettings: hotPath),
+        .target(
+            name: "APNSWorker",
+            dependencies: [
+                "APNSCore", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
+                "IOLoop", "CLinux",
+            ], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "TLS", "IOLoop"]),
         // Test support and demo/bench server: the strict mock APNs.
@@ -65,11 +71,26 @@ let package = Package(
         .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration"]),
 
         // Pure: no sockets, no services.
-        .testTarget(name: "UnitTests", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock"]),
+        .testTarget(
+            name: "UnitTests",
+            dependencies: [
+                "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2",
+                "APNSWorker", "APNSMock",
+            ]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
-        .testTarget(name: "ProtocolTests", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(
+            name: "ProtocolTests",
+            dependencies: [
+                "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2",
+                "APNSWorker", "APNSMock", "TestSupport",
+            ]),
         // Worker processes against a real redis-server and the mock.
-        .testTarget(name: "IntegrationTests", dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker", "APNSMock", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker",
+                "APNSMock", "TestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

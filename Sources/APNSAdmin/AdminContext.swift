@@ -1,9 +1,8 @@
 import APNSCore
-import QueueContract
 import Configuration
 import Foundation
+import QueueContract
 import RedisClient
-import Configuration
 
 /// What every `apnsctl` command works with: one Redis connection, the queue's keys, the output mode.
 public final class AdminContext {
@@ -13,8 +12,10 @@ public final class AdminContext {
     public let configuration: WorkerConfiguration?
     private let output: (String) -> Void
 
-    public init(redis: BlockingRedisConnection, keys: QueueKeys, json: Bool, configuration: WorkerConfiguration? = nil,
-                output: @escaping (String) -> Void = { print($0) }) {
+    public init(
+        redis: BlockingRedisConnection, keys: QueueKeys, json: Bool, configuration: WorkerConfiguration? = nil,
+        output: @escaping (String) -> Void = { print($0) }
+    ) {
         self.redis = redis
         self.keys = keys
         self.json = json
@@ -97,7 +98,8 @@ public struct StreamRecord {
             guard parts.count == 2, let id = parts[0].text else { return nil }
             let kv = parts[1].array
             guard kv.count >= 2, case .string(let raw) = kv[1],
-                  let object = try? JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any] else { return nil }
+                let object = try? JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any]
+            else { return nil }
             return StreamRecord(id: id, raw: raw, fields: object)
         }
     }

@@ -27,13 +27,14 @@ public struct DeadLetterFilter {
 
 public enum DeadLetterCommands {
     /// Requeues atomically: the letter leaves the stream in the same step the job enters the queue.
-    static let requeue = RedisScript("""
-    if redis.call('XDEL', KEYS[1], ARGV[1]) == 1 then
-      redis.call('LPUSH', KEYS[2], ARGV[2])
-      return 1
-    end
-    return 0
-    """)
+    static let requeue = RedisScript(
+        """
+        if redis.call('XDEL', KEYS[1], ARGV[1]) == 1 then
+          redis.call('LPUSH', KEYS[2], ARGV[2])
+          return 1
+        end
+        return 0
+        """)
 
     static func select(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int = 1_000_000) throws -> [StreamRecord] {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
@@ -46,9 +47,11 @@ public enum DeadLetterCommands {
 
     public static func list(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int) throws -> Int {
         let records = Array(try select(ctx, filter).suffix(limit))
-        ctx.table(["id", "age", "reason", "app", "job_id", "token", "detail"], records.map { r in
-            [r.id, age(r.timeMs), r.string("reason"), r.string("app"), r.string("job_id"), r.string("token"), r.string("detail")]
-        }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+        ctx.table(
+            ["id", "age", "reason", "app", "job_id", "token", "detail"],
+            records.map { r in
+                [r.id, age(r.timeMs), r.string("reason"), r.string("app"), r.string("job_id"), r.string("token"), r.string("detail")]
+            }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
         return records.count
     }
 

@@ -41,7 +41,9 @@ public enum JobInput {
     /// Non-blank lines of a file, or of standard input for "-".
     public static func readLines(_ path: String) throws -> [[UInt8]] {
         let data: Data
-        if path == "-" { data = FileHandle.standardInput.readDataToEndOfFile() } else {
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
             guard let d = FileManager.default.contents(atPath: path) else { throw AdminError.usage("cannot read \(path)") }
             data = d
         }

@@ -1,10 +1,9 @@
 import APNSCore
+import APNSTransport
 import Configuration
 import Foundation
-import TLS
 import RedisClient
-import Configuration
-import APNSTransport
+import TLS
 
 /// `apnsctl stats`, `enqueue`, `tokens invalid`, `check-config`.
 public enum QueueCommands {
@@ -25,9 +24,10 @@ public enum QueueCommands {
         s.depth = try ctx.call(["LLEN", k.jobs]).integer ?? 0
         s.scheduled = try ctx.call(["ZCARD", k.scheduled]).integer ?? 0
         // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
-        s.retries = Int64(try ctx.call(["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
-            $0.text?.contains(#""attempts":["#) == true
-        }.count)
+        s.retries = Int64(
+            try ctx.call(["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
+                $0.text?.contains(#""attempts":["#) == true
+            }.count)
         s.deadLetters = try ctx.call(["XLEN", k.deadLetters]).integer ?? 0
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let lastTen = try ctx.call(["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
@@ -44,26 +44,40 @@ public enum QueueCommands {
     }
 
     public static func printStats(_ ctx: AdminContext, _ s: Stats) {
-        let apps = Set(s.counters.keys.compactMap { $0.split(separator: ":", maxSplits: 1).count == 2 ? String($0.split(separator: ":")[1]) : nil }).sorted()
+        let apps = Set(s.counters.keys.compactMap { $0.split(separator: ":", maxSplits: 1).count == 2 ? String($0.split(separator: ":")[1]) : nil })
+            .sorted()
         if ctx.json {
             var perApp: [String: [String: Int64]] = [:]
             for app in apps {
                 for (key, v) in s.counters where key.hasSuffix(":" + app) { perApp[app, default: [:]][String(key.dropLast(app.count + 1))] = v }
             }
-            ctx.say(AdminContext.encode([
-                "queue": ctx.keys.queue, "depth": s.depth, "in_flight": s.inFlight, "scheduled": s.scheduled, "retries": s.retries,
-                "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond,
-                "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
-                "workers": s.workers.map { ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0] },
-            ] as [String: Any]))
+            ctx.say(
+                AdminContext.encode(
+                    [
+                        "queue": ctx.keys.queue, "depth": s.depth, "in_flight": s.inFlight, "scheduled": s.scheduled, "retries": s.retries,
+                        "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond,
+                        "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
+                        "workers": s.workers.map {
+                            ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
+                        },
+                    ] as [String: Any]))
             return
         }
-        ctx.say("queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(String(format: "%.1f", s.resultsPerSecond)) results/s")
+        ctx.say(
+            "queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(String(format: "%.1f", s.resultsPerSecond)) results/s"
+        )
         let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills"]
-        ctx.table(["app"] + names, [["all"] + names.map { String(s.counters[$0] ?? 0) }] + apps.map { app in [app] + names.map { String(s.counters["\($0):\(app)"] ?? 0) } })
-        ctx.table(["worker", "alive", "last heartbeat", "in flight"], s.workers.map { w in
-            [w.id, w.leaseLeftMs > 0 ? "yes" : "NO", w.leaseLeftMs > 0 ? "lease left \(w.leaseLeftMs / 1000)s" : "lease ran out \(-w.leaseLeftMs / 1000)s ago", String(w.inFlight)]
-        })
+        ctx.table(
+            ["app"] + names,
+            [["all"] + names.map { String(s.counters[$0] ?? 0) }] + apps.map { app in [app] + names.map { String(s.counters["\($0):\(app)"] ?? 0) } })
+        ctx.table(
+            ["worker", "alive", "last heartbeat", "in flight"],
+            s.workers.map { w in
+                [
+                    w.id, w.leaseLeftMs > 0 ? "yes" : "NO",
+                    w.leaseLeftMs > 0 ? "lease left \(w.leaseLeftMs / 1000)s" : "lease ran out \(-w.leaseLeftMs / 1000)s ago", String(w.inFlight),
+                ]
+            })
     }
 
     /// Checks each job with the worker's own parser, then LPUSHes in pipelined chunks.
@@ -90,9 +104,11 @@ public enum QueueCommands {
     public static func invalidTokens(_ ctx: AdminContext, app: String?, since: String, limit: Int) throws -> Int {
         let records = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.invalidTokens, since, "+", "COUNT", String(limit)]))
             .filter { app == nil || $0.string("app") == app }
-        ctx.table(["id", "token", "app", "topic", "reason", "apns_timestamp"], records.map {
-            [$0.id, $0.string("token"), $0.string("app"), $0.string("topic"), $0.string("reason"), $0.string("apns_timestamp")]
-        }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+        ctx.table(
+            ["id", "token", "app", "topic", "reason", "apns_timestamp"],
+            records.map {
+                [$0.id, $0.string("token"), $0.string("app"), $0.string("topic"), $0.string("reason"), $0.string("apns_timestamp")]
+            }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
         return records.count
     }
 
@@ -129,9 +145,13 @@ public enum QueueCommands {
                     continue
                 }
                 let days = (info.notAfter - now) / 86_400
-                if info.notAfter <= now { fail("app \(app.name): the certificate expired \(-days) days ago") }
-                else if days < 30 { warn("app \(app.name): the certificate expires in \(days) days") }
-                else { ok("app \(app.name): the certificate is valid for \(days) more days") }
+                if info.notAfter <= now {
+                    fail("app \(app.name): the certificate expired \(-days) days ago")
+                } else if days < 30 {
+                    warn("app \(app.name): the certificate expires in \(days) days")
+                } else {
+                    ok("app \(app.name): the certificate is valid for \(days) more days")
+                }
                 if let uid = info.subjectUID, uid != app.bundleID { warn("app \(app.name): the certificate is for \(uid), not \(app.bundleID)") }
             }
         }

@@ -17,10 +17,13 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
     /// The header value's bytes.
     public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         // Copied, and checked, eight bytes at a time.
-        let inline = bytes.count <= Self.inlineCapacity && withUnsafeMutableBytes(of: &words) { out in
-            ByteWord.copy(bytes, to: out, word: { ByteWord.firstSpecialOrNonASCII($0) == nil ? $0 : nil },
-                          byte: { ByteWord.isPlainJSON($0) ? $0 : nil })
-        }
+        let inline =
+            bytes.count <= Self.inlineCapacity
+            && withUnsafeMutableBytes(of: &words) { out in
+                ByteWord.copy(
+                    bytes, to: out, word: { ByteWord.firstSpecialOrNonASCII($0) == nil ? $0 : nil },
+                    byte: { ByteWord.isPlainJSON($0) ? $0 : nil })
+            }
         guard inline else {
             words = (0, 0, 0, 0, 0)
             text = String(decoding: bytes, as: UTF8.self)

@@ -63,9 +63,11 @@ public struct APNSReason: Hashable, Sendable, CustomStringConvertible {
         .badCertificateEnvironment: .init(status: 403, meaning: "the client certificate is for the other environment", disposition: .pauseCredential),
         .expiredProviderToken: .init(status: 403, meaning: "the provider JWT is older than one hour", disposition: .refreshAuthAndRetry),
         .forbidden: .init(status: 403, meaning: "the action is not allowed", disposition: .deadLetter),
-        .invalidProviderToken: .init(status: 403, meaning: "the provider JWT is invalid (signature, key id, team or topic)", disposition: .pauseCredential),
+        .invalidProviderToken: .init(
+            status: 403, meaning: "the provider JWT is invalid (signature, key id, team or topic)", disposition: .pauseCredential),
         .missingProviderToken: .init(status: 403, meaning: "no provider JWT and no client certificate", disposition: .pauseCredential),
-        .unrelatedKeyIdInToken: .init(status: 403, meaning: "the key id is unrelated to the key this connection started with", disposition: .reconnectAndRetry),
+        .unrelatedKeyIdInToken: .init(
+            status: 403, meaning: "the key id is unrelated to the key this connection started with", disposition: .reconnectAndRetry),
         .badEnvironmentKeyIdInToken: .init(status: 403, meaning: "the key id belongs to the other environment", disposition: .pauseCredential),
         .badEnvironmentKeyInToken: .init(status: 403, meaning: "the key belongs to the other environment", disposition: .pauseCredential),
         .badPath: .init(status: 404, meaning: "the request path is invalid", disposition: .deadLetter),
@@ -73,7 +75,8 @@ public struct APNSReason: Hashable, Sendable, CustomStringConvertible {
         .expiredToken: .init(status: 410, meaning: "the device token has expired", disposition: .invalidToken),
         .unregistered: .init(status: 410, meaning: "the device token is no longer active for the topic", disposition: .invalidToken),
         .payloadTooLarge: .init(status: 413, meaning: "the payload is over the size limit", disposition: .deadLetter),
-        .tooManyProviderTokenUpdates: .init(status: 429, meaning: "the provider JWT changed too often on this connection", disposition: .pauseCredential),
+        .tooManyProviderTokenUpdates: .init(
+            status: 429, meaning: "the provider JWT changed too often on this connection", disposition: .pauseCredential),
         .tooManyRequests: .init(status: 429, meaning: "too many requests to this device token in a row", disposition: .retry(.tooManyRequests)),
         .internalServerError: .init(status: 500, meaning: "APNs had an internal error", disposition: .retry(.serverError)),
         .serviceUnavailable: .init(status: 503, meaning: "APNs is unavailable", disposition: .retry(.serverError)),

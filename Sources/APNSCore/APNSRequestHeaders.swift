@@ -28,11 +28,13 @@ public enum APNSRequestHeaders {
     public struct Shared<Kept> {
         public let authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?
         public let method: Kept, scheme: Kept, authorityValue: Kept, authorization: Kept?, pushTypeValue: Kept, topicValue: Kept,
-                   priorityValue: Kept?
+            priorityValue: Kept?
 
         @usableFromInline
-        init<S: HeaderSink & ~Copyable>(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
-                            keptIn sink: inout S) where S.Kept == Kept {
+        init<S: HeaderSink & ~Copyable>(
+            authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
+            keptIn sink: inout S
+        ) where S.Kept == Kept {
             self.authority = authority
             self.bearer = bearer
             self.pushType = pushType
@@ -56,8 +58,10 @@ public enum APNSRequestHeaders {
 
     /// Keeps the shared values in `sink`. `bearer`: the JWT, nil with certificate authentication.
     @inlinable
-    public static func share<S: HeaderSink & ~Copyable>(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
-                                            into sink: inout S) -> Shared<S.Kept> {
+    public static func share<S: HeaderSink & ~Copyable>(
+        authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
+        into sink: inout S
+    ) -> Shared<S.Kept> {
         Shared(authority: authority, bearer: bearer, pushType: pushType, topic: topic, priority: priority, keptIn: &sink)
     }
 
@@ -81,7 +85,9 @@ public enum APNSRequestHeaders {
     }
 
     /// The headers of one request on their own, with nothing shared before.
-    public static func write<S: HeaderSink & ~Copyable>(job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S) {
+    public static func write<S: HeaderSink & ~Copyable>(
+        job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S
+    ) {
         let shared = share(authority: authority, bearer: bearer, pushType: job.pushType, topic: topic, priority: job.priority, into: &sink)
         write(job: job, token: token, shared: shared, into: &sink)
     }

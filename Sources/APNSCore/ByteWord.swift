@@ -25,8 +25,10 @@ enum ByteWord {
     /// Copies `bytes` to `out` eight at a time, each word through `word`, then the last few one
     /// by one through `byte`; either returning nil stops the copy. Returns whether every byte
     /// passed. Checking and copying in one pass is how tokens and apns-ids are taken in.
-    static func copy(_ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutableRawBufferPointer,
-                     word: (UInt64) -> UInt64?, byte: (UInt8) -> UInt8?) -> Bool {
+    static func copy(
+        _ bytes: UnsafeBufferPointer<UInt8>, to out: UnsafeMutableRawBufferPointer,
+        word: (UInt64) -> UInt64?, byte: (UInt8) -> UInt8?
+    ) -> Bool {
         var i = 0
         if let base = bytes.baseAddress {
             while i + 8 <= bytes.count {

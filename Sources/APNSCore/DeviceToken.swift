@@ -38,8 +38,9 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         // Checked and copied in one pass, eight digits at a time. Setting bit 5 lowercases A-F
         // and leaves digits as they are.
         let valid = withUnsafeMutableBytes(of: &words) { out in
-            ByteWord.copy(bytes, to: out, word: { ByteWord.isHexDigits($0) ? $0 | 0x2020_2020_2020_2020 : nil },
-                          byte: { hexValue($0) != nil ? $0 | 0x20 : nil })
+            ByteWord.copy(
+                bytes, to: out, word: { ByteWord.isHexDigits($0) ? $0 | 0x2020_2020_2020_2020 : nil },
+                byte: { hexValue($0) != nil ? $0 | 0x20 : nil })
         }
         guard valid else { return nil }
         length = bytes.count

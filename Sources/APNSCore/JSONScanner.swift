@@ -64,7 +64,9 @@ public struct JSONScanner: ~Copyable {
 
     /// `forEachMember`, with each key lent as its decoded UTF-8: in place when it has no
     /// escapes (every key of an ordinary job), so that matching a key builds no String.
-    public mutating func forEachMember(lendingKeys body: (UnsafeBufferPointer<UInt8>, inout JSONScanner) throws(JSONSyntaxError) -> Void) throws(JSONSyntaxError) {
+    public mutating func forEachMember(
+        lendingKeys body: (UnsafeBufferPointer<UInt8>, inout JSONScanner) throws(JSONSyntaxError) -> Void
+    ) throws(JSONSyntaxError) {
         try expect(UInt8(ascii: "{"))
         if try consume(UInt8(ascii: "}")) { return }
         repeat {
@@ -112,7 +114,7 @@ public struct JSONScanner: ~Copyable {
     /// it, in one loop: the containers open are kept as bits (1 for an object), not as calls.
     /// A call per value, with its kind and range returned, cost more than the value's bytes.
     private mutating func skipValues(from first: UInt8) throws(JSONSyntaxError) {
-        var objects: UInt64 = 0 // bit 0: the innermost open container
+        var objects: UInt64 = 0  // bit 0: the innermost open container
         var open = 0
         var b = first
         while true {

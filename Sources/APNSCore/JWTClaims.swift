@@ -25,13 +25,15 @@ public struct JWTClaims: Sendable, Equatable {
     public static func decode(_ token: String) -> (claims: JWTClaims, signingInput: Substring, signature: [UInt8])? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-              let headerJSON = Base64URL.decode(parts[0]),
-              let claimsJSON = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]) else { return nil }
+            let headerJSON = Base64URL.decode(parts[0]),
+            let claimsJSON = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2])
+        else { return nil }
         let header = readFlatObject(headerJSON)
         let body = readFlatObject(claimsJSON)
         guard case .string("ES256")? = header["alg"], case .string(let kid)? = header["kid"],
-              case .string(let iss)? = body["iss"], case .int(let iat)? = body["iat"] else { return nil }
+            case .string(let iss)? = body["iss"], case .int(let iat)? = body["iat"]
+        else { return nil }
         let inputEnd = parts[1].endIndex
         return (JWTClaims(keyID: kid, teamID: iss, issuedAt: iat), token[token.startIndex..<inputEnd], signature)
     }

@@ -105,7 +105,9 @@ extension Job {
                 guard let field = Field(utf8: key) else {
                     if error == nil {
                         let name = String(decoding: key, as: UTF8.self)
-                        error = JobRejection(JobRejection.unknownField, "unknown field \"\(name)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
+                        error = JobRejection(
+                            JobRejection.unknownField,
+                            "unknown field \"\(name)\" (schema v1 fields: \(Job.fieldNames.sorted().joined(separator: ", ")))")
                     }
                     try s.skipValue()
                     return
@@ -171,7 +173,9 @@ extension Job {
                     if error == nil { error = JobRejection(JobRejection.wrongType, "template.\(key) has the wrong type (\(kind.rawValue))") }
                     try s.skipValue()
                 default:
-                    if error == nil { error = JobRejection(JobRejection.unknownField, "unknown field \"template.\(key)\" (known: name, locale, data)") }
+                    if error == nil {
+                        error = JobRejection(JobRejection.unknownField, "unknown field \"template.\(key)\" (known: name, locale, data)")
+                    }
                     try s.skipValue()
                 }
             }
@@ -209,7 +213,8 @@ extension Job {
         /// and a release when the fields go).
         mutating func build(raw: consuming ArraySlice<UInt8>) throws(JobRejection) -> Job {
             if let version, version != Job.schemaVersion {
-                throw JobRejection(JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
+                throw JobRejection(
+                    JobRejection.unsupportedVersion, "job schema version \(version) is not supported (this worker reads v\(Job.schemaVersion))")
             }
             if !token.isAbsent && tokenList != nil {
                 throw JobRejection(JobRejection.malformedJSON, "give either \"token\" or \"tokens\", not both")
@@ -226,7 +231,10 @@ extension Job {
                 case .valid(let t): return t
                 case .absent, .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
                 case .invalid(let n):
-                    throw JobRejection(.badDeviceToken, "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(n) characters")
+                    throw JobRejection(
+                        .badDeviceToken,
+                        "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(n) characters"
+                    )
                 }
             }
             func deviceToken(_ text: String) throws(JobRejection) -> DeviceToken {
@@ -248,7 +256,8 @@ extension Job {
             let type: PushType
             if let pushType {
                 guard let known = PushType(pushType) else {
-                    throw JobRejection(.invalidPushType, "push_type \"\(pushType)\" is not one of \(PushType.all.map(\.rawValue).joined(separator: ", "))")
+                    throw JobRejection(
+                        .invalidPushType, "push_type \"\(pushType)\" is not one of \(PushType.all.map(\.rawValue).joined(separator: ", "))")
                 }
                 type = known
             } else {
@@ -263,9 +272,11 @@ extension Job {
             }
             let forms = (payload != nil ? 1 : 0) + (notification != nil ? 1 : 0) + (hasTemplate ? 1 : 0)
             guard forms == 1 else {
-                throw JobRejection(JobRejection.missingPayload, forms == 0
-                    ? "the job has no \"payload\", \"notification\" or \"template\""
-                    : "give one of \"payload\", \"notification\" and \"template\", not several")
+                throw JobRejection(
+                    JobRejection.missingPayload,
+                    forms == 0
+                        ? "the job has no \"payload\", \"notification\" or \"template\""
+                        : "give one of \"payload\", \"notification\" and \"template\", not several")
             }
             let content: Job.Content
             if let notification {
@@ -281,14 +292,16 @@ extension Job {
             // The payload's range is relative to the job's start, which need not be index 0.
             let start = raw.startIndex + (payload?.lowerBound ?? 0)
             let payloadRange = start..<(start + (payload?.count ?? 0))
-            let idField: JSONScanner.ScannedString? = switch id.take() {
-            case .plain(let range)?: .plain((raw.startIndex + range.lowerBound)..<(raw.startIndex + range.upperBound))
-            case let other: other
-            }
-            let job = Job(raw: raw, idField: idField, app: app.take(), token: first, otherTokens: others, topic: topic.take(), pushType: type,
-                          priority: checkedPriority, expiration: expiration, collapseID: collapseID.take(),
-                          apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
-                          truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
+            let idField: JSONScanner.ScannedString? =
+                switch id.take() {
+                case .plain(let range)?: .plain((raw.startIndex + range.lowerBound)..<(raw.startIndex + range.upperBound))
+                case let other: other
+                }
+            let job = Job(
+                raw: raw, idField: idField, app: app.take(), token: first, otherTokens: others, topic: topic.take(), pushType: type,
+                priority: checkedPriority, expiration: expiration, collapseID: collapseID.take(),
+                apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
+                truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
             try RequestRules.check(job: job)
             return job
         }

@@ -72,18 +72,23 @@ public final class Job: @unchecked Sendable {
         case template(name: String, locale: String?, data: Range<Int>?)
     }
 
-    public convenience init(raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
-                            pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-                            payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?) {
-        self.init(raw: raw, idField: id.map { .decoded($0) }, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType,
-                  priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload, content: content,
-                  truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
+    public convenience init(
+        raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
+        pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
+        payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?
+    ) {
+        self.init(
+            raw: raw, idField: id.map { .decoded($0) }, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType,
+            priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload, content: content,
+            truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
     }
 
     /// `idField`: a plain id's range is of `raw`'s indices.
-    init(raw: ArraySlice<UInt8>, idField: JSONScanner.ScannedString?, app: String?, token: DeviceToken, otherTokens: [DeviceToken], topic: String?,
-         pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-         payload: Payload, content: Content, truncate: Bool?, sendAt: Int64?, maxAttempts: Int?) {
+    init(
+        raw: ArraySlice<UInt8>, idField: JSONScanner.ScannedString?, app: String?, token: DeviceToken, otherTokens: [DeviceToken], topic: String?,
+        pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
+        payload: Payload, content: Content, truncate: Bool?, sendAt: Int64?, maxAttempts: Int?
+    ) {
         switch payload {
         case .inRaw(let range):
             payloadRange = range
@@ -130,7 +135,7 @@ public final class Job: @unchecked Sendable {
     /// `withID` for a body that returns nothing, through no generic call (a record's writer
     /// calls it from another module); false with no id.
     public func withID(_ body: (UnsafeBufferPointer<UInt8>, _ isPlainJSON: Bool) -> Void) -> Bool {
-        let written: Void? = withID(body) // the generic one
+        let written: Void? = withID(body)  // the generic one
         return written != nil
     }
 
@@ -149,7 +154,8 @@ public final class Job: @unchecked Sendable {
 
     /// The same job with a rendered payload.
     public func rendered(_ payload: [UInt8]) -> Job {
-        Job(raw: raw, idField: idField, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
+        Job(
+            raw: raw, idField: idField, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
             expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: .rendered(payload), content: content,
             truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
     }

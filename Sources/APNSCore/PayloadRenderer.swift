@@ -32,7 +32,9 @@ public enum PayloadRenderer {
         let limit = job.pushType.maxPayloadBytes
         if fitted.count > limit, job.truncate ?? truncateByDefault {
             guard let shorter = PayloadFitting.truncateBody(fitted, limit: limit) else {
-                throw JobRejection(.payloadTooLarge, "payload is \(fitted.count) bytes; the limit for \(job.pushType) is \(limit), and shortening the alert body cannot make it fit")
+                throw JobRejection(
+                    .payloadTooLarge,
+                    "payload is \(fitted.count) bytes; the limit for \(job.pushType) is \(limit), and shortening the alert body cannot make it fit")
             }
             fitted = shorter
         }

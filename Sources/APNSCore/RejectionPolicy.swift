@@ -67,10 +67,13 @@ public struct RejectionPolicy: Sendable, Equatable {
         }
     }
 
-    private func verdict<G: RandomNumberGenerator>(_ rejection: APNSRejection, _ disposition: Disposition, attempts: Int, jobMaxAttempts: Int?,
-                                                   using rng: inout G) -> Verdict {
+    private func verdict<G: RandomNumberGenerator>(
+        _ rejection: APNSRejection, _ disposition: Disposition, attempts: Int, jobMaxAttempts: Int?,
+        using rng: inout G
+    ) -> Verdict {
         if case .retry(let kind) = disposition,
-           case .retry(let afterMs) = retry.decide(kind, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng) {
+            case .retry(let afterMs) = retry.decide(kind, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng)
+        {
             return .retry(afterMs: afterMs)
         }
         if disposition == .invalidToken { return .invalidToken }

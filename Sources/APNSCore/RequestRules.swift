@@ -7,8 +7,9 @@ public enum RequestRules {
 
     /// The header rules; for a raw payload also its size (rendered payloads are checked by the renderer).
     public static func check(job: Job) throws(JobRejection) {
-        try checkHeaders(pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
-                         expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
+        try checkHeaders(
+            pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
+            expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
         if job.content == .raw { try checkPayload(job.payloadBytes.count, pushType: job.pushType) }
     }
 
@@ -17,14 +18,17 @@ public enum RequestRules {
         if size <= 2 { throw JobRejection(.payloadEmpty, "the payload object is empty") }
     }
 
-    public static func checkHeaders(pushType: PushType, priority: Priority, topic: String?, expiration: Int64?,
-                                    collapseID: String?, apnsID: String?) throws(JobRejection) {
+    public static func checkHeaders(
+        pushType: PushType, priority: Priority, topic: String?, expiration: Int64?,
+        collapseID: String?, apnsID: String?
+    ) throws(JobRejection) {
         if let topic {
             guard !topic.isEmpty, topic.utf8.count <= 255 else {
                 throw JobRejection(.badTopic, "topic must be a bundle id")
             }
             guard pushType.matches(topic: topic) else {
-                throw JobRejection(.badTopic, "topic \"\(topic)\" does not fit push type \(pushType) (expected the suffix \"\(pushType.topicSuffix)\")")
+                throw JobRejection(
+                    .badTopic, "topic \"\(topic)\" does not fit push type \(pushType) (expected the suffix \"\(pushType.topicSuffix)\")")
             }
         }
         guard pushType.allows(priority) else {

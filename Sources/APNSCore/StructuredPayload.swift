@@ -62,7 +62,8 @@ enum StructuredPayload {
                         let v = try value(&s, key, .object)
                         data = (v.lowerBound + range.lowerBound)..<(v.upperBound + range.lowerBound)
                     } else {
-                        throw RenderError(JobRejection.unknownField, "unknown notification field \"\(key)\" (known: \(fieldNames.joined(separator: ", ")))")
+                        throw RenderError(
+                            JobRejection.unknownField, "unknown notification field \"\(key)\" (known: \(fieldNames.joined(separator: ", ")))")
                     }
                 }
                 w.endObject()
@@ -110,7 +111,9 @@ enum StructuredPayload {
         w.beginObject()
         try eachField(&s) { (key, s) throws(RenderError) in
             guard let (apsKey, kind) = alertFields[key] else {
-                throw RenderError(JobRejection.unknownField, "unknown notification.alert field \"\(key)\" (known: \(alertFields.keys.sorted().joined(separator: ", ")))")
+                throw RenderError(
+                    JobRejection.unknownField,
+                    "unknown notification.alert field \"\(key)\" (known: \(alertFields.keys.sorted().joined(separator: ", ")))")
             }
             let v = try value(&s, "alert.\(key)", kind)
             w.key(apsKey)
@@ -159,7 +162,8 @@ enum StructuredPayload {
         }
         let text = String(decoding: buf[(v.lowerBound + 1)..<(v.upperBound - 1)], as: UTF8.self)
         guard allowed.contains(text) else {
-            throw RenderError(JobRejection.wrongType, "notification.\(key) must be one of \(allowed.sorted().joined(separator: ", ")), got \"\(text)\"")
+            throw RenderError(
+                JobRejection.wrongType, "notification.\(key) must be one of \(allowed.sorted().joined(separator: ", ")), got \"\(text)\"")
         }
     }
 

@@ -102,7 +102,9 @@ public struct Template: Sendable {
     }
 
     private func missing(_ name: String, _ describe: String) -> JobRejection {
-        JobRejection(JobRejection.missingPlaceholder, "template \(describe) needs \"\(name)\", which template.data lacks (it uses: \(placeholders.joined(separator: ", ")))")
+        JobRejection(
+            JobRejection.missingPlaceholder,
+            "template \(describe) needs \"\(name)\", which template.data lacks (it uses: \(placeholders.joined(separator: ", ")))")
     }
 }
 

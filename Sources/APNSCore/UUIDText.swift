@@ -51,7 +51,7 @@ public enum UUIDText {
         raw.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 13, as: UInt8.self)
         raw.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 18, as: UInt8.self)
         raw.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 23, as: UInt8.self)
-        raw.storeBytes(of: UInt8(ascii: "4"), toByteOffset: 14, as: UInt8.self) // version 4
+        raw.storeBytes(of: UInt8(ascii: "4"), toByteOffset: 14, as: UInt8.self)  // version 4
         // The RFC 4122 variant: 8, 9, a or b, from the top two bits of `lo`.
         let variant = UInt8(truncatingIfNeeded: lo >> 62)
         raw.storeBytes(of: UInt8(ascii: "8") &+ variant &+ (variant >= 2 ? 39 : 0), toByteOffset: 19, as: UInt8.self)

@@ -94,7 +94,9 @@ public struct MockConfiguration: Codable, Sendable {
             case token, status, reason, attempts
             case tokenPrefix = "token_prefix", delayMs = "delay_ms"
         }
-        public init(token: String? = nil, tokenPrefix: String? = nil, status: Int? = nil, reason: String? = nil, attempts: Int? = nil, delayMs: Int? = nil) {
+        public init(
+            token: String? = nil, tokenPrefix: String? = nil, status: Int? = nil, reason: String? = nil, attempts: Int? = nil, delayMs: Int? = nil
+        ) {
             self.token = token
             self.tokenPrefix = tokenPrefix
             self.status = status

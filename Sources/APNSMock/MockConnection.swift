@@ -115,7 +115,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
                 if status == 410 { decision.timestamp = Int64(Date().timeIntervalSince1970 * 1000) }
             }
         }
-        let apnsID = request.value("apns-id").flatMap { UUIDText.isValid($0) ? APNSID($0.lowercased()) : nil } ?? UUIDText.randomID(using: &idGenerator)
+        let apnsID =
+            request.value("apns-id").flatMap { UUIDText.isValid($0) ? APNSID($0.lowercased()) : nil } ?? UUIDText.randomID(using: &idGenerator)
         record(request, decision, answeredID: apnsID, note: nil)
         if decision.delayMs > 0 {
             connection.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in

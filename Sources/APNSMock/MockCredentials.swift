@@ -20,9 +20,11 @@ public enum MockCredentials {
         public let certificateTopic: String
     }
 
-    public static func make(in directory: String, teamID: String = "TEAM123456", keyID: String = "KEY1234567",
-                            topic: String = "com.example.app", certificateTopic: String = "com.example.certapp",
-                            logFile: String? = nil, extraHostNames: [String] = []) throws -> Files {
+    public static func make(
+        in directory: String, teamID: String = "TEAM123456", keyID: String = "KEY1234567",
+        topic: String = "com.example.app", certificateTopic: String = "com.example.certapp",
+        logFile: String? = nil, extraHostNames: [String] = []
+    ) throws -> Files {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         func write(_ name: String, _ text: String, secret: Bool = false) throws {
@@ -50,15 +52,18 @@ public enum MockCredentials {
         config.keys = [.init(keyID: keyID, teamID: teamID, publicKey: path("AuthKey_\(keyID).pub.pem"), topics: [topic])]
         config.log = logFile
         try config.encoded().write(to: URL(fileURLWithPath: path("mock.json")))
-        return Files(directory: directory, caFile: path("ca.pem"), p8File: path("AuthKey_\(keyID).p8"),
-                     mockConfigFile: path("mock.json"), keyID: keyID, teamID: teamID, topic: topic,
-                     clientCertificateFile: path("client.pem"), clientKeyFile: path("client.key"),
-                     clientPKCS12File: path("client.p12"), clientPKCS12Password: password, certificateTopic: certificateTopic)
+        return Files(
+            directory: directory, caFile: path("ca.pem"), p8File: path("AuthKey_\(keyID).p8"),
+            mockConfigFile: path("mock.json"), keyID: keyID, teamID: teamID, topic: topic,
+            clientCertificateFile: path("client.pem"), clientKeyFile: path("client.key"),
+            clientPKCS12File: path("client.p12"), clientPKCS12Password: password, certificateTopic: certificateTopic)
     }
 
     /// Adds another team's provider key to a mock configuration; returns the .p8 path.
-    public static func addProviderKey(in directory: String, to config: inout MockConfiguration, teamID: String, keyID: String,
-                                      topics: [String]) throws -> String {
+    public static func addProviderKey(
+        in directory: String, to config: inout MockConfiguration, teamID: String, keyID: String,
+        topics: [String]
+    ) throws -> String {
         let key = try ES256PrivateKey()
         let p8 = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
         let pub = (directory as NSString).appendingPathComponent("AuthKey_\(keyID).pub.pem")

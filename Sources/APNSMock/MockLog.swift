@@ -10,7 +10,7 @@ final class MockLog: @unchecked Sendable {
 
     init(path: String?) throws {
         guard let path else { handle = nil; return }
-        _ = FileManager.default.createFile(atPath: path, contents: nil) // the open below reports a failure
+        _ = FileManager.default.createFile(atPath: path, contents: nil)  // the open below reports a failure
         guard let h = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
         }

@@ -104,8 +104,10 @@ final class MockRequest {
         withBytes { all in
             for i in fields.indices {
                 let a = UnsafeBufferPointer(rebasing: all[fields[i].name])
-                for j in fields.indices where j > i && fields[j].name.count == a.count
-                    && UnsafeBufferPointer(rebasing: all[fields[j].name]).elementsEqual(a) {
+                for j in fields.indices
+                where j > i && fields[j].name.count == a.count
+                    && UnsafeBufferPointer(rebasing: all[fields[j].name]).elementsEqual(a)
+                {
                     return true
                 }
             }
@@ -117,7 +119,8 @@ final class MockRequest {
     func withPathToken<R>(_ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
         withValue(":path") { path in
             guard let path, path.count >= Self.devicePrefix.utf8CodeUnitCount,
-                  UnsafeBufferPointer(rebasing: path[..<Self.devicePrefix.utf8CodeUnitCount]).equals(Self.devicePrefix) else {
+                UnsafeBufferPointer(rebasing: path[..<Self.devicePrefix.utf8CodeUnitCount]).equals(Self.devicePrefix)
+            else {
                 return body(nil)
             }
             return body(UnsafeBufferPointer(rebasing: path[Self.devicePrefix.utf8CodeUnitCount...]))

@@ -1,9 +1,9 @@
 import APNSCore
 import Foundation
-import IOLoop
-import TLS
 import HTTP2
+import IOLoop
 import Synchronization
+import TLS
 
 /// A mock APNs: TLS + HTTP/2 server that validates like Apple's service and injects faults.
 /// `threads` event loops serve the connections, each connection on one of them, taken in turn;
@@ -34,8 +34,9 @@ public final class MockServer: @unchecked Sendable {
         loops = try (0..<configuration.threads).map { _ in try EventLoop() }
         served = loops.map { _ in ServedConnections() }
         stats = Mutex(MockStats(threads: configuration.threads))
-        tls = try TLSContext(serverCertificateFile: configuration.tls.certificate, keyFile: configuration.tls.key,
-                             clientCAFile: configuration.tls.clientCA)
+        tls = try TLSContext(
+            serverCertificateFile: configuration.tls.certificate, keyFile: configuration.tls.key,
+            clientCAFile: configuration.tls.clientCA)
         validator = try MockValidator(configuration: configuration, now: { Int64(Date().timeIntervalSince1970) })
         log = try MockLog(path: configuration.log)
         (listenFD, port) = try Socket.listen(host: configuration.listen, port: configuration.port)
@@ -70,7 +71,9 @@ public final class MockServer: @unchecked Sendable {
     /// Waits for the loop threads started by `start()` to end.
     public func waitUntilStopped() {
         running.wait()
-        let first = listenerOpen.withLock { open in defer { open = false }; return open }
+        let first = listenerOpen.withLock { open in
+            defer { open = false }; return open
+        }
         if first { close(listenFD) }
     }
     private let listenerOpen = Mutex(true)
@@ -93,9 +96,10 @@ public final class MockServer: @unchecked Sendable {
         let initialLimit = configuration.oneStreamUntilAuthenticated ? 1 : configuration.maxConcurrentStreams
         let handler = MockConnection(server: self, id: id, loopIndex: index, streamLimit: initialLimit)
         do {
-            handler.connection = try HTTP2Connection(accepted: fd, tls: tls, loop: loops[index], delegate: handler,
-                                                     maxConcurrentStreams: initialLimit,
-                                                     answerPings: configuration.faults.answerPings)
+            handler.connection = try HTTP2Connection(
+                accepted: fd, tls: tls, loop: loops[index], delegate: handler,
+                maxConcurrentStreams: initialLimit,
+                answerPings: configuration.faults.answerPings)
             served[index].all[ObjectIdentifier(handler)] = handler
             stats.withLock { $0.connections += 1 }
         } catch {

@@ -21,8 +21,9 @@ final class MockValidator {
         var keys: [String: VerifiedKey] = [:]
         for key in configuration.keys {
             let pem = try readFile(key.publicKey)
-            keys[key.keyID] = VerifiedKey(keyID: key.keyID, teamID: key.teamID, topics: Set(key.topics),
-                                          publicKey: try ES256PublicKey(pem: pem))
+            keys[key.keyID] = VerifiedKey(
+                keyID: key.keyID, teamID: key.teamID, topics: Set(key.topics),
+                publicKey: try ES256PublicKey(pem: pem))
         }
         self.keys = keys
         tokenMaxAge = Int64(configuration.tokenMaxAgeSeconds)
@@ -77,7 +78,7 @@ final class MockValidator {
     private func authenticate(_ request: MockRequest, topic: String?, auth: inout ConnectionAuth) -> AuthResult {
         let claims: JWTClaims
         if let cached = auth.lastClaims, request.value("authorization", is: auth.lastAuthorization) {
-            claims = cached // verified on this connection already; compared as bytes, with no String made
+            claims = cached  // verified on this connection already; compared as bytes, with no String made
         } else {
             guard let header = request.value("authorization"), header.hasPrefix("bearer "), header.utf8.count > 7 else {
                 return .failure(.reject(403, .missingProviderToken))
@@ -91,8 +92,9 @@ final class MockValidator {
                 auth.lastTokenChange = now()
             }
             guard let decoded = JWTClaims.decode(token), let key = keys[decoded.claims.keyID],
-                  key.teamID == decoded.claims.teamID,
-                  key.publicKey.verify(signature: decoded.signature, message: Array(decoded.signingInput.utf8)) else {
+                key.teamID == decoded.claims.teamID,
+                key.publicKey.verify(signature: decoded.signature, message: Array(decoded.signingInput.utf8))
+            else {
                 return .failure(.reject(403, .invalidProviderToken))
             }
             claims = decoded.claims

@@ -25,8 +25,10 @@ public final class TestPKI {
 
     /// A certificate for `key`, signed by this CA.
     /// - `dnsNames`/`ips` make a server certificate; `uid` makes an APNs-style client certificate.
-    public func issue(key: ES256PrivateKey, commonName: String, dnsNames: [String] = [], ips: [String] = [],
-                      uid: String? = nil, days: Int = 365, serial: Int = 2) throws(OpenSSLError) -> String {
+    public func issue(
+        key: ES256PrivateKey, commonName: String, dnsNames: [String] = [], ips: [String] = [],
+        uid: String? = nil, days: Int = 365, serial: Int = 2
+    ) throws(OpenSSLError) -> String {
         guard let cert = X509_new() else { throw OpenSSLError.drain("X509_new") }
         defer { X509_free(cert) }
         var subject = [("CN", commonName)]

@@ -1,10 +1,10 @@
-import Buffers
 import APNSCore
+import Buffers
 import Glibc
-import IOLoop
 import HTTP2
-import QueueContract
+import IOLoop
 import PointerTricks
+import QueueContract
 
 /// One HTTP/2 connection to APNs for one app, owned by one `APNSSender`, on its loop's thread.
 final class APNSConnection: HTTP2ConnectionDelegate {
@@ -47,8 +47,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         resolver.resolve(e.host, port: e.port, on: loop) { [weak self] result in
             guard let self, !isClosed else { return }
             do {
-                http = try HTTP2Connection(connectingTo: result.get(), tls: app.tls, serverName: e.serverName, loop: loop,
-                                           delegate: self, timeoutMs: timeoutMs)
+                http = try HTTP2Connection(
+                    connectingTo: result.get(), tls: app.tls, serverName: e.serverName, loop: loop,
+                    delegate: self, timeoutMs: timeoutMs)
             } catch {
                 isClosed = true
                 withOwner { $0.connectFailed(self, error: error) }
@@ -103,14 +104,17 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     /// One request's HEADERS and body, nil if the session refuses it. The request is borrowed here,
     /// so its job and token are read without a reference count each.
-    private static func submit(_ request: SendRequest, _ session: HTTP2ClientSession, _ headers: inout HeaderList,
-                               _ shared: inout APNSRequestHeaders.Shared<HeaderList.Kept>?, authority: String, bearer: String?) -> Int32? {
+    private static func submit(
+        _ request: SendRequest, _ session: HTTP2ClientSession, _ headers: inout HeaderList,
+        _ shared: inout APNSRequestHeaders.Shared<HeaderList.Kept>?, authority: String, bearer: String?
+    ) -> Int32? {
         let job = request.job
         headers.clear()
         if shared?.fits(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic, priority: job.priority) != true {
             headers.clearAll()
-            shared = APNSRequestHeaders.share(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic,
-                                              priority: job.priority, into: &headers)
+            shared = APNSRequestHeaders.share(
+                authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic,
+                priority: job.priority, into: &headers)
         }
         APNSRequestHeaders.write(job: job, token: request.token, shared: shared!, into: &headers)
         return try? session.submitRequest(headers, body: job.payloadBytes)
@@ -154,14 +158,14 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
         isClosed = true
         isReady = false
-        http = nil // it holds this object through its session (the loop keeps it to the end of the turn)
+        http = nil  // it holds this object through its session (the loop keeps it to the end of the turn)
         let unanswered = streams.closeAll().filter { !$0.answered }
         withOwner { $0.connectionClosed(self, error: error, unanswered: unanswered) }
     }
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let isStatus = name.equals(":status")
-        guard isStatus || name.equals("apns-id") else { return } // the only two read
+        guard isStatus || name.equals("apns-id") else { return }  // the only two read
         streams[stream]?.withObject { s in
             if isStatus { s.status = Self.parseStatus(value) } else { s.apnsID = APNSID(value) }
         }

@@ -15,7 +15,7 @@ public protocol DecidedSink: AnyObject {
 /// (shared-nothing, DESIGN.md §1). Requests arrive in batches (`accept`); each loop turn
 /// (`dispatch`) fills the connections' free streams; decided sends go to `sink` one by one, and
 /// the end of each turn is told.
-public final class APNSSender: @unchecked Sendable { // its loop's thread only
+public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     public struct Settings: Sendable {
         public var connectionsPerApp: Int
         public var streamsPerConnection: Int
@@ -30,9 +30,11 @@ public final class APNSSender: @unchecked Sendable { // its loop's thread only
         /// What each answer, or the lack of one, does to a send.
         public var rejections: RejectionPolicy
 
-        public init(connectionsPerApp: Int, streamsPerConnection: Int, requestTimeoutMs: Int, credentialPauseMs: Int = 60_000,
-                    pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
-                    rejections: RejectionPolicy = RejectionPolicy()) {
+        public init(
+            connectionsPerApp: Int, streamsPerConnection: Int, requestTimeoutMs: Int, credentialPauseMs: Int = 60_000,
+            pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
+            rejections: RejectionPolicy = RejectionPolicy()
+        ) {
             self.connectionsPerApp = connectionsPerApp
             self.streamsPerConnection = streamsPerConnection
             self.requestTimeoutMs = requestTimeoutMs
@@ -76,8 +78,10 @@ public final class APNSSender: @unchecked Sendable { // its loop's thread only
     private var restToOpen: [Bool]
     private var rng = SystemRandomNumberGenerator()
     /// `name`: the I/O thread's, for metrics labels.
-    public init(name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
-                loop: EventLoop, sink: DecidedSink, resolver: HostResolver = HostResolver()) {
+    public init(
+        name: String, apps: [AppRuntime], settings: Settings, logger: Logger, metrics: Metrics = Metrics(), health: HealthState = HealthState(),
+        loop: EventLoop, sink: DecidedSink, resolver: HostResolver = HostResolver()
+    ) {
         self.name = name
         self.resolver = resolver
         self.metrics = metrics
@@ -115,7 +119,7 @@ public final class APNSSender: @unchecked Sendable { // its loop's thread only
     public func start() {
         for p in pools.indices {
             openConnection(pool: p, slot: 0)
-            loop.schedule(afterMilliseconds: 1000) { [self] in openRest(pool: p) } // the first one may hang
+            loop.schedule(afterMilliseconds: 1000) { [self] in openRest(pool: p) }  // the first one may hang
         }
         scheduleTimeoutScan()
     }
@@ -305,11 +309,13 @@ public final class APNSSender: @unchecked Sendable { // its loop's thread only
     }
 
     func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
-        logger.log(rejection.status >= 500 ? .warning : .info, "APNs rejected a notification", [
-            "app": .string(apps[r.app].name), "token": .string(r.token.hex), "status": .int(rejection.status),
-            "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
-            "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
-        ])
+        logger.log(
+            rejection.status >= 500 ? .warning : .info, "APNs rejected a notification",
+            [
+                "app": .string(apps[r.app].name), "token": .string(r.token.hex), "status": .int(rejection.status),
+                "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
+                "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
+            ])
         switch decide(.rejected(rejection), for: r) {
         case .refreshTokenAndResend:
             // The connection is wedged after this error: new JWT, new connection, same job.
@@ -328,8 +334,11 @@ public final class APNSSender: @unchecked Sendable { // its loop's thread only
             // job costs no attempt. TooManyProviderTokenUpdates also retires the connection.
             let pause = breakers[poolOf[r.app]].failed(nowMs: MonotonicClock.nowMilliseconds())
             metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
-            logger.error("APNs refused the app's credentials; pausing the app and probing", [
-                "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
+            logger.error(
+                "APNs refused the app's credentials; pausing the app and probing",
+                [
+                    "app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause),
+                ])
             if closeConnection { c.http?.shutdown(error: nil) }
             pending[poolOf[r.app]].pushFront(withoutLastAttempt(r))
         case .finish(let verdict):

@@ -1,5 +1,5 @@
-import TLS
 import Configuration
+import TLS
 
 /// One configured app, ready to send: its TLS context and, for token auth, its shared JWT.
 public final class AppRuntime: Sendable {

@@ -43,7 +43,7 @@ public struct CircuitBreaker: Sendable {
     @discardableResult
     public mutating func failed(nowMs: UInt64) -> Int {
         var g = SystemRandomNumberGenerator()
-        let pause = backoff.nextDelayMs(using: &g) * 2 // full step: the jitter only spreads it above half
+        let pause = backoff.nextDelayMs(using: &g) * 2  // full step: the jitter only spreads it above half
         state = .open(untilMs: nowMs + UInt64(pause))
         return pause
     }

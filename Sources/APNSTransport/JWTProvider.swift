@@ -1,8 +1,8 @@
 import APNSCore
-import Foundation
-import TLS
-import Synchronization
 import Configuration
+import Foundation
+import Synchronization
+import TLS
 
 /// The provider token for one (team, key), shared by every connection of the process.
 /// Re-minted every 50 minutes, and never more often than every 20 (apns-protocol.md §6.1).
@@ -19,9 +19,11 @@ public final class JWTProvider: Sendable {
     public let refreshAfterSeconds: Int64
     public let minimumAgeSeconds: Int64
 
-    public init(teamID: String, keyID: String, key: ES256PrivateKey, refreshAfterSeconds: Int64 = JWTProvider.defaultRefreshSeconds,
-                minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) throws {
+    public init(
+        teamID: String, keyID: String, key: ES256PrivateKey, refreshAfterSeconds: Int64 = JWTProvider.defaultRefreshSeconds,
+        minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) throws {
         self.teamID = teamID
         self.keyID = keyID
         self.key = key
@@ -33,8 +35,10 @@ public final class JWTProvider: Sendable {
     }
 
     /// Loads a `.p8` file. Errors name the file, never its contents.
-    public convenience init(teamID: String, keyID: String, p8File: String, refreshAfterSeconds: Int64 = JWTProvider.defaultRefreshSeconds,
-                            minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds) throws {
+    public convenience init(
+        teamID: String, keyID: String, p8File: String, refreshAfterSeconds: Int64 = JWTProvider.defaultRefreshSeconds,
+        minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds
+    ) throws {
         guard let pem = FileManager.default.contents(atPath: p8File) else {
             throw ConfigurationError("cannot read the .p8 key file \(p8File)")
         }

@@ -1,15 +1,15 @@
 import APNSCore
-import QueueContract
+import APNSTransport
 import Buffers
+import Configuration
 import Foundation
-import IOLoop
 import HTTP2
+import IOLoop
+import PointerTricks
+import QueueContract
 import RedisClient
 import Synchronization
 import Telemetry
-import Configuration
-import APNSTransport
-import PointerTricks
 
 /// What a recorded batch adds to the metrics.
 extension Completer {
@@ -54,7 +54,11 @@ extension Completer {
             }
             guard f.takenAtNs > 0 else { return }
             if current < 0 || latencies[current].app != app {
-                current = latencies.firstIndex { $0.app == app } ?? { latencies.append(AppLatencies(app: app)); return latencies.count - 1 }()
+                current =
+                    latencies.firstIndex { $0.app == app }
+                    ?? {
+                        latencies.append(AppLatencies(app: app)); return latencies.count - 1
+                    }()
             }
             if f.sentAtNs >= f.takenAtNs { latencies[current].waits.observe(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
             if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.observe(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
@@ -64,8 +68,11 @@ extension Completer {
         metrics.record { m in
             for (k, n) in series {
                 let v = Double(n)
-                m.add("apns_notifications_total", .init(("app", k.app), ("push_type", k.pushType?.rawValue ?? "-"), ("status", String(k.status)),
-                                                        ("reason", k.reason)), v)
+                m.add(
+                    "apns_notifications_total",
+                    .init(
+                        ("app", k.app), ("push_type", k.pushType?.rawValue ?? "-"), ("status", String(k.status)),
+                        ("reason", k.reason)), v)
                 switch k.stat {
                 case .retried: m.add("apns_retries_total", .init(("app", k.app)), v)
                 case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)

@@ -1,15 +1,15 @@
 import APNSCore
-import QueueContract
+import APNSTransport
 import Buffers
+import Configuration
 import Foundation
-import IOLoop
 import HTTP2
+import IOLoop
+import PointerTricks
+import QueueContract
 import RedisClient
 import Synchronization
 import Telemetry
-import Configuration
-import APNSTransport
-import PointerTricks
 
 /// A chunk's records, as the transaction's XADDs or as the complete script's arguments.
 extension Completer {

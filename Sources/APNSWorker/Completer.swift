@@ -1,21 +1,21 @@
 import APNSCore
-import QueueContract
+import APNSTransport
 import Buffers
+import Configuration
 import Foundation
-import IOLoop
 import HTTP2
+import IOLoop
+import PointerTricks
+import QueueContract
 import RedisClient
 import Synchronization
 import Telemetry
-import Configuration
-import APNSTransport
-import PointerTricks
 
 /// Writes decided outcomes to Redis in batches, each job's ack in the same atomic step as its
 /// records (QueueScripts.complete), then frees room in the gate. One per I/O thread, on its
 /// event loop: outcomes are written by the thread that decided them, on a connection of its
 /// own, without a hand-over to another thread.
-final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { // the owning loop's thread only, but `submit`
+final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  // the owning loop's thread only, but `submit`
     let keys: QueueKeys
     let workerID: String
     let configuration: WorkerConfiguration
@@ -52,8 +52,10 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
     private var stopping = false
     private var stopped: (@Sendable () -> Void)?
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InFlightGate,
-         metrics: Metrics, logger: Logger, loop: EventLoop, linger: TimeInterval = 0.002) {
+    init(
+        keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InFlightGate,
+        metrics: Metrics, logger: Logger, loop: EventLoop, linger: TimeInterval = 0.002
+    ) {
         lingerMs = max(1, Int((linger * 1000).rounded()))
         self.keys = keys
         self.workerID = workerID
@@ -198,7 +200,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
             let app = f.appName
             decided.shared.append(decided.fields.fields(app: app, topic: f.topic))
             decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-"))
-            decided.decisions.append(decision) // its last use: moved, not copied
+            decided.decisions.append(decision)  // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))
         return Writing(groups: groups, marked: marked, decided: decided, recordable: recordable)
@@ -235,7 +237,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
     }
 
     func redisFailed(_ error: RedisError) {
-        checked = nil // the WATCH went with the connection
+        checked = nil  // the WATCH went with the connection
         guard let w = writing else { return stopIfIdle() }
         if case .idle = w.step {} else if error.isConnectionLost { w.uncertain = true }
         w.step = .idle
@@ -294,7 +296,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable { /
         writing = nil
         let n = chunkEnd - chunkStart
         if chunkEnd == current.count {
-            handOver(&current) // before the gate wakes a fetcher
+            handOver(&current)  // before the gate wakes a fetcher
             chunkEnd = 0
         }
         gate.recorded(n)

@@ -1,7 +1,7 @@
+import APNSTransport
 import IOLoop
 import RedisClient
 import Telemetry
-import APNSTransport
 
 /// What a `EventLoopRedisConnection` tells its owner, on the loop's thread.
 protocol EventLoopRedisOwner: AnyObject {
@@ -25,7 +25,7 @@ final class EventLoopRedisConnection: EventHandler {
     private var attempts = 0
     private let loop: EventLoop
     private let logger: Logger
-    unowned(unsafe) var owner: EventLoopRedisOwner! // the owner holds this object
+    unowned(unsafe) var owner: EventLoopRedisOwner!  // the owner holds this object
     private var pipe: NonBlockingRedisConnection?
     private var watchingWrites = false
     private var backoff = Backoff(baseMs: 100, capMs: 5000)
@@ -123,7 +123,8 @@ final class EventLoopRedisConnection: EventHandler {
         drop()
         let delay = backoff.nextDelayMs()
         if !closed {
-            logger.warning("Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
+            logger.warning(
+                "Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
             loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
         }
         owner.redisFailed(error)

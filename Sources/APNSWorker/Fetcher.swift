@@ -1,19 +1,19 @@
 import APNSCore
-import QueueContract
+import APNSTransport
+import Configuration
 import Foundation
 import IOLoop
+import QueueContract
 import RedisClient
 import Synchronization
 import Telemetry
-import Configuration
-import APNSTransport
 
 /// Takes jobs from Redis in atomic batches for one I/O thread, on that thread's event loop:
 /// parses and checks them, hands sendable ones to the thread's connections and bad ones straight
 /// to the completer. The loop waits on Redis as it waits on APNs (a `EventLoopRedisConnection` in its epoll
 /// set), so a batch crosses no thread on its way out (a thread of its own cost context switches:
 /// docs/performance.md).
-final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning loop's thread only, but `stop`
+final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning loop's thread only, but `stop`
     private let keys: QueueKeys
     private let workerID: String
     private let configuration: WorkerConfiguration
@@ -49,8 +49,10 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
         case templates
     }
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
-         gate: InFlightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest?]) -> Void) throws {
+    init(
+        keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
+        gate: InFlightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest?]) -> Void
+    ) throws {
         self.loop = loop
         self.keys = keys
         self.workerID = workerID
@@ -148,8 +150,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
             if let message = reply.error {
                 guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
                 // A restarted Redis: load the script and fetch again, in one write.
-                send([RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch), listArgs(batch)], skipping: 1,
-                     expecting: .fetch(batch: batch))
+                send(
+                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch), listArgs(batch)], skipping: 1,
+                    expecting: .fetch(batch: batch))
                 return
             }
             let taken = try TakenJobs(reply)
@@ -170,8 +173,12 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
     }
 
     private func fetchArgs(_ id: String) -> RedisArgs {
-        var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
-                                                                 keys.workers, keys.staging(worker: workerID), keys.handleCounter])
+        var args = RedisArgs(
+            script: QueueScripts.fetch,
+            keys: [
+                keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
+                keys.workers, keys.staging(worker: workerID), keys.handleCounter,
+            ])
         args.append(configuration.batchSize)
         args.append(workerID)
         args.append(configuration.leaseMs)
@@ -187,7 +194,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
     private func route(_ taken: TakenJobs, batch: TakenBatch) {
         let now = MonotonicClock.nowNanoseconds()
         let nowMs = WallClock.nowMilliseconds()
-        var sends: [SendRequest?] = [] // optional for the send loop's queue to move them out (PendingQueue)
+        var sends: [SendRequest?] = []  // optional for the send loop's queue to move them out (PendingQueue)
         sends.reserveCapacity(taken.count)
         var decided: [FinishedJob] = []
         var units = 0
@@ -197,24 +204,28 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
                 unfreed.freeOne()
                 let handle = taken.first + Int64(index)
                 var meta = JobEnvelope.Meta()
-                var opened: ArraySlice<UInt8>? // the job inside an envelope
+                var opened: ArraySlice<UInt8>?  // the job inside an envelope
                 do throws(JobRejection) {
                     if JobEnvelope.isEnvelope(UnsafeBufferPointer(rebasing: all[range])) { (meta, opened) = try JobEnvelope.open(taken.bytes[range]) }
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
                     let (app, topic) = try resolve(parsed)
-                    let job = try PayloadRenderer.render(consume parsed, templates: templates.library,
-                                                         truncateByDefault: apps[app].configuration.truncateBody)
+                    let job = try PayloadRenderer.render(
+                        consume parsed, templates: templates.library,
+                        truncateByDefault: apps[app].configuration.truncateBody)
                     if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                         units += 1
-                        decided.append(.unsent(handle: handle, batch: batch, index: index, raw: job.raw, job: job, appName: apps[app].name, topic: topic,
-                                                         outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
-                                                         recoveries: meta.recoveries))
+                        decided.append(
+                            .unsent(
+                                handle: handle, batch: batch, index: index, raw: job.raw, job: job, appName: apps[app].name, topic: topic,
+                                outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
+                                recoveries: meta.recoveries))
                         continue
                     }
                     // The job is consumed by its last request: passed on, not counted once more.
                     func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
-                        SendRequest(handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic,
-                                    takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout)
+                        SendRequest(
+                            handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic,
+                            takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout)
                     }
                     // A retried piece of a fan-out job carries its one token in its envelope.
                     let retried = meta.token.flatMap(DeviceToken.init)
@@ -230,8 +241,10 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
                     }
                 } catch {
                     units += 1
-                    decided.append(.unsent(handle: handle, batch: batch, index: index, raw: opened ?? taken.bytes[range], job: nil, appName: nil, topic: nil,
-                                           outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
+                    decided.append(
+                        .unsent(
+                            handle: handle, batch: batch, index: index, raw: opened ?? taken.bytes[range], job: nil, appName: nil, topic: nil,
+                            outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
                 }
             }
         }
@@ -262,8 +275,10 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable { // the owning lo
             index = apps.count == 1 ? 0 : apps.firstIndex { $0.name == "default" }
         }
         guard let index else {
-            throw JobRejection(JobRejection.unknownApp, job.app.map { "no app named \"\($0)\" is configured (known: \(apps.map(\.name).joined(separator: ", ")))" }
-                               ?? "the job names no \"app\" and there is no app named \"default\"")
+            throw JobRejection(
+                JobRejection.unknownApp,
+                job.app.map { "no app named \"\($0)\" is configured (known: \(apps.map(\.name).joined(separator: ", ")))" }
+                    ?? "the job names no \"app\" and there is no app named \"default\"")
         }
         let bundle = apps[index].configuration.bundleID
         // A topic the push type derives from the bundle is the app's; one the job names must be

@@ -1,10 +1,10 @@
 import APNSCore
-import QueueContract
+import Configuration
 import Foundation
 import IOLoop
+import QueueContract
 import RedisClient
 import Telemetry
-import Configuration
 
 /// The housekeeping thread: renews this worker's lease, promotes due retries and scheduled
 /// jobs, and takes back the jobs of workers whose lease ran out (`kill -9`). Every worker runs
@@ -56,8 +56,10 @@ final class Housekeeper: @unchecked Sendable {
 
     /// Drops stream entries older than the age caps (entry ids start with their time in ms).
     private func trimByAge() {
-        let caps = [(keys.results, configuration.resultsMaxAgeSeconds), (keys.deadLetters, configuration.deadLettersMaxAgeSeconds),
-                    (keys.invalidTokens, configuration.invalidTokensMaxAgeSeconds)]
+        let caps = [
+            (keys.results, configuration.resultsMaxAgeSeconds), (keys.deadLetters, configuration.deadLettersMaxAgeSeconds),
+            (keys.invalidTokens, configuration.invalidTokensMaxAgeSeconds),
+        ]
         let nowMs = WallClock.nowMilliseconds()
         for case let (key, seconds?) in caps {
             _ = try? redis.with { r throws(RedisError) in
@@ -68,19 +70,25 @@ final class Housekeeper: @unchecked Sendable {
 
     private func tick() {
         _ = try? redis.with { r throws(RedisError) in
-            let expired = try r.run(QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
-                                    args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]).array
+            let expired = try r.run(
+                QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
+                args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
+            ).array
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
         }
     }
 
     private func recover(_ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery) throws(RedisError) {
-        let (requeued, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
-                                                                   caps: configuration.recordCaps, mode: mode)
+        let (requeued, poisoned) = try InFlightJobs.recover(
+            r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
+            caps: configuration.recordCaps, mode: mode)
         if requeued + poisoned > 0 {
             metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
-            logger.warning("took back the jobs of a worker that stopped renewing its lease", [
-                "dead_worker": .string(worker), "requeued": .int(Int(requeued)), "poison_pills": .int(Int(poisoned))])
+            logger.warning(
+                "took back the jobs of a worker that stopped renewing its lease",
+                [
+                    "dead_worker": .string(worker), "requeued": .int(Int(requeued)), "poison_pills": .int(Int(poisoned)),
+                ])
         }
     }
 }

@@ -20,7 +20,7 @@ extension APNSSender: NotificationTransport {}
 
 /// One I/O thread of the pipeline: one event loop that fetches its jobs, sends them through
 /// its transport and writes their outcomes (DESIGN.md §1).
-final class IOThread: @unchecked Sendable { // started and stopped from the control plane; runs on its own thread
+final class IOThread: @unchecked Sendable {  // started and stopped from the control plane; runs on its own thread
     let name: String
     let loop: EventLoop
     let transport: NotificationTransport
@@ -57,7 +57,9 @@ final class IOThread: @unchecked Sendable { // started and stopped from the cont
         let ended = DispatchSemaphore(value: 0)
         loop.execute { [self] in
             transport.close()
-            let end: @Sendable () -> Void = { [loop] in loop.stop(); ended.signal() }
+            let end: @Sendable () -> Void = { [loop] in
+                loop.stop(); ended.signal()
+            }
             if let completer { completer.finish(then: end) } else { end() }
         }
         _ = ended.wait(timeout: .now() + .seconds(30))

@@ -1,8 +1,8 @@
 import APNSCore
-import QueueContract
 import Buffers
-import RedisClient
 import PointerTricks
+import QueueContract
+import RedisClient
 
 /// Turns a decided outcome into the records of the Redis contract, and decides retries.
 /// Each outcome's two records are written straight into the completion transaction
@@ -38,7 +38,7 @@ struct OutcomeRecords {
 
     func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
         var attempts = f.attemptCount
-        if f.isDelivered { attempts += 1 } // the delivering try is not listed
+        if f.isDelivered { attempts += 1 }  // the delivering try is not listed
         let plan = plan(f, worker: worker, attempts: attempts)
         let stat: QueueStat
         switch plan {
@@ -51,8 +51,10 @@ struct OutcomeRecords {
 
     /// Appends the outcome's kind and its two records, each written in `record` first (emptied
     /// here; a caller's one buffer serves a whole batch).
-    static func append(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs,
-                       using record: inout ByteBuffer) {
+    static func append(
+        _ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs,
+        using record: inout ByteBuffer
+    ) {
         args.append(d.kind.rawValue)
         record.removeAll()
         writeFirst(d, of: f, shared: shared, into: &record)
@@ -78,8 +80,9 @@ struct OutcomeRecords {
         switch d.plan {
         case .delivered: break
         case .failed(let r, let detail?):
-            OutcomeRecord.deadLetter(Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
-                                     attempts: f.attempts, into: &out)
+            OutcomeRecord.deadLetter(
+                Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
+                attempts: f.attempts, into: &out)
         case .failed(let r, nil): OutcomeRecord.invalidToken(Self.context(f, shared: shared), rejection: r, into: &out)
         case .schedule(_, let at, _): at.withUTF8Bytes { out.append(UnsafeRawBufferPointer($0)) }
         }
@@ -91,18 +94,20 @@ struct OutcomeRecords {
     }
 
     private func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
-        if f.isDelivered { return .delivered } // read in place: `outcome` copies it
+        if f.isDelivered { return .delivered }  // read in place: `outcome` copies it
         switch f.outcome {
         case .delivered:
             return .delivered
         case .scheduled(let atMs):
-            return .schedule(JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
-                             at: "=\(atMs)", stat: .scheduled)
+            return .schedule(
+                JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
+                at: "=\(atMs)", stat: .scheduled)
         case .deadLetter(let why):
             return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
         case .rejected(_, .retry(let afterMs)):
-            let meta = JobEnvelope.Meta(token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-                                        nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
+            let meta = JobEnvelope.Meta(
+                token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
+                nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
             return .schedule(meta, at: "+\(afterMs)", stat: .retried)
         case .rejected(let rejection, .invalidToken):
             return .failed(rejection, deadDetail: nil)

@@ -1,7 +1,7 @@
+import APNSTransport
 import Foundation
 import RedisClient
 import Telemetry
-import APNSTransport
 
 /// A `BlockingRedisConnection` that reconnects with capped, jittered backoff, for the
 /// housekeeping thread. One per thread.
@@ -31,7 +31,8 @@ final class ReconnectingRedisConnection {
         } catch {
             if error.isConnectionLost { connection = nil }
             let delay = backoff.nextDelayMs()
-            logger.warning("Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
+            logger.warning(
+                "Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
             usleep(UInt32(delay) * 1000)
             throw error
         }

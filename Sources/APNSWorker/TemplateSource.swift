@@ -1,8 +1,8 @@
 import APNSCore
+import Configuration
 import Foundation
 import RedisClient
 import Telemetry
-import Configuration
 
 /// A fetcher's templates: files from `templates_dir`, overridden by the queue's
 /// templates hash in Redis, which is re-read at most once a second so that templates can be

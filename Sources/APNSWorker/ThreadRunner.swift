@@ -1,5 +1,5 @@
-import Foundation
 import CLinux
+import Foundation
 
 /// Runs one long-lived body on its own thread, and stops it: the stop request is a flag the
 /// body polls, and `stop` waits until the body has returned.

@@ -1,13 +1,13 @@
 import APNSCore
-import QueueContract
+import APNSTransport
 import CLinux
+import Configuration
 import Foundation
 import IOLoop
-import TLS
+import QueueContract
 import RedisClient
+import TLS
 import Telemetry
-import Configuration
-import APNSTransport
 
 /// One worker process: K I/O threads, each fetching its own jobs, sending them and writing their
 /// outcomes on one event loop (DESIGN.md §1).
@@ -36,32 +36,40 @@ public final class Worker: @unchecked Sendable {
         apps = try configuration.apps.map { app in
             guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(app, jwt: nil) }
             let id = team + "/" + kid
-            let jwt = try providers[id] ?? JWTProvider(teamID: team, keyID: kid, p8File: file,
-                                                       refreshAfterSeconds: Int64(configuration.tokenRefreshSeconds),
-                                                       minimumAgeSeconds: Int64(configuration.tokenMinRefreshSeconds))
+            let jwt =
+                try providers[id]
+                ?? JWTProvider(
+                    teamID: team, keyID: kid, p8File: file,
+                    refreshAfterSeconds: Int64(configuration.tokenRefreshSeconds),
+                    minimumAgeSeconds: Int64(configuration.tokenMinRefreshSeconds))
             providers[id] = jwt
             return try AppRuntime(app, jwt: jwt)
         }
         let gate = InFlightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
-        let settings = APNSSender.Settings(connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
-                                         requestTimeoutMs: configuration.requestTimeoutMs,
-                                         credentialPauseMs: configuration.credentialPauseMs,
-                                         pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs,
-                                         connectTimeoutMs: configuration.connectTimeoutMs,
-                                         rejections: RejectionPolicy(retry: configuration.retryPolicy))
+        let settings = APNSSender.Settings(
+            connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
+            requestTimeoutMs: configuration.requestTimeoutMs,
+            credentialPauseMs: configuration.credentialPauseMs,
+            pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs,
+            connectTimeoutMs: configuration.connectTimeoutMs,
+            rejections: RejectionPolicy(retry: configuration.retryPolicy))
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.
         ioThreads = try (0..<configuration.ioThreads).map { i in
             let loop = try EventLoop()
-            let completer = Completer(keys: keys, workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop)
+            let completer = Completer(
+                keys: keys, workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop)
             let name = "apns-io-\(i)"
-            let sender = APNSSender(name: name, apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
-                                    loop: loop, sink: completer)
+            let sender = APNSSender(
+                name: name, apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
+                loop: loop, sink: completer)
             let thread = IOThread(name: name, loop: loop, transport: sender)
             thread.completer = completer
-            thread.fetcher = try Fetcher(keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
-                                         gate: gate, batchIDs: batchIDs, loop: loop, logger: logger) { [unowned sender] in sender.accept($0) }
+            thread.fetcher = try Fetcher(
+                keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
+                gate: gate, batchIDs: batchIDs, loop: loop, logger: logger
+            ) { [unowned sender] in sender.accept($0) }
             return thread
         }
         housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
@@ -89,11 +97,13 @@ public final class Worker: @unchecked Sendable {
         housekeeper.recoverPreviousRun()
         housekeeper.start()
         for thread in ioThreads { thread.start() }
-        logger.info("worker started", [
-            "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
-            "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
-            "connections": .int(configuration.connections), "streams": .int(configuration.streams),
-        ])
+        logger.info(
+            "worker started",
+            [
+                "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
+                "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
+                "connections": .int(configuration.connections), "streams": .int(configuration.streams),
+            ])
     }
 
     /// Logs a warning 30 days before a client certificate expires, and an error once it has.
@@ -159,7 +169,7 @@ public final class Worker: @unchecked Sendable {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
         for thread in ioThreads { thread.fetcher?.stop() }
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
-        for thread in ioThreads { thread.stop() } // each writes the outcomes it holds
+        for thread in ioThreads { thread.stop() }  // each writes the outcomes it holds
         housekeeper.stop()
         healthServer?.stop()
         var handedBack: Int64 = 0

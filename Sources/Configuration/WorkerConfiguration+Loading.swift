@@ -1,6 +1,6 @@
 import Foundation
-import Telemetry
 import RedisClient
+import Telemetry
 
 extension WorkerConfiguration {
     /// Reads `path` (if given), then applies `environment` overrides, then checks the result.
@@ -21,12 +21,14 @@ extension WorkerConfiguration {
     }
 
     private mutating func apply(file f: Fields) throws {
-        try f.rejectUnknown(["redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
-                             "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
-                             "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
-                             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
-                             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
-                             "templates_dir", "metrics_port", "metrics_host"])
+        try f.rejectUnknown([
+            "redis", "queue", "worker_id", "apps", "connections", "streams", "io_threads", "batch_size",
+            "request_timeout_ms", "results_max", "dead_letters_max", "invalid_tokens_max", "lease_ms",
+            "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
+            "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
+            "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
+            "templates_dir", "metrics_port", "metrics_host",
+        ])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "socket", "password", "database"])
             redis.host = try r.string("host") ?? redis.host
@@ -62,8 +64,10 @@ extension WorkerConfiguration {
         metricsPort = try f.int("metrics_port")
         metricsHost = try f.string("metrics_host") ?? metricsHost
         if let r = try f.object("retry") {
-            try r.rejectUnknown(["backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
-                                 "server_error_min_delay_ms", "server_error_max_delay_ms"])
+            try r.rejectUnknown([
+                "backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
+                "server_error_min_delay_ms", "server_error_max_delay_ms",
+            ])
             retryPolicy.backoffBaseMs = try r.int("backoff_base_ms") ?? retryPolicy.backoffBaseMs
             retryPolicy.backoffCapMs = try r.int("backoff_cap_ms") ?? retryPolicy.backoffCapMs
             retryPolicy.backoffMaxAttempts = try r.int("backoff_max_attempts") ?? retryPolicy.backoffMaxAttempts
@@ -97,15 +101,21 @@ extension WorkerConfiguration {
         metricsPort = try int("APNSW_METRICS_PORT") ?? metricsPort
         if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }
         // Overrides for the single app of a simple deployment.
-        let appKeys = ["APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID", "APNSW_KEY_FILE"]
+        let appKeys = [
+            "APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID", "APNSW_KEY_FILE",
+        ]
         guard appKeys.contains(where: { env[$0] != nil }) else { return }
         if apps.isEmpty {
             guard let team = env["APNSW_TEAM_ID"], let kid = env["APNSW_KEY_ID"], let file = env["APNSW_KEY_FILE"],
-                  let bundle = env["APNSW_BUNDLE_ID"] else {
+                let bundle = env["APNSW_BUNDLE_ID"]
+            else {
                 throw ConfigurationError("with no apps in the file, APNSW_BUNDLE_ID, APNSW_TEAM_ID, APNSW_KEY_ID and APNSW_KEY_FILE are all needed")
             }
-            apps = [AppConfiguration(name: "default", bundleID: bundle, endpoint: .development,
-                                     auth: .token(teamID: team, keyID: kid, keyFile: file))]
+            apps = [
+                AppConfiguration(
+                    name: "default", bundleID: bundle, endpoint: .development,
+                    auth: .token(teamID: team, keyID: kid, keyFile: file))
+            ]
         }
         guard apps.count == 1 else { throw ConfigurationError("APNSW_APNS_* overrides need exactly one app") }
         var app = apps[0]
@@ -122,16 +132,18 @@ extension WorkerConfiguration {
     func validate() throws {
         guard !apps.isEmpty else { throw ConfigurationError("no apps configured: add one under \"apps\"") }
         guard Set(apps.map(\.name)).count == apps.count else { throw ConfigurationError("app names must be unique") }
-        for (name, value, range) in [("connections", connections, 1...1024), ("streams", streams, 1...10_000),
-                                     ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000),
-                                     ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
-                                     ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
-                                     ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),
-                                     ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000),
-                                     ("ping_interval_ms", pingIntervalMs, 100...86_400_000), ("ping_timeout_ms", pingTimeoutMs, 100...600_000),
-                                     ("connect_timeout_ms", connectTimeoutMs, 100...600_000),
-                                     ("token_refresh_s", tokenRefreshSeconds, 1...3500),
-                                     ("token_min_refresh_s", tokenMinRefreshSeconds, 1...3500)] where !range.contains(value) {
+        for (name, value, range) in [
+            ("connections", connections, 1...1024), ("streams", streams, 1...10_000),
+            ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000),
+            ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
+            ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
+            ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),
+            ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000),
+            ("ping_interval_ms", pingIntervalMs, 100...86_400_000), ("ping_timeout_ms", pingTimeoutMs, 100...600_000),
+            ("connect_timeout_ms", connectTimeoutMs, 100...600_000),
+            ("token_refresh_s", tokenRefreshSeconds, 1...3500),
+            ("token_min_refresh_s", tokenMinRefreshSeconds, 1...3500),
+        ] where !range.contains(value) {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
         guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {
@@ -154,8 +166,9 @@ extension AppConfiguration {
         if let e = try f.object("endpoint") {
             try e.rejectUnknown(["host", "port", "ca_file", "server_name"])
             let host = try e.string("host") ?? endpoint.host
-            endpoint = APNSEndpoint(host: host, port: try e.int("port") ?? endpoint.port, caFile: try e.string("ca_file"),
-                                    serverName: try e.string("server_name") ?? host)
+            endpoint = APNSEndpoint(
+                host: host, port: try e.int("port") ?? endpoint.port, caFile: try e.string("ca_file"),
+                serverName: try e.string("server_name") ?? host)
         }
         let auth: Auth
         if let t = try f.object("token") {

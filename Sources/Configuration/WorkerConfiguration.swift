@@ -1,6 +1,6 @@
 import APNSCore
-import QueueContract
 import Foundation
+import QueueContract
 import RedisClient
 import Telemetry
 

@@ -65,7 +65,8 @@ struct HPACKEncoder {
             }
             let r = remembered[position]
             if r.generation == generation, r.name == UnsafeRawPointer(name.utf8Start), r.value == value.baseAddress, r.count == value.count,
-               let index = index(ofSequence: r.sequence) {
+                let index = index(ofSequence: r.sequence)
+            {
                 Self.writeInteger(index, prefixBits: 7, flags: 0x80, into: &out)
                 return
             }
@@ -82,7 +83,8 @@ struct HPACKEncoder {
                 Self.writeLiteral(name, value, flags: 0x40, prefixBits: 6, into: &out)
                 sequence = insert(name, value, size: size)
             }
-            remembered[position] = Remembered(generation: generation, name: UnsafeRawPointer(name.utf8Start), value: value.baseAddress, count: value.count, sequence: sequence)
+            remembered[position] = Remembered(
+                generation: generation, name: UnsafeRawPointer(name.utf8Start), value: value.baseAddress, count: value.count, sequence: sequence)
         }
     }
 
@@ -147,8 +149,10 @@ struct HPACKEncoder {
 
     /// A literal field: `flags` and the name's static index in a `prefixBits` integer, the name
     /// as a string when it has no index, then the value.
-    private static func writeLiteral(_ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, flags: UInt8, prefixBits: Int,
-                                     into out: inout ByteBuffer) {
+    private static func writeLiteral(
+        _ name: StaticString, _ value: UnsafeBufferPointer<UInt8>, flags: UInt8, prefixBits: Int,
+        into out: inout ByteBuffer
+    ) {
         let nameIndex = staticName(name)
         writeInteger(nameIndex, prefixBits: prefixBits, flags: flags, into: &out)
         if nameIndex == 0 { writeString(bytes(of: name), into: &out) }

@@ -24,7 +24,8 @@ extension HTTP2ClientSession {
             let length = Int(bytes[at]) << 16 | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
             guard length <= Self.maxFrameSize else { throw Self.error(.frameSizeError, "a frame larger than SETTINGS_MAX_FRAME_SIZE") }
             guard bytes.count - at - 9 >= length else { break }
-            let stream = Int32(bitPattern: UInt32(bytes[at + 5] & 0x7F) << 24 | UInt32(bytes[at + 6]) << 16 | UInt32(bytes[at + 7]) << 8 | UInt32(bytes[at + 8]))
+            let stream = Int32(
+                bitPattern: UInt32(bytes[at + 5] & 0x7F) << 24 | UInt32(bytes[at + 6]) << 16 | UInt32(bytes[at + 7]) << 8 | UInt32(bytes[at + 8]))
             let payload = UnsafeRawBufferPointer(rebasing: bytes[(at + 9)..<(at + 9 + length)])
             try frame(type: bytes[at + 3], flags: bytes[at + 4], stream: stream, payload)
             at += 9 + length
@@ -71,7 +72,7 @@ extension HTTP2ClientSession {
                 try headersDone(stream: stream, endStream: endsStream)
             }
         case .priority, nil:
-            break // PRIORITY and frames of unknown types are ignored (RFC 9113 §5.5)
+            break  // PRIORITY and frames of unknown types are ignored (RFC 9113 §5.5)
         }
     }
 
@@ -84,7 +85,7 @@ extension HTTP2ClientSession {
             writeWindowUpdate(stream: 0, increment: receivedSinceUpdate)
             receivedSinceUpdate = 0
         }
-        guard streams[stream] != nil else { return } // reset by us: its answer goes unread
+        guard streams[stream] != nil else { return }  // reset by us: its answer goes unread
         if !content.isEmpty { delegate.http2Data(stream: stream, bytes: content.assumingMemoryBound(to: UInt8.self)) }
         if flags & HTTP2Frame.Flag.endStream != 0 { remoteEnded(stream) }
     }
@@ -119,8 +120,9 @@ extension HTTP2ClientSession {
             p = p.map { $0 + n }
             left -= n
             if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0, live {
-                delegate.http2Header(stream: stream, name: UnsafeBufferPointer(start: nv.name, count: nv.namelen),
-                                     value: UnsafeBufferPointer(start: nv.value, count: nv.valuelen))
+                delegate.http2Header(
+                    stream: stream, name: UnsafeBufferPointer(start: nv.name, count: nv.namelen),
+                    value: UnsafeBufferPointer(start: nv.value, count: nv.valuelen))
             }
             if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 { break }
         }

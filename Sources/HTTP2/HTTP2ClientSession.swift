@@ -136,7 +136,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
         if case .goingAway(_, true) = state { return }
         noteGoAway(sent: true)
         pending.appendFrameHeader(length: 8, type: .goAway, flags: 0, stream: 0)
-        pending.appendUInt32(0) // the last stream the server opened: none
+        pending.appendUInt32(0)  // the last stream the server opened: none
         pending.appendUInt32(HTTP2ErrorCode.noError.rawValue)
     }
 
@@ -189,7 +189,9 @@ public final class HTTP2ClientSession: HTTP2Framing {
         while at < block.count {
             let n = min(peerMaxFrameSize, block.count - at)
             let last = at + n == block.count
-            pending.appendFrameHeader(length: n, type: at == 0 ? .headers : .continuation, flags: (last ? HTTP2Frame.Flag.endHeaders : 0) | (at == 0 ? end : 0), stream: stream)
+            pending.appendFrameHeader(
+                length: n, type: at == 0 ? .headers : .continuation, flags: (last ? HTTP2Frame.Flag.endHeaders : 0) | (at == 0 ? end : 0),
+                stream: stream)
             block.withUnsafeBytes { pending.append(UnsafeRawBufferPointer(rebasing: $0[at..<(at + n)])) }
             at += n
         }

@@ -1,7 +1,7 @@
 import Buffers
+import Glibc
 import IOLoop
 import TLS
-import Glibc
 
 /// Life events of an `HTTP2Connection`, on top of its HTTP/2 session events.
 public protocol HTTP2ConnectionDelegate: HTTP2SessionDelegate {
@@ -49,8 +49,10 @@ public final class HTTP2Connection: EventHandler {
     /// connects, one address after another), then TLS with SNI and ALPN for `serverName`.
     /// Each address has `timeoutMs` to take the connect and finish the TLS handshake: a
     /// dropped SYN would otherwise wait out the kernel's retries (about two minutes).
-    public init(connectingTo addresses: [SocketAddress], tls context: TLSContext, serverName: String,
-                loop: EventLoop, delegate: HTTP2ConnectionDelegate, timeoutMs: Int = 10_000) throws {
+    public init(
+        connectingTo addresses: [SocketAddress], tls context: TLSContext, serverName: String,
+        loop: EventLoop, delegate: HTTP2ConnectionDelegate, timeoutMs: Int = 10_000
+    ) throws {
         var rest = addresses[...]
         fd = try Self.connectNext(&rest, serverName)
         untried = rest
@@ -85,7 +87,7 @@ public final class HTTP2Connection: EventHandler {
     /// where only IPv4 gets through).
     private func connectFailed(_ error: SystemError) throws {
         guard !untried.isEmpty else { throw error }
-        let next = try Self.connectNext(&untried, peerName) // on failure `shutdown` closes the socket in hand
+        let next = try Self.connectNext(&untried, peerName)  // on failure `shutdown` closes the socket in hand
         loop.unregister(fd: fd)
         close(fd)
         fd = next
@@ -99,7 +101,7 @@ public final class HTTP2Connection: EventHandler {
     /// address, a handshake not done closes the connection.
     private func armConnectTimeout() {
         connectAttempts += 1
-        let attempt = connectAttempts // a closed socket's number may come back for the next
+        let attempt = connectAttempts  // a closed socket's number may come back for the next
         _ = loop.schedule(afterMilliseconds: connectTimeoutMs) { [weak self] in
             guard let self, connectAttempts == attempt else { return }
             let timedOut = SystemError(operation: "connect \(peerName)", code: ETIMEDOUT)
@@ -115,8 +117,10 @@ public final class HTTP2Connection: EventHandler {
     }
 
     /// Wraps an accepted server socket.
-    public init(accepted fd: Int32, tls context: TLSContext, loop: EventLoop, delegate: HTTP2ConnectionDelegate,
-                maxConcurrentStreams: Int, answerPings: Bool = true) throws {
+    public init(
+        accepted fd: Int32, tls context: TLSContext, loop: EventLoop, delegate: HTTP2ConnectionDelegate,
+        maxConcurrentStreams: Int, answerPings: Bool = true
+    ) throws {
         self.fd = fd
         tls = try TLSStream(context: context, fd: fd, serverName: nil)
         self.loop = loop

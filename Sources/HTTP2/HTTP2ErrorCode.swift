@@ -19,9 +19,11 @@ public struct HTTP2ErrorCode: RawRepresentable, Hashable, Sendable, CustomString
     public static let inadequateSecurity = HTTP2ErrorCode(rawValue: 0xC)
     public static let http11Required = HTTP2ErrorCode(rawValue: 0xD)
 
-    private static let names = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT", "STREAM_CLOSED",
-                                "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR", "ENHANCE_YOUR_CALM",
-                                "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
+    private static let names = [
+        "NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT", "STREAM_CLOSED",
+        "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR", "ENHANCE_YOUR_CALM",
+        "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED",
+    ]
 
     public var description: String { rawValue < Self.names.count ? Self.names[Int(rawValue)] : "error code \(rawValue)" }
 }

@@ -25,9 +25,11 @@ extension ByteBuffer {
     /// A frame's nine-byte header: length (24 bits), type, flags, stream (31 bits).
     mutating func appendFrameHeader(length: Int, type: HTTP2Frame.Kind, flags: UInt8, stream: Int32) {
         var header: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
-             type.rawValue, flags, UInt8(truncatingIfNeeded: stream >> 24), UInt8(truncatingIfNeeded: stream >> 16),
-             UInt8(truncatingIfNeeded: stream >> 8), UInt8(truncatingIfNeeded: stream))
+            (
+                UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8), UInt8(truncatingIfNeeded: length),
+                type.rawValue, flags, UInt8(truncatingIfNeeded: stream >> 24), UInt8(truncatingIfNeeded: stream >> 16),
+                UInt8(truncatingIfNeeded: stream >> 8), UInt8(truncatingIfNeeded: stream)
+            )
         withUnsafeBytes(of: &header) { append($0) }
     }
 

@@ -34,8 +34,9 @@ public final class HTTP2ServerSession: HTTP2Framing {
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, namelen, value, valuelen, _, user in
             HTTP2ServerSession.with(user) {
-                $0.delegate.http2Header(stream: frame!.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: namelen),
-                                        value: UnsafeBufferPointer(start: value, count: valuelen))
+                $0.delegate.http2Header(
+                    stream: frame!.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: namelen),
+                    value: UnsafeBufferPointer(start: value, count: valuelen))
             }
             return 0
         }
@@ -66,7 +67,8 @@ public final class HTTP2ServerSession: HTTP2Framing {
         session = created
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20)]
         if let maxConcurrentStreams {
-            settings.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(maxConcurrentStreams)))
+            settings.append(
+                nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(maxConcurrentStreams)))
         }
         let src = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
         guard src == 0 else { throw .nghttp2(src, operation: "submitting SETTINGS") }

@@ -107,8 +107,11 @@ public struct HeaderList: ~Copyable {
             for (i, e) in entries.enumerated() {
                 var flags = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
                 if e.sensitive { flags |= UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) }
-                nva.initializeElement(at: i, to: nghttp2_nv(name: UnsafeMutablePointer(mutating: e.name.utf8Start), value: base + e.value.lowerBound,
-                                                            namelen: e.name.utf8CodeUnitCount, valuelen: e.value.count, flags: flags))
+                nva.initializeElement(
+                    at: i,
+                    to: nghttp2_nv(
+                        name: UnsafeMutablePointer(mutating: e.name.utf8Start), value: base + e.value.lowerBound,
+                        namelen: e.name.utf8CodeUnitCount, valuelen: e.value.count, flags: flags))
             }
             return body(UnsafePointer(nva.baseAddress!), entries.count)
         }

@@ -82,7 +82,6 @@ public final class EventLoop: @unchecked Sendable {
         return id
     }
 
-
     public func stop() { isStopped = true }
 
     /// Monotonic ns and wall-clock ms read once when the current iteration's events arrived:
@@ -121,13 +120,16 @@ public final class EventLoop: @unchecked Sendable {
                 if fd == wakeFD {
                     var value: UInt64 = 0
                     _ = read(wakeFD, &value, 8)
-                    for task in submitted.withLock({ q in defer { q.removeAll() }; return q }) { task() }
+                    for task in submitted.withLock({ q in
+                        defer { q.removeAll() }; return q
+                    }) { task() }
                     continue
                 }
                 guard let handler = handlers[fd] else { continue }
-                handler.handleEvents(readable: ev.events & (EPOLLIN.rawValue | EPOLLERR.rawValue) != 0,
-                                     writable: ev.events & EPOLLOUT.rawValue != 0,
-                                     hangup: ev.events & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0)
+                handler.handleEvents(
+                    readable: ev.events & (EPOLLIN.rawValue | EPOLLERR.rawValue) != 0,
+                    writable: ev.events & EPOLLOUT.rawValue != 0,
+                    hangup: ev.events & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0)
             }
             runDueTimers()
             afterEvents?()

@@ -57,8 +57,10 @@ public enum CallbackContext {
     }
 
     @inlinable @inline(__always)
-    public static func with<Object: AnyObject, Result>(_ pointer: UnsafeMutableRawPointer, as type: Object.Type,
-                                                       _ body: (Object) throws -> Result) rethrows -> Result {
+    public static func with<Object: AnyObject, Result>(
+        _ pointer: UnsafeMutableRawPointer, as type: Object.Type,
+        _ body: (Object) throws -> Result
+    ) rethrows -> Result {
         try Unmanaged<Object>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 }

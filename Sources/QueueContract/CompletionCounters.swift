@@ -24,7 +24,11 @@ public struct CounterPairs {
     @inlinable
     public mutating func count(stat: QueueStat, app: String) -> Int {
         if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
-            last = pairs.firstIndex { $0.stat == stat && $0.app == app } ?? { pairs.append((stat, app, 0)); return pairs.count - 1 }()
+            last =
+                pairs.firstIndex { $0.stat == stat && $0.app == app }
+                ?? {
+                    pairs.append((stat, app, 0)); return pairs.count - 1
+                }()
         }
         pairs[last].count += 1
         return last + 1
@@ -65,8 +69,11 @@ public struct SharedFieldsCache {
     @inlinable
     public mutating func fields(app: String?, topic: String?) -> UnsafeBufferPointer<UInt8> {
         if last < 0 || all[last].app != app || all[last].topic != topic {
-            last = all.firstIndex { $0.app == app && $0.topic == topic }
-                ?? { all.append(OutcomeRecord.SharedFields(app: app, topic: topic, worker: worker, timeMs: timeMs)); return all.count - 1 }()
+            last =
+                all.firstIndex { $0.app == app && $0.topic == topic }
+                ?? {
+                    all.append(OutcomeRecord.SharedFields(app: app, topic: topic, worker: worker, timeMs: timeMs)); return all.count - 1
+                }()
         }
         return all[last].jsonBytes
     }

@@ -120,7 +120,11 @@ public struct AckGroups {
     @inlinable
     public mutating func note(_ batch: TakenBatch, index: Int, piece: String?) -> (group: Int, piece: String?) {
         if last < 0 || groups[last].batch !== batch {
-            last = groups.firstIndex { $0.batch === batch } ?? { groups.append(Group(batch: batch)); return groups.count - 1 }()
+            last =
+                groups.firstIndex { $0.batch === batch }
+                ?? {
+                    groups.append(Group(batch: batch)); return groups.count - 1
+                }()
         }
         return note(index: index, piece: piece)
     }
@@ -129,8 +133,10 @@ public struct AckGroups {
     /// reading its batch (`batch`): reading it counted a reference on it, which the I/O thread
     /// counts too.
     @inlinable
-    public mutating func note(isInLast: (ObjectIdentifier) -> Bool, batch: () -> TakenBatch, index: Int,
-                              piece: String?) -> (group: Int, piece: String?) {
+    public mutating func note(
+        isInLast: (ObjectIdentifier) -> Bool, batch: () -> TakenBatch, index: Int,
+        piece: String?
+    ) -> (group: Int, piece: String?) {
         guard last >= 0, isInLast(groups[last].id) else { return note(batch(), index: index, piece: piece) }
         return note(index: index, piece: piece)
     }

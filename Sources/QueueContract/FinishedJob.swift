@@ -4,7 +4,7 @@ import PointerTricks
 /// A decided send (or a job decided before sending), on its way back to Redis. A decided send
 /// is its request, which carries the outcome: deciding allocates nothing.
 @dynamicMemberLookup
-public enum FinishedJob: @unchecked Sendable { // handed over whole between threads, never shared
+public enum FinishedJob: @unchecked Sendable {  // handed over whole between threads, never shared
     case sent(SendRequest)
     case unsent(Unsent)
 
@@ -21,8 +21,10 @@ public enum FinishedJob: @unchecked Sendable { // handed over whole between thre
         public let attempts: [OutcomeRecord.Attempt]
         public let recoveries: Int
 
-        public init(handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-             outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) {
+        public init(
+            handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
+            outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int
+        ) {
             self.handle = handle
             self.batch = batch
             self.index = index
@@ -36,10 +38,14 @@ public enum FinishedJob: @unchecked Sendable { // handed over whole between thre
         }
     }
 
-    public static func unsent(handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-                       outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int) -> FinishedJob {
-        .unsent(Unsent(handle: handle, batch: batch, index: index, raw: raw, job: job, appName: appName, topic: topic,
-                       outcome: outcome, attempts: attempts, recoveries: recoveries))
+    public static func unsent(
+        handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
+        outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int
+    ) -> FinishedJob {
+        .unsent(
+            Unsent(
+                handle: handle, batch: batch, index: index, raw: raw, job: job, appName: appName, topic: topic,
+                outcome: outcome, attempts: attempts, recoveries: recoveries))
     }
 
     /// The job's fields, read in place (`Lent`); `f.handle` reads `f.lent.handle`.

@@ -30,8 +30,10 @@ public enum InFlightJobs {
     /// Hands the worker's unfinished jobs back to the queue (shutdown). Returns how many.
     public static func handBack(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
         let ids = try batchIDs(r, keys, worker: worker)
-        return try r.run(QueueScripts.handBack, keys: [keys.jobs, keys.workers, keys.takeback(worker: worker)] + scriptKeys(keys, worker, ids),
-                         args: ([worker] + ids).map { Array($0.utf8) }).integer ?? 0
+        return try r.run(
+            QueueScripts.handBack, keys: [keys.jobs, keys.workers, keys.takeback(worker: worker)] + scriptKeys(keys, worker, ids),
+            args: ([worker] + ids).map { Array($0.utf8) }
+        ).integer ?? 0
     }
 
     /// Which workers a recovery may take back (the recover script checks it atomically).
@@ -43,14 +45,20 @@ public enum InFlightJobs {
     }
 
     /// Takes back a worker's jobs if `mode` allows. Returns (requeued, poison pills).
-    public static func recover(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String, maxRecoveries: Int, caps: RecordCaps,
-                        mode: Recovery) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
+    public static func recover(
+        _ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String, maxRecoveries: Int, caps: RecordCaps,
+        mode: Recovery
+    ) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
         let ids = try batchIDs(r, keys, worker: worker)
-        let reply = try r.run(QueueScripts.recover,
-                              keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]
-                                  + scriptKeys(keys, worker, ids),
-                              args: ([worker, String(maxRecoveries), String(caps.deadLetters),
-                                      String(caps.results), mode.rawValue] + ids).map { Array($0.utf8) }).array
+        let reply = try r.run(
+            QueueScripts.recover,
+            keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]
+                + scriptKeys(keys, worker, ids),
+            args: ([
+                worker, String(maxRecoveries), String(caps.deadLetters),
+                String(caps.results), mode.rawValue,
+            ] + ids).map { Array($0.utf8) }
+        ).array
         return (reply.first?.integer ?? 0, reply.count > 1 ? reply[1].integer ?? 0 : 0)
     }
 

@@ -43,7 +43,8 @@ public enum JobEnvelope {
     }
 
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout ByteBuffer) {
-        let room = 128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
+        let room =
+            128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
             + OutcomeRecord.room(for: meta.attempts)
         JSONCursor.append(to: &out, maxCount: room) { w in
             w.beginObject()

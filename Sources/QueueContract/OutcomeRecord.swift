@@ -53,7 +53,7 @@ public enum OutcomeRecord {
     /// JSON once (`"app":…,"topic":…,"worker":…,"time_ms":…`) and copied into each record that
     /// shares them. Escaping those four values for each record, and counting references to
     /// them, was about a quarter of the cost of a result record.
-    public final class SharedFields: @unchecked Sendable { // immutable: `jsonBytes` points into `json`
+    public final class SharedFields: @unchecked Sendable {  // immutable: `jsonBytes` points into `json`
         public let app: String?
         public let topic: String?
         private let json: [UInt8]
@@ -92,7 +92,8 @@ public enum OutcomeRecord {
         ByteBuffer.array { out in result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out) }
     }
 
-    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout ByteBuffer) {
+    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout ByteBuffer)
+    {
         if let rejected = rejection?.apnsID {
             result(c, id: APNSID(rejected), hasID: true, rejection: rejection, attempts: attempts, into: &out)
         } else if let apnsID {
@@ -109,9 +110,12 @@ public enum OutcomeRecord {
 
     /// `id` is written if `hasID`: an optional id would be destroyed through generic value
     /// witnesses.
-    private static func result(_ c: borrowing Context, id: borrowing APNSID, hasID: Bool, rejection: APNSRejection?, attempts: Int,
-                               into out: inout ByteBuffer) {
-        let room = c.room + fixedRoom + (hasID ? id.withBytes { JSONCursor.room(forString: $0.count) } : 0)
+    private static func result(
+        _ c: borrowing Context, id: borrowing APNSID, hasID: Bool, rejection: APNSRejection?, attempts: Int,
+        into out: inout ByteBuffer
+    ) {
+        let room =
+            c.room + fixedRoom + (hasID ? id.withBytes { JSONCursor.room(forString: $0.count) } : 0)
             + JSONCursor.room(for: rejection?.reason.rawValue)
         JSONCursor.append(to: &out, maxCount: room) { w in
             w.beginObject()
@@ -152,18 +156,22 @@ public enum OutcomeRecord {
     }
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
-    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8] {
+    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8]
+    {
         ByteBuffer.array { out in deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out) }
     }
 
-    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout ByteBuffer) {
+    public static func deadLetter(
+        _ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout ByteBuffer
+    ) {
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
             return (try? s.skipValue()) != nil && (try? s.expectEnd()) != nil
         }
         // Text that is not JSON is embedded as a string, after repairing invalid UTF-8.
         let text = isJSON ? "" : String(decoding: raw, as: UTF8.self)
-        let room = c.room + fixedRoom + JSONCursor.room(for: reason) + JSONCursor.room(for: detail) + room(for: attempts)
+        let room =
+            c.room + fixedRoom + JSONCursor.room(for: reason) + JSONCursor.room(for: detail) + room(for: attempts)
             + (isJSON ? raw.count : JSONCursor.room(for: text))
         JSONCursor.append(to: &out, maxCount: room) { w in
             w.beginObject()

@@ -10,25 +10,26 @@ public enum QueueScripts {
     /// sent in the same write.
     /// KEYS: jobs, batch, batches, workers, staging, handle counter.
     /// ARGV: max, worker id, lease ms, batch id. Returns {first handle, number of jobs}.
-    public static let fetch = RedisScript("""
-    local call = redis.call
-    local max = tonumber(ARGV[1])
-    local staged = call('LLEN', KEYS[5])
-    local n = 0
-    if max > staged then
-      n = call('SORT', KEYS[1], 'BY', 'nosort', 'DESC', 'LIMIT', 0, max - staged, 'STORE', KEYS[2])
-      if n > 0 then call('LTRIM', KEYS[1], 0, -n - 1) end
-    end
-    for _ = 1, staged do call('LMOVE', KEYS[5], KEYS[2], 'LEFT', 'LEFT') end
-    n = n + staged
-    local now = call('TIME')
-    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    call('ZADD', KEYS[4], now_ms + tonumber(ARGV[3]), ARGV[2])
-    if n == 0 then return {0, 0} end
-    local first = call('INCRBY', KEYS[6], n) - n + 1
-    call('HSET', KEYS[3], ARGV[4], first)
-    return {first, n}
-    """)
+    public static let fetch = RedisScript(
+        """
+        local call = redis.call
+        local max = tonumber(ARGV[1])
+        local staged = call('LLEN', KEYS[5])
+        local n = 0
+        if max > staged then
+          n = call('SORT', KEYS[1], 'BY', 'nosort', 'DESC', 'LIMIT', 0, max - staged, 'STORE', KEYS[2])
+          if n > 0 then call('LTRIM', KEYS[1], 0, -n - 1) end
+        end
+        for _ = 1, staged do call('LMOVE', KEYS[5], KEYS[2], 'LEFT', 'LEFT') end
+        n = n + staged
+        local now = call('TIME')
+        local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+        call('ZADD', KEYS[4], now_ms + tonumber(ARGV[3]), ARGV[2])
+        if n == 0 then return {0, 0} end
+        local first = call('INCRBY', KEYS[6], n) - n + 1
+        call('HSET', KEYS[3], ARGV[4], first)
+        return {first, n}
+        """)
 
     /// Records a batch of outcomes. A job is acked in the same step that records its last
     /// outcome: its batch list goes once all of its jobs are finished, and until then the
@@ -45,130 +46,133 @@ public enum QueueScripts {
     /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
     /// s = schedule member a at b ("+ms" from now or "=unix ms").
-    public static let complete = RedisScript("""
-    local call = redis.call
-    local n_batches = (#KEYS - 6) / 2
-    local first_job = 5 + 2 * n_batches
-    local first_counter = first_job + 6 * tonumber(ARGV[4])
-    local names, counts = {}, {}
-    for j = first_counter, #ARGV, 2 do
-      names[#names + 1] = ARGV[j]
-      counts[#counts + 1] = tonumber(ARGV[j + 1])
-    end
-    local owned, acks = {}, {}
-    for b = 1, n_batches do
-      owned[b] = call('EXISTS', KEYS[5 + 2 * b]) == 1
-      acks[b] = {}
-    end
-    local results, recorded, now_ms, added = KEYS[1], 0, nil, {}
-    for i = first_job, first_counter - 1, 6 do
-      local b = tonumber(ARGV[i])
-      local kind = ARGV[i + 3]
-      if owned[b] and call('SISMEMBER', KEYS[6 + 2 * b], ARGV[i + 1]) == 0 then
-        recorded = recorded + 1
-        acks[b][#acks[b] + 1] = ARGV[i + 1]
-        if kind == 's' then
-          local at = ARGV[i + 5]
-          local score = tonumber(string.sub(at, 2))
-          if string.sub(at, 1, 1) == '+' then
-            if not now_ms then
-              local now = call('TIME')
-              now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+    public static let complete = RedisScript(
+        """
+        local call = redis.call
+        local n_batches = (#KEYS - 6) / 2
+        local first_job = 5 + 2 * n_batches
+        local first_counter = first_job + 6 * tonumber(ARGV[4])
+        local names, counts = {}, {}
+        for j = first_counter, #ARGV, 2 do
+          names[#names + 1] = ARGV[j]
+          counts[#counts + 1] = tonumber(ARGV[j + 1])
+        end
+        local owned, acks = {}, {}
+        for b = 1, n_batches do
+          owned[b] = call('EXISTS', KEYS[5 + 2 * b]) == 1
+          acks[b] = {}
+        end
+        local results, recorded, now_ms, added = KEYS[1], 0, nil, {}
+        for i = first_job, first_counter - 1, 6 do
+          local b = tonumber(ARGV[i])
+          local kind = ARGV[i + 3]
+          if owned[b] and call('SISMEMBER', KEYS[6 + 2 * b], ARGV[i + 1]) == 0 then
+            recorded = recorded + 1
+            acks[b][#acks[b] + 1] = ARGV[i + 1]
+            if kind == 's' then
+              local at = ARGV[i + 5]
+              local score = tonumber(string.sub(at, 2))
+              if string.sub(at, 1, 1) == '+' then
+                if not now_ms then
+                  local now = call('TIME')
+                  now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+                end
+                score = now_ms + score
+              end
+              call('ZADD', KEYS[5], score, ARGV[i + 4])
+            else
+              call('XADD', results, '*', 'record', ARGV[i + 4])
+              added[1] = true
+              if kind == 'd' then call('XADD', KEYS[2], '*', 'record', ARGV[i + 5]); added[2] = true end
+              if kind == 'i' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 5]); added[3] = true end
             end
-            score = now_ms + score
+          else
+            local p = tonumber(ARGV[i + 2])
+            counts[2 * p - 1] = counts[2 * p - 1] - 1
+            counts[2 * p] = counts[2 * p] - 1
           end
-          call('ZADD', KEYS[5], score, ARGV[i + 4])
-        else
-          call('XADD', results, '*', 'record', ARGV[i + 4])
-          added[1] = true
-          if kind == 'd' then call('XADD', KEYS[2], '*', 'record', ARGV[i + 5]); added[2] = true end
-          if kind == 'i' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 5]); added[3] = true end
         end
-      else
-        local p = tonumber(ARGV[i + 2])
-        counts[2 * p - 1] = counts[2 * p - 1] - 1
-        counts[2 * p] = counts[2 * p] - 1
-      end
-    end
-    for k = 1, 3 do
-      if added[k] then call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k]) end
-    end
-    for j = 1, #names do
-      if counts[j] > 0 then call('HINCRBY', KEYS[4], names[j], counts[j]) end
-    end
-    for b = 1, n_batches do
-      if owned[b] then
-        if ARGV[4 + 2 * b] == '1' then
-          call('DEL', KEYS[5 + 2 * b], KEYS[6 + 2 * b])
-          call('HDEL', KEYS[6], ARGV[3 + 2 * b])
-        elseif #acks[b] > 0 then
-          call('SADD', KEYS[6 + 2 * b], unpack(acks[b]))
+        for k = 1, 3 do
+          if added[k] then call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k]) end
         end
-      end
-    end
-    return recorded
-    """)
+        for j = 1, #names do
+          if counts[j] > 0 then call('HINCRBY', KEYS[4], names[j], counts[j]) end
+        end
+        for b = 1, n_batches do
+          if owned[b] then
+            if ARGV[4 + 2 * b] == '1' then
+              call('DEL', KEYS[5 + 2 * b], KEYS[6 + 2 * b])
+              call('HDEL', KEYS[6], ARGV[3 + 2 * b])
+            elseif #acks[b] > 0 then
+              call('SADD', KEYS[6 + 2 * b], unpack(acks[b]))
+            end
+          end
+        end
+        return recorded
+        """)
 
     /// Lua shared by hand-back and recovery: collects and deletes everything a worker holds,
     /// from KEYS[at] on: staging, batches, then per batch (list, done set), the ids being
     /// ARGV[id_at] on. Jobs of a batch's done set are finished and stay out. Staged jobs come
     /// last, oldest first.
     private static let takeBack = """
-    local function take_back(at, id_at)
-      local staging, batches = KEYS[at], KEYS[at + 1]
-      local jobs = {}
-      for b = 0, #ARGV - id_at do
-        local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
-        local finished = {}
-        for _, mark in ipairs(redis.call('SMEMBERS', done)) do
-          local i = tonumber(mark) -- a fan-out piece's mark (index:token) does not finish its job
-          if i then finished[i + 1] = true end
+        local function take_back(at, id_at)
+          local staging, batches = KEYS[at], KEYS[at + 1]
+          local jobs = {}
+          for b = 0, #ARGV - id_at do
+            local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
+            local finished = {}
+            for _, mark in ipairs(redis.call('SMEMBERS', done)) do
+              local i = tonumber(mark) -- a fan-out piece's mark (index:token) does not finish its job
+              if i then finished[i + 1] = true end
+            end
+            for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
+              if not finished[i] then jobs[#jobs + 1] = job end
+            end
+            redis.call('DEL', list, done)
+            redis.call('HDEL', batches, ARGV[id_at + b])
+          end
+          local staged = redis.call('LRANGE', staging, 0, -1)
+          for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
+          redis.call('DEL', staging)
+          return jobs
         end
-        for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
-          if not finished[i] then jobs[#jobs + 1] = job end
-        end
-        redis.call('DEL', list, done)
-        redis.call('HDEL', batches, ARGV[id_at + b])
-      end
-      local staged = redis.call('LRANGE', staging, 0, -1)
-      for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
-      redis.call('DEL', staging)
-      return jobs
-    end
-    """
+        """
 
     /// Gives back a stopping worker's unfinished jobs: they go to the consuming end of the
     /// list so they are taken next, and the worker leaves the registry. Touching the take-back
     /// key aborts any completion transaction of that worker that WATCHes it.
     /// KEYS: jobs, workers, take-back, then the keys `take_back` reads (`InFlightJobs` lists
     /// them). ARGV: worker id, then the batch ids. Returns how many went back.
-    public static let handBack = RedisScript(takeBack + "\n" + """
-    redis.call('INCR', KEYS[3])
-    redis.call('PEXPIRE', KEYS[3], 60000)
-    local jobs = take_back(4, 2)
-    for _, job in ipairs(jobs) do redis.call('RPUSH', KEYS[1], job) end
-    redis.call('ZREM', KEYS[2], ARGV[1])
-    return #jobs
-    """)
+    public static let handBack = RedisScript(
+        takeBack + "\n" + """
+            redis.call('INCR', KEYS[3])
+            redis.call('PEXPIRE', KEYS[3], 60000)
+            local jobs = take_back(4, 2)
+            for _, job in ipairs(jobs) do redis.call('RPUSH', KEYS[1], job) end
+            redis.call('ZREM', KEYS[2], ARGV[1])
+            return #jobs
+            """)
 
     /// The housekeeper's tick: renews this worker's lease, moves due retries and scheduled jobs
     /// to the consuming end of the list, and names the workers whose lease ran out.
     /// KEYS: workers, schedule, jobs, stats. ARGV: worker id, lease ms, most to promote.
-    public static let tick = RedisScript("""
-    local now = redis.call('TIME')
-    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
-    local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[3]))
-    for _, job in ipairs(due) do
-      redis.call('RPUSH', KEYS[3], job)
-      redis.call('ZREM', KEYS[2], job)
-    end
-    if #due > 0 then redis.call('HINCRBY', KEYS[4], 'promoted', #due) end
-    local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
-    local out = {}
-    for _, w in ipairs(expired) do if w ~= ARGV[1] then out[#out + 1] = w end end
-    return out
-    """)
+    public static let tick = RedisScript(
+        """
+        local now = redis.call('TIME')
+        local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+        redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
+        local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[3]))
+        for _, job in ipairs(due) do
+          redis.call('RPUSH', KEYS[3], job)
+          redis.call('ZREM', KEYS[2], job)
+        end
+        if #due > 0 then redis.call('HINCRBY', KEYS[4], 'promoted', #due) end
+        local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
+        local out = {}
+        for _, w in ipairs(expired) do if w ~= ARGV[1] then out[#out + 1] = w end end
+        return out
+        """)
 
     /// Takes back the jobs of a worker whose lease ran out (or of this worker's previous life):
     /// each goes to the consuming end of the list with its recovery count raised, or, past the
@@ -180,45 +184,46 @@ public enum QueueScripts {
     /// reads (`InFlightJobs` lists them).
     /// ARGV: worker id, max recoveries, dead cap, results cap, mode, then the batch ids. Mode
     /// "lease": only a lease run out; "force": any.
-    public static let recover = RedisScript(takeBack + "\n" + """
-    local now = redis.call('TIME')
-    local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-    local lease = redis.call('ZSCORE', KEYS[2], ARGV[1])
-    if ARGV[5] == 'lease' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
-    redis.call('INCR', KEYS[6])
-    redis.call('PEXPIRE', KEYS[6], 60000)
-    local jobs = take_back(7, 6)
-    local requeued, poisoned = 0, 0
-    for _, job in ipairs(jobs) do
-      local n, wrapped, inner = 1, nil, job
-      if string.sub(job, 1, 10) == '{"_apnsw":' then
-        local ok, env = pcall(cjson.decode, job)
-        local at = string.find(job, ',"job":', 1, true)
-        if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
-          local meta = env._apnsw
-          n = (tonumber(meta.recoveries) or 0) + 1
-          meta.recoveries = n
-          inner = string.sub(job, at + 7, -2)
-          wrapped = '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
-        end
-      end
-      if not wrapped then wrapped = '{"_apnsw":{"recoveries":1},"job":' .. job .. '}' end
-      if n > tonumber(ARGV[2]) then
-        local detail = 'taken back from dead workers ' .. n .. ' times: it may be what kills them'
-        local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. ',"time_ms":' .. now_ms ..
-          ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
-          ',"recoveries":' .. n .. ',"attempts":[],"job_text":' .. cjson.encode(inner) .. '}'
-        redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
-        redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
-        poisoned = poisoned + 1
-      else
-        redis.call('RPUSH', KEYS[1], wrapped)
-        requeued = requeued + 1
-      end
-    end
-    if ARGV[5] == 'lease' then redis.call('ZREM', KEYS[2], ARGV[1]) end
-    if requeued > 0 then redis.call('HINCRBY', KEYS[5], 'recovered', requeued) end
-    if poisoned > 0 then redis.call('HINCRBY', KEYS[5], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[5], 'poison_pills', poisoned) end
-    return {requeued, poisoned}
-    """)
+    public static let recover = RedisScript(
+        takeBack + "\n" + """
+            local now = redis.call('TIME')
+            local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+            local lease = redis.call('ZSCORE', KEYS[2], ARGV[1])
+            if ARGV[5] == 'lease' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
+            redis.call('INCR', KEYS[6])
+            redis.call('PEXPIRE', KEYS[6], 60000)
+            local jobs = take_back(7, 6)
+            local requeued, poisoned = 0, 0
+            for _, job in ipairs(jobs) do
+              local n, wrapped, inner = 1, nil, job
+              if string.sub(job, 1, 10) == '{"_apnsw":' then
+                local ok, env = pcall(cjson.decode, job)
+                local at = string.find(job, ',"job":', 1, true)
+                if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
+                  local meta = env._apnsw
+                  n = (tonumber(meta.recoveries) or 0) + 1
+                  meta.recoveries = n
+                  inner = string.sub(job, at + 7, -2)
+                  wrapped = '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
+                end
+              end
+              if not wrapped then wrapped = '{"_apnsw":{"recoveries":1},"job":' .. job .. '}' end
+              if n > tonumber(ARGV[2]) then
+                local detail = 'taken back from dead workers ' .. n .. ' times: it may be what kills them'
+                local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. ',"time_ms":' .. now_ms ..
+                  ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
+                  ',"recoveries":' .. n .. ',"attempts":[],"job_text":' .. cjson.encode(inner) .. '}'
+                redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
+                redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
+                poisoned = poisoned + 1
+              else
+                redis.call('RPUSH', KEYS[1], wrapped)
+                requeued = requeued + 1
+              end
+            end
+            if ARGV[5] == 'lease' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+            if requeued > 0 then redis.call('HINCRBY', KEYS[5], 'recovered', requeued) end
+            if poisoned > 0 then redis.call('HINCRBY', KEYS[5], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[5], 'poison_pills', poisoned) end
+            return {requeued, poisoned}
+            """)
 }

@@ -2,7 +2,7 @@ import APNSCore
 
 /// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
 /// A class: it moves through queues and dictionaries, and a move should cost one retain.
-public final class SendRequest: @unchecked Sendable { // handed over whole between threads, never shared
+public final class SendRequest: @unchecked Sendable {  // handed over whole between threads, never shared
     /// The job's handle: its number in the queue's sequence (written as a string in records).
     public let handle: Int64
     /// The job's batch in Redis, and its index there.
@@ -35,8 +35,10 @@ public final class SendRequest: @unchecked Sendable { // handed over whole betwe
     public private(set) var outcome = Outcome.scheduled(atMs: 0)
     public private(set) var appName: String?
 
-    public init(handle: Int64, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
-         attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int) {
+    public init(
+        handle: Int64, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
+        attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int
+    ) {
         self.handle = handle
         self.batch = batch
         self.index = index

@@ -1,6 +1,6 @@
 /// One fetch's jobs as the completer sees them: the batch's id in Redis and how many of its
 /// jobs are not yet acked. When none are left, the batch's keys go.
-public final class TakenBatch: @unchecked Sendable { // an I/O thread's alone: its fetcher makes it, its completer acks it
+public final class TakenBatch: @unchecked Sendable {  // an I/O thread's alone: its fetcher makes it, its completer acks it
     public let id: String
     /// Fetch order within this process: a later batch has a higher number.
     public let number: Int

@@ -74,7 +74,8 @@ public final class BlockingRedisConnection {
     /// must stay above any blocking command's timeout or the context dies (DESIGN.md §2).
     public init(_ endpoint: RedisEndpoint, timeoutMs: Int = 5000) throws(RedisError) {
         self.endpoint = endpoint
-        let made = endpoint.socket.map { apnsw_redis_connect_unix($0, timeoutMs) } ?? apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs)
+        let made =
+            endpoint.socket.map { apnsw_redis_connect_unix($0, timeoutMs) } ?? apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs)
         guard let ctx = made else {
             throw .io("cannot allocate a context")
         }

@@ -99,7 +99,7 @@ public final class NonBlockingRedisConnection {
         while apnsw_redis_output_len(context) > 0 {
             let before = apnsw_redis_output_len(context)
             guard redisBufferWrite(context, &done) == REDIS_OK else { throw contextError }
-            if done != 0 || apnsw_redis_output_len(context) == before { break } // the socket is full
+            if done != 0 || apnsw_redis_output_len(context) == before { break }  // the socket is full
         }
     }
 

@@ -87,13 +87,14 @@ public struct RedisArgs {
 
     /// These arguments as the start of a command that has one more.
     public var prefix: Prefix {
-        Prefix(resp: ByteBuffer.array { resp in
-            encode(appendingTo: &resp, more: 1)
-            resp.append(UInt8(ascii: "$"))
-            for _ in 0..<Prefix.lengthRoom { resp.append(UInt8(ascii: "0")) }
-            resp.append(13)
-            resp.append(10)
-        })
+        Prefix(
+            resp: ByteBuffer.array { resp in
+                encode(appendingTo: &resp, more: 1)
+                resp.append(UInt8(ascii: "$"))
+                for _ in 0..<Prefix.lengthRoom { resp.append(UInt8(ascii: "0")) }
+                resp.append(13)
+                resp.append(10)
+            })
     }
 
     /// The decimal digits of `n` (optionally after `before`, and followed by CRLF), written right
@@ -119,8 +120,9 @@ extension BlockingRedisConnection {
     /// Runs a script whose `EVALSHA` header `args` already holds (`RedisArgs(script:keys:)`).
     /// After NOSCRIPT (a restarted Redis) it loads the script and runs it again.
     public func run(_ script: RedisScript, _ args: RedisArgs) throws(RedisError) -> RedisReply {
-        try loadingIfNeeded(script, send: { () throws(RedisError) in try command(args) },
-                            error: { if case .error(let m) = $0 { m } else { nil } })
+        try loadingIfNeeded(
+            script, send: { () throws(RedisError) in try command(args) },
+            error: { if case .error(let m) = $0 { m } else { nil } })
     }
 
     /// Sends with `send`; after a NOSCRIPT answer loads `script` and sends again. The answer's

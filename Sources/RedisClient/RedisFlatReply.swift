@@ -39,7 +39,8 @@ public struct RedisFlatReply {
     public func sharedStrings(_ items: Range<Int>) -> (bytes: [UInt8], ranges: [Range<Int>]) {
         let all = UnsafeBufferPointer(start: storage.pointee.items, count: count)[items]
         guard let first = all.firstIndex(where: { $0.type == REDIS_REPLY_STRING }),
-              let last = all.lastIndex(where: { $0.type == REDIS_REPLY_STRING }) else { return ([], []) }
+            let last = all.lastIndex(where: { $0.type == REDIS_REPLY_STRING })
+        else { return ([], []) }
         // Strings are stored in reading order: the span runs from the first to the end of the last.
         let start = all[first].offset
         let bytes = Array(UnsafeBufferPointer(start: storage.pointee.bytes + start, count: all[last].offset + all[last].length - start))
@@ -79,8 +80,10 @@ extension BlockingRedisConnection {
     /// Runs `script`, then `next` in the same write, and hands both replies, read flat one
     /// after the other, to `body`. After NOSCRIPT it loads the script and sends both again.
     /// An error answer of the script is thrown.
-    public func run<R>(_ script: RedisScript, _ args: RedisArgs, then next: RedisArgs,
-                       flat body: (RedisFlatReply) throws(RedisError) -> R) throws(RedisError) -> R {
+    public func run<R>(
+        _ script: RedisScript, _ args: RedisArgs, then next: RedisArgs,
+        flat body: (RedisFlatReply) throws(RedisError) -> R
+    ) throws(RedisError) -> R {
         try body(loadingIfNeeded(script, send: { () throws(RedisError) in try commandsFlat([args, next]) }, error: \.error))
     }
 

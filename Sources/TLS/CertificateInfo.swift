@@ -35,8 +35,10 @@ public struct CertificateInfo: Sendable {
 }
 
 /// Opens a PKCS#12 file and lends its key and certificate to `body` (freed afterwards).
-func withPKCS12<R>(file: String, password: String,
-                   _ body: (_ key: OpaquePointer, _ cert: OpaquePointer) throws(OpenSSLError) -> R) throws(OpenSSLError) -> R {
+func withPKCS12<R>(
+    file: String, password: String,
+    _ body: (_ key: OpaquePointer, _ cert: OpaquePointer) throws(OpenSSLError) -> R
+) throws(OpenSSLError) -> R {
     guard let bio = BIO_new_file(file, "rb") else { throw OpenSSLError.drain("opening PKCS#12 file \(file)") }
     defer { BIO_free(bio) }
     guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw OpenSSLError.drain("reading PKCS#12 file \(file)") }

@@ -1,6 +1,6 @@
 import COpenSSL
-import Synchronization
 import PointerTricks
+import Synchronization
 
 /// An `SSL_CTX` set up for APNs: TLS 1.2+, ALPN `h2`, certificate verification.
 /// Immutable after init but for the session kept to resume, so it may be shared by every I/O
@@ -36,8 +36,9 @@ public final class TLSContext: @unchecked Sendable {
         }
         // AES-128-GCM first (every TLS 1.3 peer implements it, RFC 8446 §9.1): OpenSSL's default
         // order puts AES-256-GCM first, whose four more rounds cost every byte sent and read.
-        try OpenSSLError.check(SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"),
-                               "setting the TLS 1.3 cipher suites")
+        try OpenSSLError.check(
+            SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"),
+            "setting the TLS 1.3 cipher suites")
         let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
         // Unlike most of OpenSSL, this returns 0 on success.
         guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else { throw OpenSSLError.drain("SSL_CTX_set_alpn_protos") }
@@ -47,7 +48,7 @@ public final class TLSContext: @unchecked Sendable {
         SSL_CTX_sess_set_new_cb(ctx) { ssl, session in
             guard let ssl, let session, let ctx = SSL_get_SSL_CTX(ssl), let owner = SSL_CTX_get_ex_data(ctx, 0) else { return 0 }
             CallbackContext.with(owner, as: TLSContext.self) { $0.keep(session) }
-            return 1 // the session is ours now
+            return 1  // the session is ours now
         }
     }
 

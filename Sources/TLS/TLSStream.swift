@@ -37,7 +37,7 @@ package final class TLSStream {
     package func closeNotify() {
         guard SSL_is_init_finished(ssl) == 1 else { return }
         OpenSSLError.clear()
-        _ = SSL_shutdown(ssl) // a peer gone already makes this fail: the session stays resumable all the same
+        _ = SSL_shutdown(ssl)  // a peer gone already makes this fail: the session stays resumable all the same
         OpenSSLError.clear()
     }
 

@@ -1,5 +1,5 @@
-import IOLoop
 import Foundation
+import IOLoop
 import Synchronization
 
 /// What /readyz needs from the I/O threads: ready connections and the last success per app.

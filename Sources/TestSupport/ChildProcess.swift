@@ -12,7 +12,7 @@ public final class ChildProcess: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         process.environment = env
-        _ = FileManager.default.createFile(atPath: outputFile, contents: nil) // the open below reports a failure
+        _ = FileManager.default.createFile(atPath: outputFile, contents: nil)  // the open below reports a failure
         let handle = FileHandle(forWritingAtPath: outputFile)!
         process.standardOutput = handle
         process.standardError = handle
@@ -34,7 +34,8 @@ public final class ChildProcess: @unchecked Sendable {
     /// CPU time (user + system) the process has used, in microseconds, from /proc.
     public var cpuMicroseconds: Int? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let u = Int(fields[11]), let s = Int(fields[12]) else { return nil }
         return (u + s) * 1_000_000 / Int(sysconf(Int32(_SC_CLK_TCK)))

@@ -6,22 +6,27 @@ public enum FakeRedis {
     /// Answers every connection's first read with `answer`, then says nothing more; `inPieces`:
     /// a few bytes at a time, as a slow network would. Returns once it accepts connections.
     public static func start(answering answer: [UInt8], inPieces: Bool = false, port: Int, log: String) throws -> ChildProcess {
-        let server = try ChildProcess("/usr/bin/python3", ["-c", """
-            import random, socket, sys, time
-            data, pieces = bytes.fromhex(sys.argv[2]), sys.argv[3] == "1"
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
-            conns = []
-            while True:
-                c, _ = s.accept(); conns.append(c)
-                c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if not c.recv(65536): continue # a probe that connected and left
-                i = 0
-                while i < len(data):
-                    n = random.randint(1, 9) if pieces else len(data)
-                    c.sendall(data[i:i + n]); i += n
-                    if pieces: time.sleep(0.0002)
-            """, String(port), answer.map { String(format: "%02x", $0) }.joined(), inPieces ? "1" : "0"], outputFile: log)
+        let server = try ChildProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import random, socket, sys, time
+                data, pieces = bytes.fromhex(sys.argv[2]), sys.argv[3] == "1"
+                s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+                conns = []
+                while True:
+                    c, _ = s.accept(); conns.append(c)
+                    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    if not c.recv(65536): continue # a probe that connected and left
+                    i = 0
+                    while i < len(data):
+                        n = random.randint(1, 9) if pieces else len(data)
+                        c.sendall(data[i:i + n]); i += n
+                        if pieces: time.sleep(0.0002)
+                """, String(port), answer.map { String(format: "%02x", $0) }.joined(), inPieces ? "1" : "0",
+            ], outputFile: log)
         guard waitUntil(timeout: 10, { (try? BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil }) else {
             server.signal(SIGKILL)
             throw TestSupportError("the fake Redis on port \(port) did not start")

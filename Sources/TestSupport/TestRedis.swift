@@ -37,12 +37,17 @@ public final class TestRedis: @unchecked Sendable {
     private func startServer() throws {
         let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let binary else { throw TestSupportError("redis-server is not installed; scripts/test installs it") }
-        let listen = endpoint.socket.map { ["--port", "0", "--unixsocket", $0, "--unixsocketperm", "700"] }
+        let listen =
+            endpoint.socket.map { ["--port", "0", "--unixsocket", $0, "--unixsocketperm", "700"] }
             ?? ["--port", String(endpoint.port), "--bind", "127.0.0.1"]
-        server = try ChildProcess(binary, listen + ["--dir", directory.path,
-                                           "--save", "", "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always"]
-                                           + (password.map { ["--requirepass", $0] } ?? []),
-                                  outputFile: directory.file("redis.log"))
+        server = try ChildProcess(
+            binary,
+            listen + [
+                "--dir", directory.path,
+                "--save", "", "--appendonly", persistent ? "yes" : "no", "--appendfsync", "always",
+            ]
+                + (password.map { ["--requirepass", $0] } ?? []),
+            outputFile: directory.file("redis.log"))
     }
 
     /// Stops a dedicated server (SIGTERM, so an append-only file is complete).

@@ -5,14 +5,14 @@ import Foundation
 // This file parses arguments and wires things up; state lives in `main()`, not in globals.
 
 let usage = """
-usage:
-  apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE] [--threads N]
-      Serve until SIGTERM/SIGINT, then print a JSON summary to stdout. --threads: event loops
-      serving the connections (default 1).
-  apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
-      (--hosts: more names for the server certificate, e.g. a container's service name)
-      Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
-"""
+    usage:
+      apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE] [--threads N]
+          Serve until SIGTERM/SIGINT, then print a JSON summary to stdout. --threads: event loops
+          serving the connections (default 1).
+      apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
+          (--hosts: more names for the server certificate, e.g. a container's service name)
+          Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
+    """
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("apns-mock: \(message)\n".utf8))
@@ -38,10 +38,11 @@ struct APNSMockMain {
         case "make-credentials":
             guard let dir = options["dir"] else { fail("make-credentials needs --dir") }
             do {
-                let files = try MockCredentials.make(in: dir, teamID: options["team-id"] ?? "TEAM123456",
-                                                     keyID: options["key-id"] ?? "KEY1234567",
-                                                     topic: options["topic"] ?? "com.example.app", logFile: options["log"],
-                                                     extraHostNames: options["hosts"].map { $0.split(separator: ",").map(String.init) } ?? [])
+                let files = try MockCredentials.make(
+                    in: dir, teamID: options["team-id"] ?? "TEAM123456",
+                    keyID: options["key-id"] ?? "KEY1234567",
+                    topic: options["topic"] ?? "com.example.app", logFile: options["log"],
+                    extraHostNames: options["hosts"].map { $0.split(separator: ",").map(String.init) } ?? [])
                 print(files.mockConfigFile)
             } catch {
                 fail("cannot make credentials: \(error)")

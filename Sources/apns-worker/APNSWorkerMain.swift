@@ -1,7 +1,7 @@
 import APNSWorker
+import Configuration
 import Foundation
 import Telemetry
-import Configuration
 
 // apns-worker: takes notification jobs from Redis and delivers them to APNs.
 // This file parses arguments and wires things up; state lives in `main()`, not in globals.
@@ -9,10 +9,10 @@ import Configuration
 @main
 struct APNSWorkerMain {
     static let usage = """
-    usage: apns-worker [--config FILE]
-      Runs a worker until SIGTERM or SIGINT. Settings come from FILE (JSON) and APNSW_* environment
-      variables; see README.md "Configuration". Exit codes: 0 stopped cleanly, 2 bad configuration.
-    """
+        usage: apns-worker [--config FILE]
+          Runs a worker until SIGTERM or SIGINT. Settings come from FILE (JSON) and APNSW_* environment
+          variables; see README.md "Configuration". Exit codes: 0 stopped cleanly, 2 bad configuration.
+        """
 
     static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("apns-worker: \(message)\n".utf8))

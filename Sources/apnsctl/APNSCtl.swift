@@ -1,10 +1,9 @@
 import APNSAdmin
 import APNSCore
-import QueueContract
 import Configuration
 import Foundation
+import QueueContract
 import RedisClient
-import Configuration
 
 // apnsctl: operate an apns-worker queue (enqueue, stats, dead letters, invalid tokens, config).
 // The commands live in APNSAdmin; this file parses arguments and wires them up. Everything runs
@@ -40,7 +39,8 @@ let help: [String: String] = [
     "dead": "usage: apnsctl dead list|show|requeue|purge ... (see apnsctl --help)",
     "dead list": "usage: apnsctl dead list [--reason R] [--app A] [--older-than 2h] [--newer-than 15m] [--limit 100] [--json]",
     "dead show": "usage: apnsctl dead show ID [--json]",
-    "dead requeue": "usage: apnsctl dead requeue (ID | --all | --reason R | --app A | --older-than D | --newer-than D) [--edit | --replace FILE|-]\n  --edit opens each job in $EDITOR before requeueing; an emptied file skips it.",
+    "dead requeue":
+        "usage: apnsctl dead requeue (ID | --all | --reason R | --app A | --older-than D | --newer-than D) [--edit | --replace FILE|-]\n  --edit opens each job in $EDITOR before requeueing; an emptied file skips it.",
     "dead purge": "usage: apnsctl dead purge (ID | --all | --reason R | --app A | --older-than D | --newer-than D)",
     "tokens": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "tokens invalid": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
@@ -170,7 +170,8 @@ struct APNSCtl {
             case ("dead"?, "purge"?):
                 _ = try DeadLetterCommands.purge(ctx, try filter(ids: words.dropFirst(2)))
             case ("tokens"?, "invalid"?):
-                _ = try QueueCommands.invalidTokens(ctx, app: option("app"), since: option("since") ?? "-", limit: Int(option("limit") ?? "1000") ?? 1000)
+                _ = try QueueCommands.invalidTokens(
+                    ctx, app: option("app"), since: option("since") ?? "-", limit: Int(option("limit") ?? "1000") ?? 1000)
             default:
                 throw AdminError.usage("unknown command \"\(words.joined(separator: " "))\"\n\(help[""]!)")
             }

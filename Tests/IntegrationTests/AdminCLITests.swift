@@ -5,11 +5,13 @@ import XCTest
 
 /// `apnsctl` against a real Redis and a running worker (issue #6).
 final class AdminCLITests: XCTestCase {
-    private func ctl(_ f: WorkerFixture, _ args: [String], stdinFile: String? = nil, env: [String: String] = [:]) throws -> (code: Int32, out: String) {
+    private func ctl(_ f: WorkerFixture, _ args: [String], stdinFile: String? = nil, env: [String: String] = [:]) throws -> (code: Int32, out: String)
+    {
         let out = f.directory.file("ctl-\(UInt32.random(in: 0...UInt32.max)).out")
         let redis = f.redis.endpoint.socket ?? "\(f.redis.endpoint.host):\(f.redis.endpoint.port)"
-        let p = try ChildProcess(ChildProcess.productsDirectory + "/apnsctl", ["--redis", redis, "--queue", f.queue] + args,
-                                 environment: env, outputFile: out)
+        let p = try ChildProcess(
+            ChildProcess.productsDirectory + "/apnsctl", ["--redis", redis, "--queue", f.queue] + args,
+            environment: env, outputFile: out)
         let code = p.wait(timeout: 30) ?? -1
         return (code, p.output)
     }
@@ -93,7 +95,8 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(good.code, 0, good.out)
         XCTAssertTrue(good.out.contains("key parses"), good.out)
         // A broken .p8.
-        try "-----BEGIN PRIVATE KEY-----\nbroken\n-----END PRIVATE KEY-----\n".write(toFile: f.directory.file("bad.p8"), atomically: true, encoding: .utf8)
+        try "-----BEGIN PRIVATE KEY-----\nbroken\n-----END PRIVATE KEY-----\n".write(
+            toFile: f.directory.file("bad.p8"), atomically: true, encoding: .utf8)
         var config = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: f.configFile))) as! [String: Any]
         var apps = config["apps"] as! [[String: Any]]
         apps[0]["token"] = ["team_id": "TEAM123456", "key_id": "KEY1234567", "key_file": f.directory.file("bad.p8")]
@@ -103,8 +106,9 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(bad.code, 1)
         XCTAssertTrue(bad.out.contains("not a valid APNs .p8 key"), bad.out)
         XCTAssertFalse(bad.out.contains("broken"), "no key material in errors")
-        let down = try ChildProcess(ChildProcess.productsDirectory + "/apnsctl", ["--redis", "127.0.0.1:\(freePort())", "stats"],
-                                    outputFile: f.directory.file("down.out"))
+        let down = try ChildProcess(
+            ChildProcess.productsDirectory + "/apnsctl", ["--redis", "127.0.0.1:\(freePort())", "stats"],
+            outputFile: f.directory.file("down.out"))
         XCTAssertEqual(down.wait(timeout: 30), 3, down.output)
     }
 }

@@ -1,13 +1,14 @@
-@testable import APNSWorker
 import APNSCore
-import QueueContract
+import Configuration
 import Foundation
 import IOLoop
+import QueueContract
 import RedisClient
+import Telemetry
 import TestSupport
 import XCTest
-import Telemetry
-import Configuration
+
+@testable import APNSWorker
 
 /// The completion step against a real Redis: a batch whose jobs are all still in flight is
 /// acked in one go; in a batch where some were recovered meanwhile, only the rest is written.
@@ -27,9 +28,11 @@ final class CompleterTests: XCTestCase {
         // Batch a-1 (handles 1-3) was taken back by a recovery; a-2 (4-6) was fetched after it.
         let a1 = TakenBatch(id: "a-1", number: 1, jobs: 3)
         let a2 = try batch(r, keys, "a-2", number: 2, first: 4, jobs: 3)
-        completer.submit([unsent(1, a1, 0, .deadLetter(JobRejection("Bad", "bad"))), delivered(2, a1, 1), rejected(3, a1, 2, status: 410, .unregistered),
-                          unsent(4, a2, 0, .deadLetter(JobRejection("Bad", "bad"))), delivered(5, a2, 1),
-                          delivered(6, a2, 2, fanout: 2), delivered(6, a2, 2, fanout: 2)])
+        completer.submit([
+            unsent(1, a1, 0, .deadLetter(JobRejection("Bad", "bad"))), delivered(2, a1, 1), rejected(3, a1, 2, status: 410, .unregistered),
+            unsent(4, a2, 0, .deadLetter(JobRejection("Bad", "bad"))), delivered(5, a2, 1),
+            delivered(6, a2, 2, fanout: 2), delivered(6, a2, 2, fanout: 2),
+        ])
         try waitFor(r, ["HLEN", batches], equals: 0)
         XCTAssertEqual(try r.command(["EXISTS", keys.batch(worker: worker, id: "a-2"), keys.batchDone(worker: worker, id: "a-2")]).integer, 0)
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 4, "results for 4, 5 and both pieces of 6 only")
@@ -42,15 +45,20 @@ final class CompleterTests: XCTestCase {
         let a3 = try batch(r, keys, "a-3", number: 3, first: 7, jobs: 3)
         completer.submit([delivered(7, a3, 0), rejected(8, a3, 1, status: 410, .unregistered), delivered(9, a3, 2, fanout: 2)])
         try waitFor(r, ["XLEN", keys.invalidTokens], equals: 1)
-        XCTAssertEqual(Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "a-3")]).array.compactMap(\.text)),
-                       ["0", "1", "2:\(token)"], "9 waits for its second piece; its first is marked")
+        XCTAssertEqual(
+            Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "a-3")]).array.compactMap(\.text)),
+            ["0", "1", "2:\(token)"], "9 waits for its second piece; its first is marked")
         XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 1)
         completer.submit([delivered(9, a3, 2, fanout: 2)])
         try waitFor(r, ["HLEN", batches], equals: 0)
         XCTAssertEqual(try r.command(["EXISTS", keys.batch(worker: worker, id: "a-3"), keys.batchDone(worker: worker, id: "a-3")]).integer, 0)
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 8)
-        XCTAssertEqual(try stats(r, keys), ["dead_lettered": 1, "dead_lettered:default": 1, "delivered": 6, "delivered:default": 6,
-                                            "invalid_token": 1, "invalid_token:default": 1])
+        XCTAssertEqual(
+            try stats(r, keys),
+            [
+                "dead_lettered": 1, "dead_lettered:default": 1, "delivered": 6, "delivered:default": 6,
+                "invalid_token": 1, "invalid_token:default": 1,
+            ])
 
         // A retry needs Redis's clock, so its batch goes through the script: scheduled, not recorded.
         let a4 = try batch(r, keys, "a-4", number: 4, first: 10, jobs: 2)
@@ -72,8 +80,9 @@ final class CompleterTests: XCTestCase {
         try waitFor(r, ["XLEN", keys.results], equals: 1)
         XCTAssertEqual(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text), ["0"])
 
-        _ = try r.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
-        XCTAssertEqual(try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: 3, caps: WorkerConfiguration().recordCaps, mode: .lease).requeued, 2)
+        _ = try r.command(["ZADD", keys.workers, "1", worker])  // a lease long run out
+        XCTAssertEqual(
+            try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: 3, caps: WorkerConfiguration().recordCaps, mode: .lease).requeued, 2)
         completer.submit([delivered(2, b1, 1), delivered(3, b1, 2)])
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the completer decided the second batch")
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 1, "2 and 3 were taken back: recorded by whoever sends them again")
@@ -123,31 +132,36 @@ final class CompleterTests: XCTestCase {
         let port = freePort()
         // Passes bytes both ways, but cuts the first connection that sends EXEC once Redis has run
         // it, without passing on the answer.
-        let proxy = try ChildProcess("/usr/bin/python3", ["-c", """
-            import socket, sys, threading, time
-            listen, target = int(sys.argv[1]), int(sys.argv[2])
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", listen)); s.listen(8)
-            cut = [False]
-            def pump(a, b, state, upstream):
-                try:
-                    while True:
-                        data = a.recv(65536)
-                        if not data: break
-                        if upstream and not cut[0] and b"EXEC" in data:
-                            cut[0] = state["dropping"] = True
-                            b.sendall(data)
-                            time.sleep(0.3)
-                            a.close(); b.close(); return
-                        if not state["dropping"]: b.sendall(data)
-                except OSError: pass
-            while True:
-                c, _ = s.accept()
-                u = socket.create_connection(("127.0.0.1", target))
-                state = {"dropping": False}
-                threading.Thread(target=pump, args=(c, u, state, True), daemon=True).start()
-                threading.Thread(target=pump, args=(u, c, state, False), daemon=True).start()
-            """, String(port), String(redis.endpoint.port)], outputFile: directory.file("proxy.log"))
+        let proxy = try ChildProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, sys, threading, time
+                listen, target = int(sys.argv[1]), int(sys.argv[2])
+                s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", listen)); s.listen(8)
+                cut = [False]
+                def pump(a, b, state, upstream):
+                    try:
+                        while True:
+                            data = a.recv(65536)
+                            if not data: break
+                            if upstream and not cut[0] and b"EXEC" in data:
+                                cut[0] = state["dropping"] = True
+                                b.sendall(data)
+                                time.sleep(0.3)
+                                a.close(); b.close(); return
+                            if not state["dropping"]: b.sendall(data)
+                    except OSError: pass
+                while True:
+                    c, _ = s.accept()
+                    u = socket.create_connection(("127.0.0.1", target))
+                    state = {"dropping": False}
+                    threading.Thread(target=pump, args=(c, u, state, True), daemon=True).start()
+                    threading.Thread(target=pump, args=(u, c, state, False), daemon=True).start()
+                """, String(port), String(redis.endpoint.port),
+            ], outputFile: directory.file("proxy.log"))
         defer { proxy.signal(SIGKILL); _ = proxy.wait(timeout: 5) }
         XCTAssertTrue(waitUntil(timeout: 10) { (try? BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 200)) != nil })
         let (completer, gate) = try startCompleter(keys, RedisEndpoint(host: "127.0.0.1", port: port, password: redis.endpoint.password))
@@ -160,8 +174,9 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 3, "one result each, though written twice")
         XCTAssertEqual(try r.command(["XLEN", keys.invalidTokens]).integer, 1)
         XCTAssertEqual(try stats(r, keys), ["delivered": 2, "delivered:default": 2, "invalid_token": 1, "invalid_token:default": 1])
-        XCTAssertEqual(Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text)),
-                       ["0", "1", "2:\(token)"])
+        XCTAssertEqual(
+            Set(try r.command(["SMEMBERS", keys.batchDone(worker: worker, id: "b-1")]).array.compactMap(\.text)),
+            ["0", "1", "2:\(token)"])
         XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 2, "job 4, and job 3 waiting for its second piece")
     }
 
@@ -176,12 +191,15 @@ final class CompleterTests: XCTestCase {
         configuration.redis = redis.endpoint
         for (n, handBack) in [false, true].enumerated() {
             _ = try batch(other, keys, "a-\(n)", number: n, first: 1, jobs: 1)
-            _ = try other.command(["ZADD", keys.workers, "1", worker]) // a lease long run out
+            _ = try other.command(["ZADD", keys.workers, "1", worker])  // a lease long run out
             _ = try completing.command(["WATCH", takeback])
             if handBack {
                 XCTAssertEqual(try InFlightJobs.handBack(other, keys, worker: worker), 1)
             } else {
-                XCTAssertEqual(try InFlightJobs.recover(other, keys, worker: worker, maxRecoveries: configuration.maxRecoveries, caps: configuration.recordCaps, mode: .lease).requeued, 1)
+                XCTAssertEqual(
+                    try InFlightJobs.recover(
+                        other, keys, worker: worker, maxRecoveries: configuration.maxRecoveries, caps: configuration.recordCaps, mode: .lease
+                    ).requeued, 1)
             }
             var t = RedisTransaction()
             t.append(RedisArgs(["XADD", keys.results, "*", "record", "{}"]))
@@ -223,7 +241,7 @@ final class CompleterTests: XCTestCase {
         let r = try redis.connect()
         var configuration = WorkerConfiguration()
         configuration.redis = redis.endpoint
-        configuration.batchSize = 8 // recording capacity 8: a full transaction is 4
+        configuration.batchSize = 8  // recording capacity 8: a full transaction is 4
         configuration.connections = 1
         configuration.streams = 1
         let gate = InFlightGate(sendingCapacity: 100, recordingCapacity: 100)
@@ -235,7 +253,8 @@ final class CompleterTests: XCTestCase {
         func execs() throws -> Int {
             let info = try r.command(["INFO", "commandstats"]).text ?? ""
             guard let line = info.split(separator: "\r\n").first(where: { $0.hasPrefix("cmdstat_exec:") }),
-                  let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first else { return 0 }
+                let calls = line.split(separator: "=").dropFirst().first?.split(separator: ",").first
+            else { return 0 }
             return Int(calls) ?? 0
         }
         let before = try execs()
@@ -261,8 +280,9 @@ final class CompleterTests: XCTestCase {
 
         init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InFlightGate, linger: TimeInterval = 0.002) throws {
             loop = try EventLoop()
-            completer = Completer(keys: keys, workerID: workerID, configuration: configuration, gate: gate, metrics: Metrics(),
-                                  logger: Logger(level: .error), loop: loop, linger: linger)
+            completer = Completer(
+                keys: keys, workerID: workerID, configuration: configuration, gate: gate, metrics: Metrics(),
+                logger: Logger(level: .error), loop: loop, linger: linger)
             let (loop, completer) = (loop, completer)
             Thread { loop.run() }.start()
             loop.execute { completer.start() }
@@ -276,7 +296,11 @@ final class CompleterTests: XCTestCase {
         func stop() {
             let ended = DispatchSemaphore(value: 0)
             let (loop, completer) = (loop, completer)
-            loop.execute { completer.finish { loop.stop(); ended.signal() } }
+            loop.execute {
+                completer.finish {
+                    loop.stop(); ended.signal()
+                }
+            }
             XCTAssertEqual(ended.wait(timeout: .now() + 30), .success, "the completer finished")
         }
     }
@@ -288,7 +312,9 @@ final class CompleterTests: XCTestCase {
     }
 
     /// A batch in Redis, opened with `completer` as its fetcher would.
-    private func openBatch(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ completer: LoopCompleter, _ id: String, first: Int, jobs: Int) throws -> TakenBatch {
+    private func openBatch(
+        _ r: BlockingRedisConnection, _ keys: QueueKeys, _ completer: LoopCompleter, _ id: String, first: Int, jobs: Int
+    ) throws -> TakenBatch {
         try storeBatch(r, keys, id, first: first, jobs: jobs)
         return completer.unfinished.open(id: id, jobs: jobs)
     }
@@ -301,8 +327,9 @@ final class CompleterTests: XCTestCase {
 
     private func request(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int) throws -> SendRequest {
         let job = try Job.parse(Array(#"{"token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"#.utf8))
-        return SendRequest(handle: Int64(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
-                           topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout)
+        return SendRequest(
+            handle: Int64(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
+            topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout)
     }
 
     private func delivered(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int = 1) -> FinishedJob {
@@ -319,8 +346,9 @@ final class CompleterTests: XCTestCase {
     }
 
     private func unsent(_ handle: Int, _ batch: TakenBatch, _ index: Int, _ outcome: Outcome) -> FinishedJob {
-        .unsent(handle: Int64(handle), batch: batch, index: index, raw: Array("{}".utf8)[...], job: nil, appName: "default", topic: nil,
-                outcome: outcome, attempts: [], recoveries: 0)
+        .unsent(
+            handle: Int64(handle), batch: batch, index: index, raw: Array("{}".utf8)[...], job: nil, appName: "default", topic: nil,
+            outcome: outcome, attempts: [], recoveries: 0)
     }
 
     private func stats(_ r: BlockingRedisConnection, _ keys: QueueKeys) throws -> [String: Int64] {

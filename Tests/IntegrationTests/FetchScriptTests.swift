@@ -1,10 +1,11 @@
-@testable import APNSWorker
 import APNSCore
-import QueueContract
 import Foundation
+import QueueContract
 import RedisClient
 import TestSupport
 import XCTest
+
+@testable import APNSWorker
 
 /// The fetch step against a real Redis: jobs move into a batch list in the order taken, the
 /// batch is registered under its first handle, and a batch whose reply was lost can be found.
@@ -16,7 +17,7 @@ final class FetchScriptTests: XCTestCase {
         let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? redis.reset(queue: keys.queue) }
         let r = try redis.connect()
-        _ = try r.command(["LPUSH", keys.jobs, "j0", "j1", "j2", "j3", "j4"]) // j0 is the oldest
+        _ = try r.command(["LPUSH", keys.jobs, "j0", "j1", "j2", "j3", "j4"])  // j0 is the oldest
         _ = try r.command(["LPUSH", keys.staging(worker: worker), "staged"])
 
         let first = try fetch(r, keys, id: "a-1", max: 3)
@@ -31,8 +32,9 @@ final class FetchScriptTests: XCTestCase {
         XCTAssertEqual(second.ranges.map { second.bytes[$0] }.map(text), ["j2", "j3", "j4"])
         let none = try fetch(r, keys, id: "a-3", max: 10)
         XCTAssertTrue(none.isEmpty)
-        XCTAssertEqual(try r.command(["HGETALL", keys.batches(worker: worker)]).array.compactMap(\.text), ["a-1", "1", "a-2", "4"],
-                       "an empty fetch registers nothing")
+        XCTAssertEqual(
+            try r.command(["HGETALL", keys.batches(worker: worker)]).array.compactMap(\.text), ["a-1", "1", "a-2", "4"],
+            "an empty fetch registers nothing")
         XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 6)
 
         // A fetch whose reply was lost: its batch is found by id, with its first handle.
@@ -44,8 +46,12 @@ final class FetchScriptTests: XCTestCase {
     }
 
     private func fetch(_ r: BlockingRedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {
-        var args = RedisArgs(script: QueueScripts.fetch, keys: [keys.jobs, keys.batch(worker: worker, id: id), keys.batches(worker: worker),
-                                                                 keys.workers, keys.staging(worker: worker), keys.handleCounter])
+        var args = RedisArgs(
+            script: QueueScripts.fetch,
+            keys: [
+                keys.jobs, keys.batch(worker: worker, id: id), keys.batches(worker: worker),
+                keys.workers, keys.staging(worker: worker), keys.handleCounter,
+            ])
         for a in [String(max), worker, "15000", id] { args.append(a) }
         return try r.run(QueueScripts.fetch, args, then: lookup(keys, "lrange", id), flat: TakenJobs.init)
     }

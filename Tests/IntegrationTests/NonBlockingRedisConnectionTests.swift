@@ -13,8 +13,9 @@ final class NonBlockingRedisConnectionTests: XCTestCase {
         let first = random.array(of: 60), skipped = RandomReplies.integer(-7), second = random.array(of: 40)
         let directory = try TemporaryDirectory("apnsw-pipe")
         let port = freePort()
-        let server = try FakeRedis.start(answering: first.resp + skipped.resp + second.resp, inPieces: true, port: port,
-                                         log: directory.file("server.log"))
+        let server = try FakeRedis.start(
+            answering: first.resp + skipped.resp + second.resp, inPieces: true, port: port,
+            log: directory.file("server.log"))
         defer { server.signal(SIGKILL); _ = server.wait(timeout: 5) }
         let pipe = try NonBlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port))
         try pipe.send([RedisArgs(["PING"])])
@@ -87,7 +88,7 @@ final class NonBlockingRedisConnectionTests: XCTestCase {
         }
 
         t.removeAll()
-        t.append(RedisArgs(["INCR", key])) // a list: fails when EXEC runs it
+        t.append(RedisArgs(["INCR", key]))  // a list: fails when EXEC runs it
         try pipe.send(&t, then: [RedisArgs(["PING"])])
         XCTAssertThrowsError(try pump(pipe, replies: 1) { _ in XCTFail("the error comes first") }) {
             XCTAssertTrue("\($0)".contains("WRONGTYPE"), "\($0)")
@@ -96,11 +97,13 @@ final class NonBlockingRedisConnectionTests: XCTestCase {
 
     /// Nothing listening: the connect fails as an I/O error, whether at once or once polled.
     func testAConnectToNothingIsAnIOError() throws {
-        XCTAssertThrowsError(try {
-            let pipe = try NonBlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: freePort()))
-            try pipe.send([RedisArgs(["PING"])])
-            try pump(pipe, replies: 1) { _ in }
-        }()) { error in
+        XCTAssertThrowsError(
+            try {
+                let pipe = try NonBlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: freePort()))
+                try pipe.send([RedisArgs(["PING"])])
+                try pump(pipe, replies: 1) { _ in }
+            }()
+        ) { error in
             guard let e = error as? RedisError, e.code == .io else { return XCTFail("\(error)") }
         }
     }

@@ -74,7 +74,8 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(worker.wait(timeout: 20), 0)
         XCTAssertFalse(worker.output.contains(secret))
         // A wrong password: a clear error, still without the password.
-        let wrong = try WorkerFixture.reconfigure(f, ["redis": ["host": redis.endpoint.host, "port": redis.endpoint.port, "password": "nope-\(secret)"]])
+        let wrong = try WorkerFixture.reconfigure(
+            f, ["redis": ["host": redis.endpoint.host, "port": redis.endpoint.port, "password": "nope-\(secret)"]])
         let failing = try wrong.startWorker()
         XCTAssertTrue(waitUntil(timeout: 10) { failing.output.contains("authentication") }, failing.output)
         failing.signal(SIGTERM)
@@ -88,9 +89,10 @@ final class OperationsTests: XCTestCase {
         try f.enqueue(["not json", WorkerFixture.job(1)])
         try f.waitForOutcomes(2)
         XCTAssertEqual(try f.connect().command(["XLEN", f.keys.deadLetters]).integer, 1)
-        XCTAssertTrue(try waitUntil(timeout: 10) {
-            try f.connect().command(["XLEN", f.keys.deadLetters]).integer == 0 && f.connect().command(["XLEN", f.keys.results]).integer == 0
-        }, "entries older than the cap are dropped")
+        XCTAssertTrue(
+            try waitUntil(timeout: 10) {
+                try f.connect().command(["XLEN", f.keys.deadLetters]).integer == 0 && f.connect().command(["XLEN", f.keys.results]).integer == 0
+            }, "entries older than the cap are dropped")
         XCTAssertEqual(try f.finalStats(), ["delivered": 1, "dead_lettered": 1], "the counters stay")
     }
 }

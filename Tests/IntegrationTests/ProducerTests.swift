@@ -9,18 +9,22 @@ final class ProducerTests: XCTestCase {
         .deletingLastPathComponent().appendingPathComponent("examples/producers").path
 
     private func produce(_ interpreter: String, _ script: String, idPrefix: String, into f: WorkerFixture) throws {
-        let p = try ChildProcess(interpreter, [Self.examples + "/" + script], environment: [
-            "REDIS_HOST": f.redis.endpoint.host, "REDIS_PORT": String(f.redis.endpoint.port), "QUEUE": f.queue,
-            "COUNT": "25", "ID_PREFIX": idPrefix, "NODE_PATH": "/usr/share/nodejs",
-        ], outputFile: f.directory.file("\(idPrefix)-producer.log"))
+        let p = try ChildProcess(
+            interpreter, [Self.examples + "/" + script],
+            environment: [
+                "REDIS_HOST": f.redis.endpoint.host, "REDIS_PORT": String(f.redis.endpoint.port), "QUEUE": f.queue,
+                "COUNT": "25", "ID_PREFIX": idPrefix, "NODE_PATH": "/usr/share/nodejs",
+            ], outputFile: f.directory.file("\(idPrefix)-producer.log"))
         XCTAssertEqual(p.wait(timeout: 30), 0, "\(script) failed: \(p.output)")
     }
 
     func testJobsFromEveryExampleProducerAreDelivered() throws {
         let f = try WorkerFixture()
         try f.startWorker()
-        let producers = [("/bin/sh", "enqueue.sh", "sh"), ("/usr/bin/python3", "enqueue.py", "py"),
-                         ("/usr/bin/ruby", "enqueue.rb", "rb"), ("/usr/bin/node", "enqueue.js", "js")]
+        let producers = [
+            ("/bin/sh", "enqueue.sh", "sh"), ("/usr/bin/python3", "enqueue.py", "py"),
+            ("/usr/bin/ruby", "enqueue.rb", "rb"), ("/usr/bin/node", "enqueue.js", "js"),
+        ]
         for (interpreter, script, prefix) in producers {
             XCTAssertTrue(FileManager.default.isExecutableFile(atPath: interpreter), "\(interpreter) is missing (scripts/test installs it)")
             try produce(interpreter, script, idPrefix: prefix, into: f)

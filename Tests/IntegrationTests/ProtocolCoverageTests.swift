@@ -11,14 +11,20 @@ final class ProtocolCoverageTests: XCTestCase {
         var secondKey = ""
         let dir = try TemporaryDirectory("apnsw-team2")
         let f = try WorkerFixture(settings: [:]) { config in
-            secondKey = (try? MockCredentials.addProviderKey(in: dir.path, to: &config, teamID: "TEAMTWO002", keyID: "KEYTWO0002",
-                                                            topics: ["com.other.app"])) ?? ""
+            secondKey =
+                (try? MockCredentials.addProviderKey(
+                    in: dir.path, to: &config, teamID: "TEAMTWO002", keyID: "KEYTWO0002",
+                    topics: ["com.other.app"])) ?? ""
         }
         let apps: [[String: Any]] = [
-            ["name": "one", "bundle_id": "com.example.app", "endpoint": f.endpoint,
-             "token": ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File]],
-            ["name": "two", "bundle_id": "com.other.app", "endpoint": f.endpoint,
-             "token": ["team_id": "TEAMTWO002", "key_id": "KEYTWO0002", "key_file": secondKey]],
+            [
+                "name": "one", "bundle_id": "com.example.app", "endpoint": f.endpoint,
+                "token": ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File],
+            ],
+            [
+                "name": "two", "bundle_id": "com.other.app", "endpoint": f.endpoint,
+                "token": ["team_id": "TEAMTWO002", "key_id": "KEYTWO0002", "key_file": secondKey],
+            ],
         ]
         let g = try WorkerFixture.reconfigure(f, ["apps": apps])
         try g.startWorker()
@@ -35,10 +41,15 @@ final class ProtocolCoverageTests: XCTestCase {
     func testAppsWithTheSameCredentialShareOnePool() throws {
         let f = try WorkerFixture()
         let token: [String: Any] = ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File]
-        let g = try WorkerFixture.reconfigure(f, ["connections": 2, "apps": [
-            ["name": "main", "bundle_id": "com.example.app", "token": token],
-            ["name": "beta", "bundle_id": "com.example.app.beta", "token": token],
-        ]])
+        let g = try WorkerFixture.reconfigure(
+            f,
+            [
+                "connections": 2,
+                "apps": [
+                    ["name": "main", "bundle_id": "com.example.app", "token": token],
+                    ["name": "beta", "bundle_id": "com.example.app.beta", "token": token],
+                ],
+            ])
         try g.startWorker()
         try g.enqueue((0..<100).map { WorkerFixture.job($0, extra: #","app":"\#($0 % 2 == 0 ? "main" : "beta")""#) })
         try g.waitForOutcomes(100)
@@ -52,15 +63,21 @@ final class ProtocolCoverageTests: XCTestCase {
         let f = try WorkerFixture()
         let files = f.mock.files
         let apps: [[String: Any]] = [
-            ["name": "pem", "bundle_id": files.certificateTopic,
-             "certificate": ["certificate_file": files.clientCertificateFile, "key_file": files.clientKeyFile]],
-            ["name": "p12", "bundle_id": files.certificateTopic,
-             "certificate": ["pkcs12_file": files.clientPKCS12File, "password": files.clientPKCS12Password]],
+            [
+                "name": "pem", "bundle_id": files.certificateTopic,
+                "certificate": ["certificate_file": files.clientCertificateFile, "key_file": files.clientKeyFile],
+            ],
+            [
+                "name": "p12", "bundle_id": files.certificateTopic,
+                "certificate": ["pkcs12_file": files.clientPKCS12File, "password": files.clientPKCS12Password],
+            ],
         ]
         let g = try WorkerFixture.reconfigure(f, ["apps": apps])
         try g.startWorker()
-        try g.enqueue([WorkerFixture.job(1, extra: #","app":"pem""#), WorkerFixture.job(2, extra: #","app":"p12""#),
-                       WorkerFixture.job(3, extra: #","app":"pem","push_type":"voip""#)])
+        try g.enqueue([
+            WorkerFixture.job(1, extra: #","app":"pem""#), WorkerFixture.job(2, extra: #","app":"p12""#),
+            WorkerFixture.job(3, extra: #","app":"pem","push_type":"voip""#),
+        ])
         try g.waitForOutcomes(3)
         XCTAssertEqual(try g.finalStats(), ["delivered": 3])
         let log = try g.mock.logEntries()
@@ -77,7 +94,7 @@ final class ProtocolCoverageTests: XCTestCase {
         let worker = try f.startWorker()
         try f.enqueue([WorkerFixture.job(0)])
         try f.waitForOutcomes(1)
-        usleep(3_000_000) // the JWT is now older than the mock accepts
+        usleep(3_000_000)  // the JWT is now older than the mock accepts
         try f.enqueue((1..<101).map { WorkerFixture.job($0) })
         try f.waitForOutcomes(101, timeout: 30)
         XCTAssertEqual(try f.finalStats(), ["delivered": 101])
@@ -105,15 +122,17 @@ final class ProtocolCoverageTests: XCTestCase {
             default: return #"{"aps":{"content-available":1}}"#
             }
         }
-        try f.enqueue(cases.enumerated().map { i, c in
-            #"{"id":"\#(c.0)","token":"\#(WorkerFixture.token(i))","push_type":"\#(c.0)",\#(c.1),"payload":\#(payload(c.0))}"#
-        })
+        try f.enqueue(
+            cases.enumerated().map { i, c in
+                #"{"id":"\#(c.0)","token":"\#(WorkerFixture.token(i))","push_type":"\#(c.0)",\#(c.1),"payload":\#(payload(c.0))}"#
+            })
         try f.waitForOutcomes(cases.count)
         XCTAssertEqual(try f.finalStats(), ["delivered": cases.count])
-        let headers = Dictionary(uniqueKeysWithValues: try f.mock.logEntries().map { e -> (String, [String: String]) in
-            let h = e["headers"] as! [String: String]
-            return (h["apns-push-type"]!, h)
-        })
+        let headers = Dictionary(
+            uniqueKeysWithValues: try f.mock.logEntries().map { e -> (String, [String: String]) in
+                let h = e["headers"] as! [String: String]
+                return (h["apns-push-type"]!, h)
+            })
         let topics = headers.mapValues { $0["apns-topic"]! }
         // Neighbouring requests share header values where they can: each still has its own.
         for (type, fields) in cases {

@@ -12,8 +12,12 @@ final class RedisReplyReadingTests: XCTestCase {
         var args = RedisArgs(script: script, keys: [])
         args.append("outer")
         let items = try r.run(script, args) { (reply) throws(RedisError) in
-            (0..<reply.count).map { i in reply.isArray(i) ? "[\(reply.integer(i)!)]" : reply.integer(i).map(String.init)
-                ?? reply.bytes(i).map { "'" + String(decoding: $0, as: UTF8.self) + "'" } ?? "nil" }
+            (0..<reply.count).map { i in
+                reply.isArray(i)
+                    ? "[\(reply.integer(i)!)]"
+                    : reply.integer(i).map(String.init)
+                        ?? reply.bytes(i).map { "'" + String(decoding: $0, as: UTF8.self) + "'" } ?? "nil"
+            }
         }
         XCTAssertEqual(items, ["[5]", "7", "'outer'", "[2]", "8", "'inner'", "nil", "''"])
         let failing = RedisScript("return redis.error_reply('ERR made to fail')")
@@ -144,7 +148,7 @@ final class RedisReplyReadingTests: XCTestCase {
 
         t.removeAll()
         t.append(command("RPUSH", list, "4"))
-        t.append(command("INCR", list)) // WRONGTYPE when it runs
+        t.append(command("INCR", list))  // WRONGTYPE when it runs
         XCTAssertThrowsError(try a.exec(&t)) { XCTAssertTrue("\($0)".contains("WRONGTYPE"), "\($0)") }
         XCTAssertEqual(try items(), ["1", "2", "4"], "Redis does not roll back what ran before the error")
         XCTAssertEqual(try a.command(["PING"]).text, "PONG", "the connection stays usable")
@@ -192,12 +196,14 @@ final class RedisReplyReadingTests: XCTestCase {
         let prefix = RedisArgs(["RPUSH", list]).prefix
         for (i, n) in lengths.enumerated() {
             t.append(prefix: prefix) { out in (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }.withUnsafeBytes { out.append($0) } }
-            t.append(RedisArgs(["RPUSH", list, "-"])) // each followed by a command written the usual way
+            t.append(RedisArgs(["RPUSH", list, "-"]))  // each followed by a command written the usual way
         }
         XCTAssertEqual(t.count, 2 * lengths.count)
         XCTAssertTrue(try r.exec(&t))
         let items = try r.command(["LRANGE", list, "0", "-1"]).array.compactMap(\.text)
-        let expected = lengths.enumerated().flatMap { i, n in [String(decoding: (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }, as: UTF8.self), "-"] }
+        let expected = lengths.enumerated().flatMap { i, n in
+            [String(decoding: (0..<n).map { UInt8(ascii: "a") + UInt8(($0 + i) % 26) }, as: UTF8.self), "-"]
+        }
         XCTAssertEqual(items, expected)
     }
 

@@ -79,7 +79,7 @@ final class ReliabilityTests: XCTestCase {
         let f = try WorkerFixture(redis: redis, settings: ["streams": 20])
         let w = try f.startWorker("w-hang")
         XCTAssertTrue(waitUntil(timeout: 10) { w.output.contains("worker started") })
-        usleep(300_000) // waiting on an empty queue: a request is always out
+        usleep(300_000)  // waiting on an empty queue: a request is always out
         redis.signal(SIGSTOP)
         XCTAssertTrue(waitUntil(timeout: 20) { w.output.contains("no reply in") }, "the hung Redis was given up on")
         redis.signal(SIGCONT)
@@ -135,7 +135,8 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(dead["recoveries"] as? Int, 3)
         XCTAssertEqual(dead["job_text"] as? String, WorkerFixture.job(1))
         XCTAssertEqual(try r.command(["ZSCORE", f.keys.workers, "ghost"]), .null, "the dead worker left the registry")
-        XCTAssertEqual(try r.command(["KEYS", "\(f.keys.prefix):*ghost*"]).array.compactMap(\.text), [f.keys.takeback(worker: "ghost")],
-                       "nothing of it is left but the take-back mark, which expires")
+        XCTAssertEqual(
+            try r.command(["KEYS", "\(f.keys.prefix):*ghost*"]).array.compactMap(\.text), [f.keys.takeback(worker: "ghost")],
+            "nothing of it is left but the take-back mark, which expires")
     }
 }

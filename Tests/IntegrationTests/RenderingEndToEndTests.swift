@@ -30,8 +30,9 @@ final class RenderingEndToEndTests: XCTestCase {
         XCTAssertEqual(try f.records(f.keys.deadLetters).first?["reason"] as? String, "MissingPlaceholder")
         let log = Dictionary(uniqueKeysWithValues: try f.mock.logEntries().map { ($0["token"] as! String, $0) })
         func payload(_ i: Int) -> [String: Any] { log[WorkerFixture.token(i)]?["payload"] as? [String: Any] ?? [:] }
-        XCTAssertEqual(((payload(1)["aps"] as? [String: Any])?["alert"] as? NSDictionary),
-                       ["title": "Pedido 7", "body": "Olá Zoë \"Z\""] as NSDictionary)
+        XCTAssertEqual(
+            ((payload(1)["aps"] as? [String: Any])?["alert"] as? NSDictionary),
+            ["title": "Pedido 7", "body": "Olá Zoë \"Z\""] as NSDictionary)
         XCTAssertEqual((payload(2)["aps"] as? [String: Any])?["alert"] as? String, "Sale v1")
         XCTAssertEqual((payload(5)["aps"] as? [String: Any])?["alert"] as? String, "Sale v2")
         XCTAssertEqual(payload(3)["k"] as? String, "v")

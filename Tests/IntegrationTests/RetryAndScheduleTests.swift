@@ -33,8 +33,10 @@ final class RetryAndScheduleTests: XCTestCase {
         let always = WorkerFixture.token(1, prefix: "503")
         let twice = WorkerFixture.token(2, prefix: "503")
         let f = try WorkerFixture { config in
-            config.faults.tokens = [.init(token: always, status: 503, reason: "ServiceUnavailable"),
-                                    .init(token: twice, status: 500, attempts: 2)]
+            config.faults.tokens = [
+                .init(token: always, status: 503, reason: "ServiceUnavailable"),
+                .init(token: twice, status: 500, attempts: 2),
+            ]
         }
         try f.startWorker()
         try f.enqueue([WorkerFixture.job(1, prefix: "503"), WorkerFixture.job(2, prefix: "503")])

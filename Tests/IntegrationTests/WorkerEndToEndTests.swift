@@ -25,11 +25,17 @@ final class WorkerEndToEndTests: XCTestCase {
         let base = try WorkerFixture()
         var endpoint = base.endpoint
         endpoint["host"] = "localhost"
-        let f = try WorkerFixture.reconfigure(base, [
-            "redis": ["host": "localhost", "port": base.redis.endpoint.port],
-            "apps": [["name": "default", "bundle_id": base.mock.files.topic, "endpoint": endpoint,
-                      "token": ["team_id": base.mock.files.teamID, "key_id": base.mock.files.keyID, "key_file": base.mock.files.p8File]]],
-        ])
+        let f = try WorkerFixture.reconfigure(
+            base,
+            [
+                "redis": ["host": "localhost", "port": base.redis.endpoint.port],
+                "apps": [
+                    [
+                        "name": "default", "bundle_id": base.mock.files.topic, "endpoint": endpoint,
+                        "token": ["team_id": base.mock.files.teamID, "key_id": base.mock.files.keyID, "key_file": base.mock.files.p8File],
+                    ]
+                ],
+            ])
         try f.startWorker()
         try f.enqueue((0..<20).map { WorkerFixture.job($0) })
         try f.waitForOutcomes(20)

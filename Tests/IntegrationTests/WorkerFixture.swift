@@ -1,11 +1,12 @@
-@testable import APNSWorker
 import APNSCore
-import QueueContract
 import APNSMock
 import Foundation
+import QueueContract
 import RedisClient
 import TestSupport
 import XCTest
+
+@testable import APNSWorker
 
 /// A real redis-server, the mock APNs and `apns-worker` processes on one queue of their own.
 final class WorkerFixture: @unchecked Sendable {
@@ -35,11 +36,13 @@ final class WorkerFixture: @unchecked Sendable {
             "redis": redisSettings,
             "queue": queue,
             "connections": 2, "streams": 100, "log_level": "info", "lease_ms": 3000, "shutdown_grace_ms": 10_000,
-            "apps": [[
-                "name": "default", "bundle_id": mock.files.topic,
-                "endpoint": endpoint,
-                "token": ["team_id": mock.files.teamID, "key_id": mock.files.keyID, "key_file": mock.files.p8File],
-            ]],
+            "apps": [
+                [
+                    "name": "default", "bundle_id": mock.files.topic,
+                    "endpoint": endpoint,
+                    "token": ["team_id": mock.files.teamID, "key_id": mock.files.keyID, "key_file": mock.files.p8File],
+                ]
+            ],
         ]
         for (k, v) in settings { config[k] = v }
         if let apps = settings["apps"] as? [[String: Any]] {
@@ -76,8 +79,9 @@ final class WorkerFixture: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw TestSupportError("\(binary) is missing: build the package first (scripts/test does)")
         }
-        let w = try ChildProcess(binary, ["--config", configFile], environment: ["APNSW_WORKER_ID": name],
-                                 outputFile: directory.file("\(name).log"))
+        let w = try ChildProcess(
+            binary, ["--config", configFile], environment: ["APNSW_WORKER_ID": name],
+            outputFile: directory.file("\(name).log"))
         workers.append(w)
         return w
     }
@@ -131,7 +135,8 @@ final class WorkerFixture: @unchecked Sendable {
         return try entries.map { entry in
             let fields = entry.array[1].array
             guard fields.count == 2, case .string(let json) = fields[1],
-                  let o = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
+                let o = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any]
+            else {
                 throw TestSupportError("bad stream entry in \(key)")
             }
             return o

@@ -1,17 +1,20 @@
-@testable import APNSWorker
 import APNSCore
 import APNSMock
 import Foundation
-@testable import HTTP2
 import TestSupport
 import XCTest
+
+@testable import APNSWorker
+@testable import HTTP2
 
 final class ClientMockTests: XCTestCase {
     func testDeliversWithExactHeadersAndPayloadBytes() throws {
         let h = try ProtocolHarness()
         let token = ProtocolHarness.token(1)
         let payload = #"{"aps":{"alert":{"title":"Hé \"q\"","body":"line\nbreak 😀 שלום"}},"custom":[1,2.5,null]}"#
-        let job = try h.job(#"{"token":"\#(token)","push_type":"alert","priority":5,"expiration":0,"collapse_id":"c-1","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":\#(payload)}"#)
+        let job = try h.job(
+            #"{"token":"\#(token)","push_type":"alert","priority":5,"expiration":0,"collapse_id":"c-1","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":\#(payload)}"#
+        )
         h.send([job])
         let out = h.waitForOutcomes(1)
         XCTAssertEqual(out.first?.deliveredID, "123e4567-e89b-12d3-a456-426655440000")
@@ -92,7 +95,8 @@ final class ClientMockTests: XCTestCase {
     func testGoAwayResendsWhatWasNotProcessedAndNothingTwice() throws {
         let h = try ProtocolHarness(connections: 2, streams: 50) { config in config.faults.goawayAfter = 100 }
         let jobs = try (0..<1000).map { i in
-            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+            try h.job(
+                #"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
         }
         h.send(jobs)
         let out = h.waitForOutcomes(1000)
@@ -133,7 +137,8 @@ final class ClientMockTests: XCTestCase {
         defer { HTTP2Connection.firstClientStream = 1 }
         let h = try ProtocolHarness(connections: 1, streams: 10)
         let jobs = try (0..<200).map { i in
-            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+            try h.job(
+                #"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
         }
         h.send(jobs)
         XCTAssertEqual(Set(h.waitForOutcomes(200).compactMap(\.deliveredID)).count, 200)
@@ -150,7 +155,8 @@ final class ClientMockTests: XCTestCase {
             config.faults.goawayAfter = 100
         }
         let jobs = try (0..<1000).map { i in
-            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
+            try h.job(
+                #"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
         }
         h.send(jobs)
         XCTAssertEqual(Set(h.waitForOutcomes(1000).compactMap(\.deliveredID)).count, 1000)
@@ -162,7 +168,11 @@ final class ClientMockTests: XCTestCase {
         let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["apns_id"] as? String }
         XCTAssertEqual(accepted.count, 1000, "every notification accepted and logged exactly once")
         XCTAssertEqual(Set(accepted).count, 1000)
-        XCTAssertThrowsError(try MockServer(configuration: { var c = h.mock.server.configuration; c.threads = 0; c.port = 0; return c }()))
+        XCTAssertThrowsError(
+            try MockServer(
+                configuration: {
+                    var c = h.mock.server.configuration; c.threads = 0; c.port = 0; return c
+                }()))
     }
 
     func testDroppedConnectionsAreResent() throws {

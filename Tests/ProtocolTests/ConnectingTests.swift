@@ -1,8 +1,8 @@
 import Foundation
-import IOLoop
-import TLS
 import HTTP2
+import IOLoop
 import Synchronization
+import TLS
 import TestSupport
 import XCTest
 
@@ -15,7 +15,7 @@ final class ConnectingTests: XCTestCase {
         let lookupOnLoop = Atomic<Bool>(true)
         let resolver = HostResolver { _, port throws(SystemError) in
             lookupOnLoop.store(loop.isCurrentThread, ordering: .relaxed)
-            usleep(500_000) // a slow DNS server
+            usleep(500_000)  // a slow DNS server
             return try Socket.addresses(of: "192.0.2.7", port: port)
         }
         var events: [String] = []
@@ -58,7 +58,9 @@ final class ConnectingTests: XCTestCase {
     /// A lookup's failure comes back as the error, with the name in it.
     func testAFailedLookupAnswersItsError() throws {
         let loop = try EventLoop()
-        let resolver = HostResolver { host, _ throws(SystemError) in throw SystemError(operation: "resolving \(host)", code: EHOSTUNREACH, reason: "no such host") }
+        let resolver = HostResolver { host, _ throws(SystemError) in
+            throw SystemError(operation: "resolving \(host)", code: EHOSTUNREACH, reason: "no such host")
+        }
         var message = ""
         loop.schedule(afterMilliseconds: 0) {
             resolver.resolve("nowhere.test", port: 443, on: loop) { result in
@@ -88,8 +90,9 @@ final class ConnectingTests: XCTestCase {
         let loop = try EventLoop()
         let probe = Probe(loop)
         let started = Date()
-        let c = try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: silent.port) + Socket.addresses(of: "127.0.0.1", port: mock.port),
-                                    tls: TLSContext(clientWithCAFile: mock.files.caFile), serverName: "localhost", loop: loop, delegate: probe, timeoutMs: 300)
+        let c = try HTTP2Connection(
+            connectingTo: Socket.addresses(of: "127.0.0.1", port: silent.port) + Socket.addresses(of: "127.0.0.1", port: mock.port),
+            tls: TLSContext(clientWithCAFile: mock.files.caFile), serverName: "localhost", loop: loop, delegate: probe, timeoutMs: 300)
         loop.schedule(afterMilliseconds: 10_000) { loop.stop() }
         withExtendedLifetime(c) { loop.run() }
         XCTAssertTrue(probe.ready, "the second address answered: \(String(describing: probe.closedError))")
@@ -99,12 +102,13 @@ final class ConnectingTests: XCTestCase {
 
     /// A server that takes the connect but never answers the TLS handshake is given up on.
     func testAHandshakeWithNoAnswerIsGivenUp() throws {
-        let listening = try Socket.listen(host: "127.0.0.1", port: 0) // never accepted: the kernel takes the connect, nobody speaks TLS
+        let listening = try Socket.listen(host: "127.0.0.1", port: 0)  // never accepted: the kernel takes the connect, nobody speaks TLS
         defer { close(listening.fd) }
         let loop = try EventLoop()
         let probe = Probe(loop)
-        let c = try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: listening.port), tls: TLSContext(clientWithCAFile: nil),
-                                    serverName: "apns.test", loop: loop, delegate: probe, timeoutMs: 300)
+        let c = try HTTP2Connection(
+            connectingTo: Socket.addresses(of: "127.0.0.1", port: listening.port), tls: TLSContext(clientWithCAFile: nil),
+            serverName: "apns.test", loop: loop, delegate: probe, timeoutMs: 300)
         loop.schedule(afterMilliseconds: 10_000) { loop.stop() }
         withExtendedLifetime(c) { loop.run() }
         XCTAssertFalse(probe.ready)

@@ -1,4 +1,3 @@
-@testable import APNSWorker
 import APNSCore
 import APNSMock
 import Foundation
@@ -6,6 +5,8 @@ import IOLoop
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import APNSWorker
 
 /// Issue #4's connection behaviour: GOAWAY and drops, the live stream limit, PING health checks.
 final class ConnectionResilienceTests: XCTestCase {
@@ -15,9 +16,12 @@ final class ConnectionResilienceTests: XCTestCase {
             config.faults.dropAfter = 3333
         }
         let n = 10_000
-        h.send(try (0..<n).map { i in
-            try h.job(#"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#)
-        })
+        h.send(
+            try (0..<n).map { i in
+                try h.job(
+                    #"{"token":"\#(ProtocolHarness.token(i))","apns_id":"\#(String(format: "00000000-0000-4000-8000-%012x", i))","payload":{"n":\#(i)}}"#
+                )
+            })
         let out = h.waitForOutcomes(n, timeout: 120)
         XCTAssertEqual(Set(out.compactMap(\.deliveredID)).count, n, "every notification delivered")
         let stats = h.mock.server.stats.withLock { $0 }
@@ -48,8 +52,10 @@ final class ConnectionResilienceTests: XCTestCase {
         let h = try ProtocolHarness(connections: 2, streams: 200) { config in
             config.maxConcurrentStreams = 50
             config.throttleAfterRejection = true
-            config.faults.tokens = [.init(tokenPrefix: "baad", status: 400, reason: "BadDeviceToken"),
-                                    .init(tokenPrefix: "", delayMs: 2)]
+            config.faults.tokens = [
+                .init(tokenPrefix: "baad", status: 400, reason: "BadDeviceToken"),
+                .init(tokenPrefix: "", delayMs: 2),
+            ]
         }
         let jobs = try (0..<2000).map { i in
             try h.job(#"{"token":"\#(ProtocolHarness.token(i, prefix: i % 20 == 0 ? "baad" : ""))","payload":{"n":\#(i)}}"#)
@@ -88,7 +94,7 @@ final class ConnectionResilienceTests: XCTestCase {
     /// connect gives way to the next one the name has.
     func testANamedEndpointIsLookedUpAndARefusingAddressGivesWayToTheNext() throws {
         let asked = Mutex<[String]>([])
-        let refusing = freePort() // nothing listens there
+        let refusing = freePort()  // nothing listens there
         let resolver = HostResolver { host, port throws(SystemError) in
             asked.withLock { $0.append("\(host):\(port)") }
             return try Socket.addresses(of: "127.0.0.1", port: refusing) + Socket.addresses(of: "127.0.0.1", port: port)
@@ -124,7 +130,9 @@ final class ConnectionResilienceTests: XCTestCase {
     func testALookupThatFailsIsTriedAgain() throws {
         let lookups = Atomic<Int>(0)
         let resolver = HostResolver { host, port throws(SystemError) in
-            if lookups.add(1, ordering: .relaxed).newValue < 3 { throw SystemError(operation: "resolving \(host)", code: EAGAIN, reason: "temporary failure") }
+            if lookups.add(1, ordering: .relaxed).newValue < 3 {
+                throw SystemError(operation: "resolving \(host)", code: EAGAIN, reason: "temporary failure")
+            }
             return try Socket.addresses(of: "127.0.0.1", port: port)
         }
         let h = try ProtocolHarness(host: "apns.test", resolver: resolver)

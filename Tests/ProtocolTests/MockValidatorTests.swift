@@ -1,13 +1,14 @@
-@testable import APNSMock
-@testable import APNSWorker
 import APNSCore
+import APNSTransport
 import Foundation
+import HTTP2
 import IOLoop
 import TLS
-import HTTP2
 import TestSupport
 import XCTest
-import APNSTransport
+
+@testable import APNSMock
+@testable import APNSWorker
 
 /// The mock's checks in Apple's order: authentication first, then the request.
 final class MockValidatorTests: XCTestCase {
@@ -46,9 +47,11 @@ final class MockValidatorTests: XCTestCase {
     }
 
     private func request(_ overrides: [String: String?] = [:], body: String = #"{"aps":{"alert":"x"}}"#) -> MockRequest {
-        var fields: [(String, String?)] = [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(device)"),
-                                           ("authorization", "bearer \(token)"), ("apns-topic", "com.example.app"),
-                                           ("apns-push-type", "alert")]
+        var fields: [(String, String?)] = [
+            (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(device)"),
+            ("authorization", "bearer \(token)"), ("apns-topic", "com.example.app"),
+            ("apns-push-type", "alert"),
+        ]
         for (k, v) in overrides {
             if let i = fields.firstIndex(where: { $0.0 == k }) { fields[i].1 = v } else { fields.append((k, v)) }
         }
@@ -161,7 +164,8 @@ final class TLSVerificationTests: XCTestCase {
         let loop = try EventLoop()
         let probe = Probe()
         let tls = try TLSContext(clientWithCAFile: caFile)
-        let c = try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: port), tls: tls, serverName: serverName, loop: loop, delegate: probe)
+        let c = try HTTP2Connection(
+            connectingTo: Socket.addresses(of: "127.0.0.1", port: port), tls: tls, serverName: serverName, loop: loop, delegate: probe)
         loop.schedule(afterMilliseconds: 5000) { loop.stop() }
         loop.afterEvents = { if probe.closed { loop.stop() } }
         loop.run()
@@ -179,14 +183,15 @@ final class TLSVerificationTests: XCTestCase {
         var closed = false
         do {
             let o = Probe()
-            o.connection = try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: mock.port), tls: try TLSContext(clientWithCAFile: mock.files.caFile),
-                                               serverName: "localhost", loop: loop, delegate: o)
+            o.connection = try HTTP2Connection(
+                connectingTo: Socket.addresses(of: "127.0.0.1", port: mock.port), tls: try TLSContext(clientWithCAFile: mock.files.caFile),
+                serverName: "localhost", loop: loop, delegate: o)
             owner = o
             connection = o.connection
             loop.afterEvents = { if owner?.closed ?? true { closed = true; loop.stop() } }
         }
         loop.schedule(afterMilliseconds: 5000) { loop.stop() }
-        loop.run() // its last turn lets go of what it kept alive for the closing turn
+        loop.run()  // its last turn lets go of what it kept alive for the closing turn
         XCTAssertTrue(closed, "the connection closed")
         XCTAssertNil(connection, "the closed connection was freed")
         XCTAssertNil(owner, "its delegate was freed")
@@ -238,8 +243,10 @@ final class TLSVerificationTests: XCTestCase {
             let probe = SettledProbe()
             probes.append(probe)
             do {
-                open.append(try HTTP2Connection(connectingTo: Socket.addresses(of: "127.0.0.1", port: mock.port), tls: contexts[probes.count - 1], serverName: "localhost",
-                                                loop: loop, delegate: probe))
+                open.append(
+                    try HTTP2Connection(
+                        connectingTo: Socket.addresses(of: "127.0.0.1", port: mock.port), tls: contexts[probes.count - 1], serverName: "localhost",
+                        loop: loop, delegate: probe))
             } catch {
                 failure = error
                 loop.stop()
@@ -249,11 +256,12 @@ final class TLSVerificationTests: XCTestCase {
         loop.schedule(afterMilliseconds: 10_000) { loop.stop() }
         next()
         loop.run()
-        loop.afterEvents = nil // it holds `next`, which holds the loop and the mock: let both go
+        loop.afterEvents = nil  // it holds `next`, which holds the loop and the mock: let both go
         for c in open { c.shutdown(error: nil) }
         XCTAssertNil(failure)
         XCTAssertEqual(probes.map(\.settled), [true, true, true], "each connection got the server's SETTINGS")
-        XCTAssertEqual(probes.map(\.resumed), [false, true, false],
-                       "the first has no session to resume, the second resumes it, another context has none")
+        XCTAssertEqual(
+            probes.map(\.resumed), [false, true, false],
+            "the first has no session to resume, the second resumes it, another context has none")
     }
 }

@@ -1,16 +1,17 @@
-@testable import APNSWorker
 import APNSCore
-import QueueContract
 import APNSMock
+import APNSTransport
+import Configuration
 import Foundation
-import IOLoop
 import HTTP2
+import IOLoop
+import QueueContract
 import Synchronization
+import Telemetry
 import TestSupport
 import XCTest
-import Telemetry
-import Configuration
-import APNSTransport
+
+@testable import APNSWorker
 
 /// The worker's I/O thread talking to an in-process mock APNs over real TLS + HTTP/2.
 final class ProtocolHarness: @unchecked Sendable {
@@ -25,24 +26,29 @@ final class ProtocolHarness: @unchecked Sendable {
     }
     private let finished = Outcomes()
 
-    init(connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
-         credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
-         host: String = "127.0.0.1", port: Int? = nil, mock given: MockFixture? = nil, resolver: HostResolver = HostResolver(),
-         configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
+    init(
+        connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
+        credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
+        host: String = "127.0.0.1", port: Int? = nil, mock given: MockFixture? = nil, resolver: HostResolver = HostResolver(),
+        configureMock: (inout MockConfiguration) -> Void = { _ in }
+    ) throws {
         mock = try given ?? MockFixture(configure: configureMock)
         let files = mock.files
         // `port`: another server than the mock, serving `given`'s certificate.
-        let config = AppConfiguration(name: "default", bundleID: bundleID,
-                                      endpoint: APNSEndpoint(host: host, port: port ?? mock.port, caFile: files.caFile, serverName: "localhost"),
-                                      auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
+        let config = AppConfiguration(
+            name: "default", bundleID: bundleID,
+            endpoint: APNSEndpoint(host: host, port: port ?? mock.port, caFile: files.caFile, serverName: "localhost"),
+            auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
         let loop = try EventLoop()
-        sender = APNSSender(name: "test-io", apps: [app],
-                            settings: .init(connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
-                                            credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
-                                            connectTimeoutMs: connectTimeoutMs),
-                            logger: logger, loop: loop, sink: finished, resolver: resolver)
+        sender = APNSSender(
+            name: "test-io", apps: [app],
+            settings: .init(
+                connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
+                credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
+                connectTimeoutMs: connectTimeoutMs),
+            logger: logger, loop: loop, sink: finished, resolver: resolver)
         ioThread = IOThread(name: "test-io", loop: loop, transport: sender)
         ioThread.start()
     }
@@ -59,9 +65,10 @@ final class ProtocolHarness: @unchecked Sendable {
     func send(_ jobs: [Job]) {
         let batch = TakenBatch(id: "b", number: 1, jobs: jobs.count)
         let requests = jobs.enumerated().map { i, job in
-            SendRequest(handle: Int64(i), batch: batch, index: i, job: job, token: job.tokens[0], app: 0,
-                        topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
-                        attempts: [], recoveries: 0, fanout: 1)
+            SendRequest(
+                handle: Int64(i), batch: batch, index: i, job: job, token: job.tokens[0], app: 0,
+                topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
+                attempts: [], recoveries: 0, fanout: 1)
         }
         let sender = sender
         sender.loop.execute { sender.accept(requests) }

@@ -1,13 +1,14 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class APNSIDTests: XCTestCase {
     /// An apns-id is kept inline when short and plain JSON string content (a UUID), as text
@@ -16,8 +17,10 @@ final class APNSIDTests: XCTestCase {
     /// sent it.
     func testAnAPNSIDReadsBackAsSentInlineOrNot() throws {
         let uuid = "1f00193f-cf32-4254-abc1-eefeb1c5c3a4"
-        for text in [uuid, "", "x", String(repeating: "7", count: 40), String(repeating: "7", count: 41), "héllo \"quoted\"", "é", "1234567é", "12345678é",
-                     "a\"b", "back\\slash", "tab\there", "1234\"678", "12345678\"", "12345678\\9"] {
+        for text in [
+            uuid, "", "x", String(repeating: "7", count: 40), String(repeating: "7", count: 41), "héllo \"quoted\"", "é", "1234567é", "12345678é",
+            "a\"b", "back\\slash", "tab\there", "1234\"678", "12345678\"", "12345678\\9",
+        ] {
             let id = Array(text.utf8).withUnsafeBufferPointer { APNSID($0) }
             XCTAssertEqual(id.description, text)
             XCTAssertEqual(id, APNSID(text))

@@ -9,13 +9,20 @@ final class APNSRequestHeadersTests: XCTestCase {
             mutating func add(_ name: StaticString, _ value: String, sensitive: Bool) { fields.append(("\(name)", value, sensitive)) }
         }
         let token = String(repeating: "0f", count: 32)
-        let job = try Job.parse(Array(#"{"token":"\#(token)","push_type":"voip","priority":5,"expiration":0,"collapse_id":"c","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":{"a":1}}"#.utf8))
+        let job = try Job.parse(
+            Array(
+                #"{"token":"\#(token)","push_type":"voip","priority":5,"expiration":0,"collapse_id":"c","apns_id":"123e4567-e89b-12d3-a456-426655440000","payload":{"a":1}}"#
+                    .utf8))
         var sink = Sink()
         APNSRequestHeaders.write(job: job, token: job.tokens[0], topic: "b.voip", authority: "api.push.apple.com", bearer: "JWT", into: &sink)
         let map = Dictionary(uniqueKeysWithValues: sink.fields.map { ($0.0, $0.1) })
-        XCTAssertEqual(map, [":method": "POST", ":scheme": "https", ":path": "/3/device/\(token)", ":authority": "api.push.apple.com",
-                             "authorization": "bearer JWT", "apns-push-type": "voip", "apns-topic": "b.voip", "apns-priority": "5",
-                             "apns-expiration": "0", "apns-collapse-id": "c", "apns-id": "123e4567-e89b-12d3-a456-426655440000"])
+        XCTAssertEqual(
+            map,
+            [
+                ":method": "POST", ":scheme": "https", ":path": "/3/device/\(token)", ":authority": "api.push.apple.com",
+                "authorization": "bearer JWT", "apns-push-type": "voip", "apns-topic": "b.voip", "apns-priority": "5",
+                "apns-expiration": "0", "apns-collapse-id": "c", "apns-id": "123e4567-e89b-12d3-a456-426655440000",
+            ])
         XCTAssertEqual(Set(sink.fields.filter(\.2).map(\.0)), [":path", "apns-id"])
         var bare = Sink()
         let simple = try Job.parse(Array(#"{"token":"\#(token)","payload":{"a":1}}"#.utf8))
@@ -50,8 +57,12 @@ final class APNSRequestHeadersTests: XCTestCase {
             sink.fields.removeAll()
             var alone = Sink()
             let sharedFit = shared.fits(authority: "h", bearer: "JWT", pushType: job.pushType, topic: "b.voip", priority: job.priority)
-            let own = sharedFit ? shared : APNSRequestHeaders.share(authority: "h", bearer: "JWT", pushType: job.pushType, topic: "b.voip",
-                                                                    priority: job.priority, into: &sink)
+            let own =
+                sharedFit
+                ? shared
+                : APNSRequestHeaders.share(
+                    authority: "h", bearer: "JWT", pushType: job.pushType, topic: "b.voip",
+                    priority: job.priority, into: &sink)
             APNSRequestHeaders.write(job: job, token: job.token, shared: own, into: &sink)
             APNSRequestHeaders.write(job: job, token: job.token, topic: "b.voip", authority: "h", bearer: "JWT", into: &alone)
             XCTAssertEqual(sink.fields.map { "\($0)" }, alone.fields.map { "\($0)" })

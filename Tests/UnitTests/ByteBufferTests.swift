@@ -7,7 +7,7 @@ final class ByteBufferTests: XCTestCase {
     private func append(_ text: String, to b: inout ByteBuffer) { Array(text.utf8).withUnsafeBytes { b.append($0) } }
 
     func testGrowsKeepingWhatItHolds() {
-        var b = ByteBuffer(capacity: 1) // 16 at least
+        var b = ByteBuffer(capacity: 1)  // 16 at least
         for i in 0..<100 { append("\(i % 10)", to: &b) }
         b.append(UInt8(ascii: "!"))
         XCTAssertEqual(b.count, 101)
@@ -43,7 +43,7 @@ final class ByteBufferTests: XCTestCase {
         XCTAssertEqual(contents(b), "$12345\r\nrecord")
         Array("$7".utf8).withUnsafeBytes { b.replaceSubrange(0..<6, with: $0) }
         XCTAssertEqual(contents(b), "$7\r\nrecord")
-        Array("$8".utf8).withUnsafeBytes { b.replaceSubrange(0..<2, with: $0) } // as many bytes: nothing moves
+        Array("$8".utf8).withUnsafeBytes { b.replaceSubrange(0..<2, with: $0) }  // as many bytes: nothing moves
         XCTAssertEqual(contents(b), "$8\r\nrecord")
         Array("".utf8).withUnsafeBytes { b.replaceSubrange(4..<10, with: $0) }
         XCTAssertEqual(contents(b), "$8\r\n")
@@ -54,6 +54,9 @@ final class ByteBufferTests: XCTestCase {
     }
 
     func testCollectsWhatABodyWritesAsAnArray() {
-        XCTAssertEqual(ByteBuffer.array { append("one", to: &$0); $0.append(UInt8(ascii: "2")) }, Array("one2".utf8))
+        XCTAssertEqual(
+            ByteBuffer.array {
+                append("one", to: &$0); $0.append(UInt8(ascii: "2"))
+            }, Array("one2".utf8))
     }
 }

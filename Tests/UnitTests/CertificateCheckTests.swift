@@ -1,11 +1,11 @@
-import APNSWorker
-import Foundation
 import APNSMock
-import TLS
-import XCTest
-import Telemetry
-import Configuration
 import APNSTransport
+import APNSWorker
+import Configuration
+import Foundation
+import TLS
+import Telemetry
+import XCTest
 
 final class CertificateCheckTests: XCTestCase {
     func testWarnsThirtyDaysAheadAndFlagsExpiredCertificates() throws {
@@ -19,9 +19,11 @@ final class CertificateCheckTests: XCTestCase {
             try key.pkcs8PEM().write(toFile: "\(dir)/\(name).key", atomically: true, encoding: .utf8)
             try pki.issue(key: key, commonName: name, uid: "com.example.\(name)", days: days)
                 .write(toFile: "\(dir)/\(name).pem", atomically: true, encoding: .utf8)
-            apps.append(AppConfiguration(name: name, bundleID: "com.example.\(name)",
-                                         endpoint: APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil),
-                                         auth: .certificate(certificateFile: "\(dir)/\(name).pem", keyFile: "\(dir)/\(name).key")))
+            apps.append(
+                AppConfiguration(
+                    name: name, bundleID: "com.example.\(name)",
+                    endpoint: APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil),
+                    auth: .certificate(certificateFile: "\(dir)/\(name).pem", keyFile: "\(dir)/\(name).key")))
         }
         var config = WorkerConfiguration()
         config.apps = apps

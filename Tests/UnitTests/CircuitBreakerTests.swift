@@ -1,11 +1,11 @@
-import APNSWorker
-import Foundation
 import APNSMock
-import TLS
-import XCTest
-import Telemetry
-import Configuration
 import APNSTransport
+import APNSWorker
+import Configuration
+import Foundation
+import TLS
+import Telemetry
+import XCTest
 
 final class CircuitBreakerTests: XCTestCase {
     func testCircuitBreakerPausesProbesAndCloses() {

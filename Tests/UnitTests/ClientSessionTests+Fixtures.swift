@@ -1,7 +1,8 @@
 import APNSCore
 import Buffers
-@testable import HTTP2
 import XCTest
+
+@testable import HTTP2
 
 /// The client session against nghttp2's server session in memory, and hand-written frames.
 extension ClientSessionTests {
@@ -32,7 +33,8 @@ extension ClientSessionTests {
         func http2SettingsAcknowledged() { acks += 1 }
     }
 
-    static let jwt = "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ." + String(repeating: "eyJpc3MiOiJURUFNMTIzNDU2IiwiaWF0IjoxNzY0NTQwMDAwfQ", count: 2)
+    static let jwt =
+        "eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ." + String(repeating: "eyJpc3MiOiJURUFNMTIzNDU2IiwiaWF0IjoxNzY0NTQwMDAwfQ", count: 2)
         + "." + String(repeating: "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_", count: 2)
 
     /// The values a run of requests shares, kept in the list as the worker keeps them.
@@ -42,8 +44,9 @@ extension ClientSessionTests {
 
     static func share(_ h: inout HeaderList, bearer: String = jwt) -> Shared {
         h.clearAll()
-        return Shared(method: h.keep("POST"), scheme: h.keep("https"), authority: h.keep("localhost"), authorization: h.keep("bearer " + bearer),
-                      pushType: h.keep("alert"), topic: h.keep("com.example.app"))
+        return Shared(
+            method: h.keep("POST"), scheme: h.keep("https"), authority: h.keep("localhost"), authorization: h.keep("bearer " + bearer),
+            pushType: h.keep("alert"), topic: h.keep("com.example.app"))
     }
 
     /// A request as the worker writes one: shared values kept, the path and any id per request.
@@ -90,12 +93,18 @@ extension ClientSessionTests {
     }
 
     static func frame(_ type: UInt8, _ flags: UInt8, _ stream: Int32, _ payload: [UInt8]) -> [UInt8] {
-        [UInt8(payload.count >> 16), UInt8(payload.count >> 8 & 0xFF), UInt8(payload.count & 0xFF), type, flags,
-         UInt8(stream >> 24), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)] + payload
+        [
+            UInt8(payload.count >> 16), UInt8(payload.count >> 8 & 0xFF), UInt8(payload.count & 0xFF), type, flags,
+            UInt8(stream >> 24), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF),
+        ] + payload
     }
 
     static func settings(_ entries: [(UInt16, UInt32)]) -> [UInt8] {
-        frame(4, 0, 0, entries.flatMap { id, v in [UInt8(id >> 8), UInt8(id & 0xFF), UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] })
+        frame(
+            4, 0, 0,
+            entries.flatMap { id, v in
+                [UInt8(id >> 8), UInt8(id & 0xFF), UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+            })
     }
 
     static func uint32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
@@ -126,7 +135,7 @@ extension ClientSessionTests {
         let client = try HTTP2ClientSession(delegate: recorder)
         _ = try drain(client)
         try settings(serverSettings).withUnsafeBytes { try client.receive($0) }
-        _ = try drain(client) // the ACK
+        _ = try drain(client)  // the ACK
         return client
     }
 }

@@ -1,7 +1,8 @@
 import APNSCore
 import Buffers
-@testable import HTTP2
 import XCTest
+
+@testable import HTTP2
 
 /// The client's own HTTP/2 session against nghttp2's server session (a real peer that checks
 /// every frame and header block), in memory, and against frames written by hand for what
@@ -17,8 +18,9 @@ final class ClientSessionTests: XCTestCase {
         var sizes: [Int] = []
         let bodies = [Array(#"{"aps":{"alert":"one"}}"#.utf8), Array(#"{"aps":{"alert":"two"}}"#.utf8), Array(#"{"aps":{"alert":"three"}}"#.utf8)]
         for (i, body) in bodies.enumerated() {
-            Self.request(&h, shared, token: String(repeating: "ab", count: 31) + String(format: "%02x", i),
-                         apnsID: i == 1 ? "123e4567-e89b-12d3-a456-426614174000" : nil, expiration: i == 2 ? "1700000000" : nil)
+            Self.request(
+                &h, shared, token: String(repeating: "ab", count: 31) + String(format: "%02x", i),
+                apnsID: i == 1 ? "123e4567-e89b-12d3-a456-426614174000" : nil, expiration: i == 2 ? "1700000000" : nil)
             let stream = try body.withUnsafeBytes { try client.submitRequest(h, body: $0) }
             XCTAssertEqual(stream, Int32(2 * i + 1))
             let written = Self.frames(try Self.drain(client))
@@ -29,8 +31,10 @@ final class ClientSessionTests: XCTestCase {
         for (i, body) in bodies.enumerated() {
             let stream = Int32(2 * i + 1)
             let fields = down.fields[stream] ?? []
-            XCTAssertEqual(fields.map(\.0), [":method", ":scheme", ":path", ":authority", "authorization", "apns-push-type", "apns-topic"]
-                           + (i == 2 ? ["apns-expiration"] : []) + (i == 1 ? ["apns-id"] : []))
+            XCTAssertEqual(
+                fields.map(\.0),
+                [":method", ":scheme", ":path", ":authority", "authorization", "apns-push-type", "apns-topic"]
+                    + (i == 2 ? ["apns-expiration"] : []) + (i == 1 ? ["apns-id"] : []))
             XCTAssertEqual(fields.first { $0.0 == "authorization" }?.1, "bearer " + Self.jwt)
             XCTAssertEqual(fields.first { $0.0 == ":path" }?.1, "/3/device/" + String(repeating: "ab", count: 31) + String(format: "%02x", i))
             XCTAssertEqual(down.bodies[stream], body)
@@ -76,7 +80,7 @@ final class ClientSessionTests: XCTestCase {
     /// and the rest follows each WINDOW_UPDATE.
     func testABodyWaitsForTheStreamAndConnectionWindows() throws {
         let up = Recorder()
-        let client = try Self.settledClient(up, serverSettings: [(4, 10)]) // INITIAL_WINDOW_SIZE 10
+        let client = try Self.settledClient(up, serverSettings: [(4, 10)])  // INITIAL_WINDOW_SIZE 10
         var h = HeaderList()
         Self.request(&h, Self.share(&h), token: "0123456789abcdef")
         let body = [UInt8](repeating: 0x61, count: 25)
@@ -121,9 +125,9 @@ final class ClientSessionTests: XCTestCase {
         Self.request(&h, shared, token: "00ff")
         _ = try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
         try Self.pump(client, server)
-        try Self.settings([(1, 200)]).withUnsafeBytes { try client.receive($0) } // HEADER_TABLE_SIZE 200
+        try Self.settings([(1, 200)]).withUnsafeBytes { try client.receive($0) }  // HEADER_TABLE_SIZE 200
         for token in ["11ff", "22ff", "33ff"] {
-            Self.request(&h, shared, token: token) // the same kept values: what the encoder remembers of them must be checked
+            Self.request(&h, shared, token: token)  // the same kept values: what the encoder remembers of them must be checked
             _ = try [UInt8]("{}".utf8).withUnsafeBytes { try client.submitRequest(h, body: $0) }
         }
         // The ACK of SETTINGS nghttp2 never sent would be an error to it: it stays out.
@@ -148,10 +152,10 @@ final class ClientSessionTests: XCTestCase {
         // :status 400 (static index 12), then apns-id as a literal without indexing, new name.
         let block: [UInt8] = [0x8C, 0x00, 7] + Array("apns-id".utf8) + [UInt8(id.count)] + id
         let body = Array(#"{"reason":"BadDeviceToken"}"#.utf8)
-        var bytes = Self.frame(1, 0x08, stream, [3] + block[..<5] + [0, 0, 0]) // PADDED, no END_HEADERS
-        bytes += Self.frame(9, 0x04, stream, Array(block[5...]))              // CONTINUATION, END_HEADERS
-        bytes += Self.frame(0, 0x09, stream, [2] + body + [0, 0])             // PADDED, END_STREAM
-        bytes += Self.frame(6, 0, 0, [1, 2, 3, 4, 5, 6, 7, 8])               // PING
+        var bytes = Self.frame(1, 0x08, stream, [3] + block[..<5] + [0, 0, 0])  // PADDED, no END_HEADERS
+        bytes += Self.frame(9, 0x04, stream, Array(block[5...]))  // CONTINUATION, END_HEADERS
+        bytes += Self.frame(0, 0x09, stream, [2] + body + [0, 0])  // PADDED, END_STREAM
+        bytes += Self.frame(6, 0, 0, [1, 2, 3, 4, 5, 6, 7, 8])  // PING
         for b in bytes { try [b].withUnsafeBytes { try client.receive($0) } }
         XCTAssertEqual(up.fields[stream]?.map(\.0), [":status", "apns-id"])
         XCTAssertEqual(up.fields[stream]?.map(\.1), ["400", String(decoding: id, as: UTF8.self)])
@@ -176,7 +180,7 @@ final class ClientSessionTests: XCTestCase {
         XCTAssertEqual(up.closed.map(\.1), [7])
         XCTAssertThrowsError(try Self.submitOne(client))
         XCTAssertTrue(client.wantsRead)
-        for s: Int32 in [1, 3] { try Self.frame(1, 0x05, s, [0x88]).withUnsafeBytes { try client.receive($0) } } // :status 200, END_STREAM
+        for s: Int32 in [1, 3] { try Self.frame(1, 0x05, s, [0x88]).withUnsafeBytes { try client.receive($0) } }  // :status 200, END_STREAM
         XCTAssertEqual(up.closed.map(\.0), [5, 1, 3])
         XCTAssertFalse(client.wantsRead)
     }
@@ -231,8 +235,11 @@ final class ClientSessionTests: XCTestCase {
             ("padding longer than the frame", Self.settings([]) + Self.frame(0, 0x08, 1, [9, 0, 0])),
             ("a zero connection WINDOW_UPDATE", Self.settings([]) + Self.frame(8, 0, 0, Self.uint32(0))),
             ("a window past 2^31-1", Self.settings([]) + Self.frame(8, 0, 0, Self.uint32(0x7FFF_FFFF))),
-            ("a header block without end", Self.settings([]) + Self.frame(1, 0, 1, [0x88])
-                + (0..<5).flatMap { _ in Self.frame(9, 0, 1, [UInt8](repeating: 0x88, count: 16_000)) }),
+            (
+                "a header block without end",
+                Self.settings([]) + Self.frame(1, 0, 1, [0x88])
+                    + (0..<5).flatMap { _ in Self.frame(9, 0, 1, [UInt8](repeating: 0x88, count: 16_000)) }
+            ),
         ]
         for (what, bytes) in cases {
             let client = try HTTP2ClientSession(delegate: Recorder())

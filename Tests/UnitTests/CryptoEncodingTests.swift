@@ -63,22 +63,22 @@ final class CryptoEncodingTests: XCTestCase {
     /// other key still gets the error that names the problem. Test keys made for this test.
     func testKeyReaderTakesP256InEitherFormAndNamesOtherKeys() throws {
         let sec1 = """
-        -----BEGIN EC PRIVATE KEY-----
-        MHcCAQEEIPHakXXbqw+Cqffi6Pv4txRjYz/0ySBjkPo7L4M4Z6cToAoGCCqGSM49
-        AwEHoUQDQgAEEtd8Bwo9rPIpGGdu/PmM4z8fQ6cu2cBKjSGzZ5uB+JWH6/OL/BBU
-        xCUg4SoQEXxTs8I4S2rOVSPkWcZjnKbleg==
-        -----END EC PRIVATE KEY-----
-        """
+            -----BEGIN EC PRIVATE KEY-----
+            MHcCAQEEIPHakXXbqw+Cqffi6Pv4txRjYz/0ySBjkPo7L4M4Z6cToAoGCCqGSM49
+            AwEHoUQDQgAEEtd8Bwo9rPIpGGdu/PmM4z8fQ6cu2cBKjSGzZ5uB+JWH6/OL/BBU
+            xCUg4SoQEXxTs8I4S2rOVSPkWcZjnKbleg==
+            -----END EC PRIVATE KEY-----
+            """
         let key = try ES256PrivateKey(pem: Array(sec1.utf8))
         XCTAssertEqual(try key.sign(Array("m".utf8)).count, 64)
         let p384 = """
-        -----BEGIN PRIVATE KEY-----
-        MIG2AgEAMBAGByqGSM49AgEGBSuBBAAiBIGeMIGbAgEBBDDH3obNAUmy3PLQ5v0i
-        aqet3jvpxmdlgtOu16jrnCeKpVuipv2w36PZ3xJe0pVNkOehZANiAATFRjWuLGME
-        KSfrq3uMIGocvjmwYfhqA4A6TQ7vowfF4xr5vgsjXH4+ojvtsmrivOjeuFWzdtD7
-        FJT1FDU3GHW9YlSSY9vRjHpFOrQJtG7Ib4bEJOiImg5uHiyna3ZFK9Y=
-        -----END PRIVATE KEY-----
-        """
+            -----BEGIN PRIVATE KEY-----
+            MIG2AgEAMBAGByqGSM49AgEGBSuBBAAiBIGeMIGbAgEBBDDH3obNAUmy3PLQ5v0i
+            aqet3jvpxmdlgtOu16jrnCeKpVuipv2w36PZ3xJe0pVNkOehZANiAATFRjWuLGME
+            KSfrq3uMIGocvjmwYfhqA4A6TQ7vowfF4xr5vgsjXH4+ojvtsmrivOjeuFWzdtD7
+            FJT1FDU3GHW9YlSSY9vRjHpFOrQJtG7Ib4bEJOiImg5uHiyna3ZFK9Y=
+            -----END PRIVATE KEY-----
+            """
         XCTAssertThrowsError(try ES256PrivateKey(pem: Array(p384.utf8))) { error in
             XCTAssertTrue("\(error)".contains("not an EC P-256 key"), "\(error)")
         }

@@ -1,21 +1,23 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class InFlightGateTests: XCTestCase {
     /// The gate's room follows connection pools: apps sharing endpoint and credential share one.
     func testGateCapacitiesCountPoolsNotApps() {
         let endpoint = APNSEndpoint(host: "127.0.0.1", port: 1, caFile: nil)
         func app(_ name: String, key: String) -> AppConfiguration {
-            AppConfiguration(name: name, bundleID: "com.example.\(name)", endpoint: endpoint,
-                             auth: .token(teamID: "TEAM123456", keyID: key, keyFile: "/dev/null"))
+            AppConfiguration(
+                name: name, bundleID: "com.example.\(name)", endpoint: endpoint,
+                auth: .token(teamID: "TEAM123456", keyID: key, keyFile: "/dev/null"))
         }
         var config = WorkerConfiguration()
         config.connections = 2
@@ -42,7 +44,9 @@ final class InFlightGateTests: XCTestCase {
         XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: {}), "8 sending + 3 > 10")
         gate.answered(4)
         XCTAssertEqual(gate.current, 9, "answered jobs are held until recorded")
-        XCTAssertTrue(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { XCTFail("no wait, no wake") }), "4 sending + 3 fit, and 5 recording is within its limit")
+        XCTAssertTrue(
+            gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { XCTFail("no wait, no wake") }),
+            "4 sending + 3 fit, and 5 recording is within its limit")
         gate.answered(2)
         XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { woken.signal() }), "7 recording is over its limit")
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { gate.recorded(4) }
@@ -61,7 +65,12 @@ final class InFlightGateTests: XCTestCase {
         gate.add(sent: 10, decided: 0)
         let wakes = Mutex<[Int]>([])
         let woken = DispatchSemaphore(value: 0)
-        XCTAssertFalse(gate.hasRoom(for: 5, waiter: ObjectIdentifier(self), orWake: { wakes.withLock { $0.append(gate.current) }; woken.signal() }))
+        XCTAssertFalse(
+            gate.hasRoom(
+                for: 5, waiter: ObjectIdentifier(self),
+                orWake: {
+                    wakes.withLock { $0.append(gate.current) }; woken.signal()
+                }))
         let answers = DispatchGroup()
         DispatchQueue.global().async(group: answers) {
             for _ in 0..<5 {

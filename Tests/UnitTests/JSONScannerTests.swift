@@ -14,8 +14,10 @@ final class JSONScannerTests: XCTestCase {
     }
 
     func testRejectsMalformedInput() {
-        for bad in [#"[]"#, #"{"a":}"#, #"{"a":1,}"#, #"{'a':1}"#, #"{"a":01}"#, #"{"a":1} x"#, #"{"a":"\x"}"#,
-                    "{\"a\":\"\u{1}\"}", #"{"a":"\ud800"}"#, #"{"a":tru}"#, #"{"a":1.}"#, #"{"a""#, ""] {
+        for bad in [
+            #"[]"#, #"{"a":}"#, #"{"a":1,}"#, #"{'a':1}"#, #"{"a":01}"#, #"{"a":1} x"#, #"{"a":"\x"}"#,
+            "{\"a\":\"\u{1}\"}", #"{"a":"\ud800"}"#, #"{"a":tru}"#, #"{"a":1.}"#, #"{"a""#, "",
+        ] {
             XCTAssertFalse(validates(bad), bad)
         }
     }
@@ -72,10 +74,12 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertEqual(keys, ["id", "a\"b", "z\u{e9}", "Zoë", ""])
         for key in [#""plain""#, #""esc\u0061ped""#] {
             let bytes = Array("{\(key):1}".utf8)
-            XCTAssertThrowsError(try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
-                var scanner = JSONScanner(buf)
-                try scanner.forEachMember(lendingKeys: { _, s throws(JSONSyntaxError) in throw s.fail("refused") })
-            }) { error in XCTAssertEqual((error as? JSONSyntaxError)?.message, "refused", key) }
+            XCTAssertThrowsError(
+                try bytes.withUnsafeBufferPointer { (buf) throws(JSONSyntaxError) in
+                    var scanner = JSONScanner(buf)
+                    try scanner.forEachMember(lendingKeys: { _, s throws(JSONSyntaxError) in throw s.fail("refused") })
+                }
+            ) { error in XCTAssertEqual((error as? JSONSyntaxError)?.message, "refused", key) }
         }
     }
 
@@ -118,16 +122,20 @@ final class JSONScannerTests: XCTestCase {
     /// Containers are checked in one loop: every way of breaking a comma, a colon, a key or a
     /// closing bracket at any depth is refused, and whitespace is allowed between any tokens.
     func testNestedContainersAreCheckedAtEveryDepth() {
-        for good in [#"{"a":[[],{},[{}],{"b":[]}]}"#, #" { "a" : [ 1 , { "b" : "c" } , [ ] ] , "d" : { } } "#,
-                     "{\"a\":\n\t[\r\n\"x\\\"y\", \"é\", -0.5e+2, true, false, null]}", #"{"":{"":[""]}}"#,
-                     #"{"a":{"k\"ey":1,"é":2,"c": 3}}"#] {
+        for good in [
+            #"{"a":[[],{},[{}],{"b":[]}]}"#, #" { "a" : [ 1 , { "b" : "c" } , [ ] ] , "d" : { } } "#,
+            "{\"a\":\n\t[\r\n\"x\\\"y\", \"é\", -0.5e+2, true, false, null]}", #"{"":{"":[""]}}"#,
+            #"{"a":{"k\"ey":1,"é":2,"c": 3}}"#,
+        ] {
             XCTAssertTrue(validates(good), good)
         }
-        for bad in [#"{"a":[1,]}"#, #"{"a":[,1]}"#, #"{"a":{,}}"#, #"{"a":[1 2]}"#, #"{"a":{"b" 1}}"#, #"{"a":{1:2}}"#,
-                    #"{"a":[}"#, #"{"a":{]}"#, #"{"a":[1}"#, #"{"a":{"b":1]}"#, #"{"a":[[]"#, #"{"a":[1,[2,{"b":}]]}"#,
-                    #"{"a" : [ 1 , 2 ] , }"#, #"{"a":[1]]}"#, #"{"a":{}}}"#, #"{"a":[{"b":1},]}"#, #"{"a":[{"b":1}{"c":2}]}"#,
-                    #"{"a":[nul]}"#, #"{"a":{"b":"\q"}}"#, #"{"a":["x]}"#, #"{"a":{"b\u00"}}"#,
-                    #"{"a":{"b":"#, #"{"a":{"b":}}"#, #"{"a":{"b";1}}"#] {
+        for bad in [
+            #"{"a":[1,]}"#, #"{"a":[,1]}"#, #"{"a":{,}}"#, #"{"a":[1 2]}"#, #"{"a":{"b" 1}}"#, #"{"a":{1:2}}"#,
+            #"{"a":[}"#, #"{"a":{]}"#, #"{"a":[1}"#, #"{"a":{"b":1]}"#, #"{"a":[[]"#, #"{"a":[1,[2,{"b":}]]}"#,
+            #"{"a" : [ 1 , 2 ] , }"#, #"{"a":[1]]}"#, #"{"a":{}}}"#, #"{"a":[{"b":1},]}"#, #"{"a":[{"b":1}{"c":2}]}"#,
+            #"{"a":[nul]}"#, #"{"a":{"b":"\q"}}"#, #"{"a":["x]}"#, #"{"a":{"b\u00"}}"#,
+            #"{"a":{"b":"#, #"{"a":{"b":}}"#, #"{"a":{"b";1}}"#,
+        ] {
             XCTAssertFalse(validates(bad), bad)
         }
     }
@@ -169,8 +177,10 @@ final class JSONScannerTests: XCTestCase {
         w.beginObject()
         for (i, n) in [0, 7, -5, 10, 1_795_983_389_104, Int64.max, Int64.min].enumerated() { w.field("n\(i)", n) }
         w.endObject()
-        XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self), #"{"n0":0,"n1":7,"n2":-5,"n3":10,"n4":1795983389104,"n5":9223372036854775807,"#
-                       + #""n6":-9223372036854775808}"#)
+        XCTAssertEqual(
+            String(decoding: w.bytes, as: UTF8.self),
+            #"{"n0":0,"n1":7,"n2":-5,"n3":10,"n4":1795983389104,"n5":9223372036854775807,"#
+                + #""n6":-9223372036854775808}"#)
         var out = Array("before|".utf8)
         JSONCursor.append(to: &out, maxCount: 200) { c in
             c.beginObject()
@@ -212,7 +222,9 @@ final class JSONScannerTests: XCTestCase {
                     XCTAssertEqual(w.bytes.count > length + 4, escaped, "byte \(value) at \(position) of \(length)")
                     // The cursor copies plain runs word by word: it must write the same bytes.
                     var c: [UInt8] = []
-                    JSONCursor.append(to: &c, maxCount: 2 + JSONCursor.room(forString: length)) { $0.beginArray(); $0.string(text); $0.endArray() }
+                    JSONCursor.append(to: &c, maxCount: 2 + JSONCursor.room(forString: length)) {
+                        $0.beginArray(); $0.string(text); $0.endArray()
+                    }
                     XCTAssertEqual(c, w.bytes, "byte \(value) at \(position) of \(length)")
                 }
             }

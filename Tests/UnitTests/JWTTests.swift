@@ -1,9 +1,9 @@
 import APNSCore
+import APNSTransport
 import APNSWorker
 import Foundation
 import TLS
 import XCTest
-import APNSTransport
 
 final class JWTTests: XCTestCase {
     func testTokenHasAPNsHeaderAndClaims() throws {
@@ -26,11 +26,11 @@ final class JWTTests: XCTestCase {
         let now = Int64(Date().timeIntervalSince1970)
         let token = try JWTProvider(teamID: "TEAM123456", keyID: "KEY1234567", key: key, clock: { now }).current.token
         let script = """
-        import jwt, sys, json
-        claims = jwt.decode(sys.argv[1], open(sys.argv[2]).read(), algorithms=["ES256"])
-        header = jwt.get_unverified_header(sys.argv[1])
-        print(json.dumps({"iss": claims["iss"], "iat": claims["iat"], "kid": header["kid"]}))
-        """
+            import jwt, sys, json
+            claims = jwt.decode(sys.argv[1], open(sys.argv[2]).read(), algorithms=["ES256"])
+            header = jwt.get_unverified_header(sys.argv[1])
+            print(json.dumps({"iss": claims["iss"], "iat": claims["iat"], "kid": header["kid"]}))
+            """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         p.arguments = ["-c", script, token, dir + "/pub.pem"]

@@ -1,19 +1,21 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class JobEnvelopeTests: XCTestCase {
     func testEnvelopeRoundTripKeepsTheJobBytes() throws {
         let job = Array(#"{"token":"ab","payload":{"x":1.50,"y":"é"}}"#.utf8)[...]
-        let meta = JobEnvelope.Meta(token: "abcd", attempts: [.init(timeMs: 1_700_000_000_000, status: 429, reason: "TooManyRequests")],
-                                    recoveries: 2, nonce: "w/1")
+        let meta = JobEnvelope.Meta(
+            token: "abcd", attempts: [.init(timeMs: 1_700_000_000_000, status: 429, reason: "TooManyRequests")],
+            recoveries: 2, nonce: "w/1")
         let wrapped = JobEnvelope.wrap(job: job, meta: meta)
         XCTAssertTrue(JobEnvelope.isEnvelope(wrapped[...]))
         XCTAssertFalse(JobEnvelope.isEnvelope(job))

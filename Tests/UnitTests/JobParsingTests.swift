@@ -1,9 +1,10 @@
-@testable import APNSCore
 import Buffers
+import Foundation
 import PointerTricks
 import QueueContract
-import Foundation
 import XCTest
+
+@testable import APNSCore
 
 final class JobParsingTests: XCTestCase {
     static let token = String(repeating: "ab", count: 32)
@@ -22,11 +23,12 @@ final class JobParsingTests: XCTestCase {
     }
 
     func testParsesEveryField() throws {
-        let job = try parse("""
-        {"v":1,"id":"j-1","app":"shop","token":"\(Self.token.uppercased())","topic":"com.example.app.voip","push_type":"voip",
-         "priority":5,"expiration":1800000000,"collapse_id":"c1","apns_id":"123E4567-E89B-12D3-A456-426655440000",
-         "payload":{"aps":{"alert":"hi"}, "x": [1, 2]}}
-        """)
+        let job = try parse(
+            """
+            {"v":1,"id":"j-1","app":"shop","token":"\(Self.token.uppercased())","topic":"com.example.app.voip","push_type":"voip",
+             "priority":5,"expiration":1800000000,"collapse_id":"c1","apns_id":"123E4567-E89B-12D3-A456-426655440000",
+             "payload":{"aps":{"alert":"hi"}, "x": [1, 2]}}
+            """)
         XCTAssertEqual(job.id, "j-1")
         XCTAssertEqual(job.app, "shop")
         XCTAssertEqual(job.tokens.map(\.hex), [Self.token])
@@ -54,14 +56,17 @@ final class JobParsingTests: XCTestCase {
             XCTAssertEqual(job.id, id, json)
             XCTAssertEqual(job.idCount, id.utf8.count)
             let ctx = OutcomeRecord.Context(handle: 1, lending: UncountedReference(job), token: job.token, shared: shared.jsonBytes)
-            let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any]
+            let record =
+                try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any]
             XCTAssertEqual(record["job_id"] as? String, id, json)
             withExtendedLifetime(job) {}
         }
         let none = try parse(#"{"token":"\#(Self.token)","payload":{"aps":{}}}"#)
         XCTAssertNil(none.id)
         let ctx = OutcomeRecord.Context(handle: 1, lending: UncountedReference(none), token: none.token, shared: shared.jsonBytes)
-        XCTAssertNil((try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any])["job_id"])
+        XCTAssertNil(
+            (try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: nil, attempts: 1))) as! [String: Any])[
+                "job_id"])
         withExtendedLifetime((job: none, shared: shared)) {}
         XCTAssertEqual(none.rendered(Array("{}".utf8)).id, nil)
         XCTAssertEqual(try parse(#"{"id":"k","token":"\#(Self.token)","payload":{"aps":{}}}"#).rendered(Array("{}".utf8)).id, "k")

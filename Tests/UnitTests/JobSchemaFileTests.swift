@@ -25,11 +25,11 @@ final class JobSchemaFileTests: XCTestCase {
             #"{"token":"\#(t)","payload":{"a":1},"template":{"name":"w"}}"#,
         ]
         let script = """
-        import json, sys, jsonschema
-        schema = json.load(open(sys.argv[1]))
-        v = jsonschema.Draft202012Validator(schema)
-        print(json.dumps([v.is_valid(json.loads(s)) for s in json.loads(sys.stdin.read())]))
-        """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1]))
+            v = jsonschema.Draft202012Validator(schema)
+            print(json.dumps([v.is_valid(json.loads(s)) for s in json.loads(sys.stdin.read())]))
+            """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         p.arguments = ["-c", script, Self.schema]

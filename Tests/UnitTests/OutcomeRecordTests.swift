@@ -1,13 +1,14 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class OutcomeRecordTests: XCTestCase {
     /// Records and envelopes are written into room sized beforehand: every field at its
@@ -36,24 +37,30 @@ final class OutcomeRecordTests: XCTestCase {
 
     func testOutcomeRecordsAreJSONWithTheContractFields() throws {
         let ctx = OutcomeRecord.Context(handle: 7, jobID: "j", app: "a", token: DeviceToken("ABCDEF0123456789"), topic: "t", worker: "w", timeMs: 5)
-        let ok = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))) as! [String: Any]
+        let ok =
+            try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))) as! [String: Any]
         XCTAssertEqual(ok["status"] as? String, "ok")
         XCTAssertEqual(ok["token"] as? String, "abcdef0123456789")
         XCTAssertEqual(ok["apns_id"] as? String, "id-1")
         XCTAssertEqual(ok["v"] as? Int, 1)
         XCTAssertEqual(ok["handle"] as? String, "7", "a handle is a string of its digits")
         let r = APNSRejection(status: 410, reason: .unregistered, apnsID: "id-2", timestamp: 99)
-        let failed = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: r, attempts: 2))) as! [String: Any]
+        let failed =
+            try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: r, attempts: 2))) as! [String: Any]
         XCTAssertEqual(failed["status"] as? String, "failed")
         XCTAssertEqual(failed["http_status"] as? Int, 410)
         XCTAssertEqual(failed["reason"] as? String, "Unregistered")
         XCTAssertEqual(failed["apns_timestamp"] as? Int, 99)
         XCTAssertEqual(failed["apns_id"] as? String, "id-2", "the id APNs gave with its rejection")
-        var delivered = ByteBuffer(capacity: 16) // grows: the writer reserves its room first
+        var delivered = ByteBuffer(capacity: 16)  // grows: the writer reserves its room first
         OutcomeRecord.delivered(ctx, apnsID: "id-1", attempts: 1, into: &delivered)
         XCTAssertEqual(Array(delivered.bytes()), OutcomeRecord.result(ctx, delivered: "id-1", rejection: nil, attempts: 1))
-        let dead = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.deadLetter(ctx, reason: "X", detail: "d", job: Array("not json".utf8)[...],
-                                                                                       attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
+        let dead =
+            try JSONSerialization.jsonObject(
+                with: Data(
+                    OutcomeRecord.deadLetter(
+                        ctx, reason: "X", detail: "d", job: Array("not json".utf8)[...],
+                        attempts: [.init(timeMs: 1, status: 500, reason: "InternalServerError")]))) as! [String: Any]
         XCTAssertEqual(dead["job_text"] as? String, "not json")
         XCTAssertEqual((dead["attempts"] as? [[String: Any]])?.first?["status"] as? Int, 500)
     }
@@ -71,7 +78,9 @@ final class OutcomeRecordTests: XCTestCase {
         for (shared, app, topic) in [(a, "app", "t.1"), (b, "app", "t.2"), (none, nil, nil)] as [(UnsafeBufferPointer<UInt8>, String?, String?)] {
             // Lent: `cache` and `job` outlive the context.
             let ctx = OutcomeRecord.Context(handle: 9, lending: UncountedReference(job), token: DeviceToken("00ff00ff00ff00ff"), shared: shared)
-            let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id", rejection: nil, attempts: 1))) as! [String: Any]
+            let record =
+                try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: "id", rejection: nil, attempts: 1)))
+                as! [String: Any]
             XCTAssertEqual(record["app"] as? String, app)
             XCTAssertEqual(record["topic"] as? String, topic)
             XCTAssertEqual(record["worker"] as? String, "w-1")
@@ -82,8 +91,10 @@ final class OutcomeRecordTests: XCTestCase {
             withExtendedLifetime(job) {}
         }
         withExtendedLifetime(cache) {}
-        let noToken = OutcomeRecord.Context(handle: 1, jobID: nil, token: nil, shared: OutcomeRecord.SharedFields(app: nil, topic: nil, worker: "w", timeMs: 1))
-        let record = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(noToken, delivered: nil, rejection: nil, attempts: 0))) as! [String: Any]
+        let noToken = OutcomeRecord.Context(
+            handle: 1, jobID: nil, token: nil, shared: OutcomeRecord.SharedFields(app: nil, topic: nil, worker: "w", timeMs: 1))
+        let record =
+            try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(noToken, delivered: nil, rejection: nil, attempts: 0))) as! [String: Any]
         XCTAssertNil(record["token"], "an absent token is left out")
         XCTAssertNil(record["apns_id"], "no id, none written")
         XCTAssertTrue(DeviceToken.absent.isAbsent)

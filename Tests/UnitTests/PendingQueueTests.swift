@@ -1,20 +1,23 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class PendingQueueTests: XCTestCase {
     func testPendingQueueIsFIFOWithFrontPushes() throws {
         let job = try Job.parse(Array(#"{"token":"\#(String(repeating: "ab", count: 32))","payload":{"a":1}}"#.utf8))
         let batch = TakenBatch(id: "b", number: 1, jobs: 5000)
         func r(_ h: Int64) -> SendRequest {
-            SendRequest(handle: h, batch: batch, index: 0, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0, fanout: 1)
+            SendRequest(
+                handle: h, batch: batch, index: 0, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0,
+                fanout: 1)
         }
         var q = PendingQueue()
         for i in 0..<5000 { q.append(r(Int64(i))) }

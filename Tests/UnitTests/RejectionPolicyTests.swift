@@ -45,8 +45,10 @@ final class RejectionPolicyTests: XCTestCase {
         (400, "SomethingNew", .deadLetter),
     ]
 
-    private func decide(_ answer: RejectionPolicy.Answer, attempts: Int = 1, jobMaxAttempts: Int? = nil,
-                        policy: RejectionPolicy = RejectionPolicy()) -> RejectionPolicy.Action {
+    private func decide(
+        _ answer: RejectionPolicy.Answer, attempts: Int = 1, jobMaxAttempts: Int? = nil,
+        policy: RejectionPolicy = RejectionPolicy()
+    ) -> RejectionPolicy.Action {
         var rng = SystemRandomNumberGenerator()
         return policy.decide(answer, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng)
     }
@@ -74,8 +76,9 @@ final class RejectionPolicyTests: XCTestCase {
 
     func testADeadLetterSaysWhatAPNsMeantAndAfterHowManyTries() {
         let rejection = APNSRejection(status: 400, reason: .badTopic, apnsID: nil, timestamp: nil)
-        XCTAssertEqual(decide(.rejected(rejection), attempts: 2),
-                       .finish(.deadLetter(detail: "APNs answered 400: apns-topic is invalid for this push type or credential (after 2 attempts)")))
+        XCTAssertEqual(
+            decide(.rejected(rejection), attempts: 2),
+            .finish(.deadLetter(detail: "APNs answered 400: apns-topic is invalid for this push type or credential (after 2 attempts)")))
         let unknown = APNSRejection(status: 418, reason: APNSReason("Teapot"), apnsID: nil, timestamp: nil)
         XCTAssertEqual(decide(.rejected(unknown)), .finish(.deadLetter(detail: "APNs answered 418: unknown reason (after 1 attempts)")))
     }
@@ -106,8 +109,9 @@ final class RejectionPolicyTests: XCTestCase {
     func testNoAnswerResendsFreelyUpToTheBoundThenGivesUp() {
         let policy = RejectionPolicy(maxFreeResends: 3)
         for n in 1...3 { XCTAssertEqual(decide(.unanswered(freeResends: n), policy: policy), .resend) }
-        XCTAssertEqual(decide(.unanswered(freeResends: 4), attempts: 0, policy: policy),
-                       .finish(.deadLetter(detail: "APNs answered 0: unknown reason (after 0 attempts)")))
+        XCTAssertEqual(
+            decide(.unanswered(freeResends: 4), attempts: 0, policy: policy),
+            .finish(.deadLetter(detail: "APNs answered 0: unknown reason (after 0 attempts)")))
         XCTAssertEqual(RejectionPolicy.connectionFailures.reason.rawValue, "ConnectionFailures")
     }
 }

@@ -6,8 +6,10 @@ import XCTest
 final class RenderTests: XCTestCase {
     static let token = String(repeating: "ab", count: 32)
 
-    private func render(_ fields: String, push: String = "alert", templates: TemplateLibrary = TemplateLibrary(),
-                        truncate: Bool = false) throws -> [String: Any] {
+    private func render(
+        _ fields: String, push: String = "alert", templates: TemplateLibrary = TemplateLibrary(),
+        truncate: Bool = false
+    ) throws -> [String: Any] {
         let job = try Job.parse(Array(#"{"token":"\#(Self.token)","push_type":"\#(push)",\#(fields)}"#.utf8))
         let rendered = try PayloadRenderer.render(job, templates: templates, truncateByDefault: truncate)
         return try JSONSerialization.jsonObject(with: Data(rendered.payload)) as! [String: Any]
@@ -25,17 +27,22 @@ final class RenderTests: XCTestCase {
     }
 
     func testEveryStructuredField() throws {
-        let p = try render(#"""
-        "notification":{"alert":{"title":"T","subtitle":"S","body":"B","launch_image":"L","title_loc_key":"TK","title_loc_args":["a"],
-          "subtitle_loc_key":"SK","subtitle_loc_args":["b"],"loc_key":"K","loc_args":["c",1]},
-          "badge":3,"sound":{"critical":true,"name":"alarm.caf","volume":0.5},"thread_id":"th","category":"cat",
-          "mutable_content":true,"target_content_id":"win","interruption_level":"time-sensitive","relevance_score":0.75,
-          "filter_criteria":"work","data":{"order":{"id":7},"deep_link":"app://x"}}
-        """#)
+        let p = try render(
+            #"""
+            "notification":{"alert":{"title":"T","subtitle":"S","body":"B","launch_image":"L","title_loc_key":"TK","title_loc_args":["a"],
+              "subtitle_loc_key":"SK","subtitle_loc_args":["b"],"loc_key":"K","loc_args":["c",1]},
+              "badge":3,"sound":{"critical":true,"name":"alarm.caf","volume":0.5},"thread_id":"th","category":"cat",
+              "mutable_content":true,"target_content_id":"win","interruption_level":"time-sensitive","relevance_score":0.75,
+              "filter_criteria":"work","data":{"order":{"id":7},"deep_link":"app://x"}}
+            """#)
         let aps = p["aps"] as! [String: Any]
-        XCTAssertEqual(aps["alert"] as? NSDictionary, ["title": "T", "subtitle": "S", "body": "B", "launch-image": "L",
-                                                      "title-loc-key": "TK", "title-loc-args": ["a"], "subtitle-loc-key": "SK",
-                                                      "subtitle-loc-args": ["b"], "loc-key": "K", "loc-args": ["c", 1]] as NSDictionary)
+        XCTAssertEqual(
+            aps["alert"] as? NSDictionary,
+            [
+                "title": "T", "subtitle": "S", "body": "B", "launch-image": "L",
+                "title-loc-key": "TK", "title-loc-args": ["a"], "subtitle-loc-key": "SK",
+                "subtitle-loc-args": ["b"], "loc-key": "K", "loc-args": ["c", 1],
+            ] as NSDictionary)
         XCTAssertEqual(aps["badge"] as? Int, 3)
         XCTAssertEqual(aps["sound"] as? NSDictionary, ["critical": 1, "name": "alarm.caf", "volume": 0.5] as NSDictionary)
         XCTAssertEqual(aps["thread-id"] as? String, "th")
@@ -59,8 +66,9 @@ final class RenderTests: XCTestCase {
         XCTAssertEqual(reason(#""priority":5,"payload":{"aps":{"alert":"x"}}"#, push: "background"), "BadPayloadForPushType", "raw payloads too")
         let w = try render(#""notification":{}"#, push: "widgets")
         XCTAssertEqual(w["aps"] as? NSDictionary, ["content-changed": true] as NSDictionary)
-        let la = try render(#""notification":{"event":"start","timestamp":1700000000,"content_state":{"score":"2-1"},"stale_date":1700003600,"dismissal_date":1700007200,"attributes_type":"Match","attributes":{"home":"A"},"alert":{"title":"Kick-off","body":"Go"},"relevance_score":50}"#,
-                            push: "liveactivity")
+        let la = try render(
+            #""notification":{"event":"start","timestamp":1700000000,"content_state":{"score":"2-1"},"stale_date":1700003600,"dismissal_date":1700007200,"attributes_type":"Match","attributes":{"home":"A"},"alert":{"title":"Kick-off","body":"Go"},"relevance_score":50}"#,
+            push: "liveactivity")
         let aps = la["aps"] as! [String: Any]
         XCTAssertEqual(aps["event"] as? String, "start")
         XCTAssertEqual(aps["timestamp"] as? Int, 1_700_000_000)
@@ -85,8 +93,10 @@ final class RenderTests: XCTestCase {
             ("location", #""notification":{"data":{"l":1}}"#, ["aps": [String: Any](), "l": 1]),
             ("mdm", #""topic":"com.example.mdm","notification":{"data":{"mdm":"magic"}}"#, ["mdm": "magic"]),
             ("pushtotalk", #""notification":{"data":{"ch":"x"}}"#, ["aps": [String: Any](), "ch": "x"]),
-            ("liveactivity", #""notification":{"event":"end","timestamp":5,"dismissal_date":9}"#,
-             ["aps": ["event": "end", "timestamp": 5, "dismissal-date": 9]]),
+            (
+                "liveactivity", #""notification":{"event":"end","timestamp":5,"dismissal_date":9}"#,
+                ["aps": ["event": "end", "timestamp": 5, "dismissal-date": 9]]
+            ),
             ("widgets", #""notification":{}"#, ["aps": ["content-changed": true]]),
             ("controls", #""notification":{}"#, ["aps": ["content-changed": true]]),
         ]
@@ -140,7 +150,11 @@ final class RenderTests: XCTestCase {
 
     func testPlaceholdersAreEscapedAndTyped() throws {
         var lib = TemplateLibrary()
-        try lib.set("t", source: Array(##"{"aps":{"alert":{"body":"{{greeting}}, {{name}}!","title":"{{name}}"},"badge":"{{count}}"},"meta":"{{meta}}","n":"#{{count}}"}"##.utf8))
+        try lib.set(
+            "t",
+            source: Array(
+                ##"{"aps":{"alert":{"body":"{{greeting}}, {{name}}!","title":"{{name}}"},"badge":"{{count}}"},"meta":"{{meta}}","n":"#{{count}}"}"##
+                    .utf8))
         let tricky = "Zoë \"Q\" \\ line\nbreak\ttab \u{1} 😀 שלום עולם"
         var data = JSONWriter()
         data.beginObject()
@@ -169,7 +183,10 @@ final class RenderTests: XCTestCase {
     func testTruncationCutsAtCharacterBoundariesWithAnEllipsis() throws {
         for unit in ["é", "😀", "שׁ", "a", "\""] {
             let body = String(repeating: unit, count: 5000)
-            let job = try Job.parse(Array(#"{"token":"\#(Self.token)","truncate":true,"notification":{"alert":{"title":"t","body":"\#(body.replacingOccurrences(of: "\"", with: "\\\""))"}}}"#.utf8))
+            let job = try Job.parse(
+                Array(
+                    #"{"token":"\#(Self.token)","truncate":true,"notification":{"alert":{"title":"t","body":"\#(body.replacingOccurrences(of: "\"", with: "\\\""))"}}}"#
+                        .utf8))
             let rendered = try PayloadRenderer.render(job, templates: TemplateLibrary())
             XCTAssertLessThanOrEqual(rendered.payload.count, 4096, unit)
             XCTAssertGreaterThan(rendered.payload.count, 4096 - 16, "uses the room there is: \(unit)")

@@ -1,13 +1,14 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class RetryPolicyTests: XCTestCase {
     func testBackoffGapsGrowAndStopAtTheLimit() {

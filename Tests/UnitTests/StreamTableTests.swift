@@ -4,10 +4,10 @@ import XCTest
 /// Streams by id: a slot per odd id, a dictionary for an id whose slot is taken.
 final class StreamTableTests: XCTestCase {
     func testIdsShareSlotsOnlyThroughTheOverflowAndEveryValueIsFound() {
-        var table = StreamTable<String>(capacity: 32) // 64 slots: ids 1 and 129 share one
+        var table = StreamTable<String>(capacity: 32)  // 64 slots: ids 1 and 129 share one
         for id in stride(from: Int32(1), through: 127, by: 2) { table[id] = "s\(id)" }
         XCTAssertEqual(table.count, 64)
-        table[129] = "s129" // slot of 1, still open: overflow
+        table[129] = "s129"  // slot of 1, still open: overflow
         table[131] = "s131"
         XCTAssertEqual(table.count, 66)
         XCTAssertEqual(table[1], "s1")

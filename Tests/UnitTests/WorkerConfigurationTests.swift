@@ -1,13 +1,14 @@
-@testable import APNSWorker
 import APNSCore
+import Buffers
+import Configuration
+import Foundation
 import PointerTricks
 import QueueContract
-import Buffers
-import Foundation
 import Synchronization
 import XCTest
-import Configuration
+
 @testable import APNSTransport
+@testable import APNSWorker
 
 final class WorkerConfigurationTests: XCTestCase {
     func testConfigurationFileAndEnvironmentOverrides() throws {
@@ -18,8 +19,12 @@ final class WorkerConfigurationTests: XCTestCase {
          "apps":[{"name":"a","bundle_id":"com.a","environment":"development",
                   "token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]}
         """.write(toFile: path, atomically: true, encoding: .utf8)
-        let c = try WorkerConfiguration.load(path: path, environment: ["APNSW_REDIS_PORT": "7001", "APNSW_STREAMS": "50",
-                                                                       "APNSW_APNS_HOST": "127.0.0.1", "APNSW_APNS_PORT": "8443"])
+        let c = try WorkerConfiguration.load(
+            path: path,
+            environment: [
+                "APNSW_REDIS_PORT": "7001", "APNSW_STREAMS": "50",
+                "APNSW_APNS_HOST": "127.0.0.1", "APNSW_APNS_PORT": "8443",
+            ])
         XCTAssertEqual(c.redis.host, "10.0.0.1")
         XCTAssertEqual(c.redis.port, 7001)
         XCTAssertEqual(c.redis.password, "s3cret")
