@@ -174,7 +174,7 @@ extension HTTP2ClientSession {
             }
         }
         pending.appendFrameHeader(length: 0, type: .settings, flags: HTTP2Frame.Flag.ack, stream: 0)
-        if case .awaitingSettings = state { state = .open }
+        if case .awaitingSettings(let said) = state { state = said ? .goingAway(saidByUs: true) : .open }
         delegate.http2RemoteSettings(maxConcurrentStreams: peerMaxConcurrentStreams)
         sendUnsent()
     }
@@ -183,7 +183,7 @@ extension HTTP2ClientSession {
         guard stream == 0 else { throw Self.error(.protocolError, "GOAWAY on a stream") }
         guard payload.count >= 8 else { throw Self.error(.frameSizeError, "GOAWAY of \(payload.count) bytes") }
         let last = Int32(bitPattern: HTTP2Frame.uint32(payload, 0) & 0x7FFF_FFFF)
-        noteGoAway(sent: false)
+        if state == .open { state = .goingAway(saidByUs: false) }
         delegate.http2GoAway(lastStreamID: last, errorCode: HTTP2ErrorCode(rawValue: HTTP2Frame.uint32(payload, 4)), debugData: Array(payload[8...]))
         // Streams above the last one processed never were: closed as refused, to be sent again.
         for (id, _) in streams.entries.sorted(by: { $0.id < $1.id }) where id > last {

@@ -24,15 +24,15 @@ public final class HTTP2ClientSession: HTTP2Framing {
     /// A header block split over HEADERS and CONTINUATION frames.
     var headerBlock = ByteBuffer(capacity: 1024)
     /// Where the connection stands, and whether a header block is still to be continued.
-    var state = State.awaitingSettings
+    var state = State.awaitingSettings(saidGoAway: false)
     var reading = Reading.frames
 
-    enum State {
-        /// Until the server's first frame, which must be SETTINGS.
-        case awaitingSettings
+    enum State: Equatable {
+        /// Until the server's first frame, which must be SETTINGS; `saidGoAway`: we said it already.
+        case awaitingSettings(saidGoAway: Bool)
         case open
-        /// No more streams may open: GOAWAY came from the server, went to it, or both.
-        case goingAway(received: Bool, sent: Bool)
+        /// No more streams may open: GOAWAY came from the server or went to it (`saidByUs`).
+        case goingAway(saidByUs: Bool)
     }
 
     enum Reading: Equatable {
@@ -104,7 +104,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
     /// control lets it); returns its stream id. The caller keeps `body`'s bytes alive and
     /// unchanged until the stream closes.
     public func submitRequest(_ headers: borrowing HeaderList, body: UnsafeRawBufferPointer) throws(HTTP2ProtocolError) -> Int32 {
-        if case .goingAway = state { throw HTTP2ProtocolError(.refusedStream, operation: "submitting a request", detail: "GOAWAY was said") }
+        if isGoingAway { throw HTTP2ProtocolError(.refusedStream, operation: "submitting a request", detail: "GOAWAY was said") }
         guard nextStream > 0 else { throw HTTP2ProtocolError(.refusedStream, operation: "submitting a request", detail: "the stream ids ran out") }
         let id = nextStream
         nextStream = id <= Int32.max - 2 ? id + 2 : -1
@@ -116,25 +116,23 @@ public final class HTTP2ClientSession: HTTP2Framing {
 
     /// Whether a request may be submitted: not after a GOAWAY either way, nor once the stream
     /// ids have run out (2^30 requests on one connection: a day at 12,000 a second).
-    public var canOpenStreams: Bool {
-        if case .goingAway = state { return false }
-        return nextStream > 0
+    public var canOpenStreams: Bool { !isGoingAway && nextStream > 0 }
+
+    var isGoingAway: Bool {
+        switch state {
+        case .awaitingSettings(let said): said
+        case .open: false
+        case .goingAway: true
+        }
     }
 
-    var isGoingAway: Bool { if case .goingAway = state { true } else { false } }
-
-    /// GOAWAY went (`sent`) or came: no more streams open.
-    func noteGoAway(sent: Bool) {
-        var (received, wasSent) = (false, false)
-        if case .goingAway(let r, let s) = state { (received, wasSent) = (r, s) }
-        state = .goingAway(received: received || !sent, sent: wasSent || sent)
-    }
+    var saidGoAway: Bool { state == .awaitingSettings(saidGoAway: true) || state == .goingAway(saidByUs: true) }
 
     /// Tells the server this client opens no more streams; the session wants nothing more once
     /// the streams open are answered.
     public func goAway() {
-        if case .goingAway(_, true) = state { return }
-        noteGoAway(sent: true)
+        if saidGoAway { return }
+        if case .awaitingSettings = state { state = .awaitingSettings(saidGoAway: true) } else { state = .goingAway(saidByUs: true) }
         pending.appendFrameHeader(length: 8, type: .goAway, flags: 0, stream: 0)
         pending.appendUInt32(0)  // the last stream the server opened: none
         pending.appendUInt32(HTTP2ErrorCode.noError.rawValue)

@@ -248,6 +248,20 @@ final class ClientSessionTests: XCTestCase {
         }
     }
 
+    /// A GOAWAY the client says before the server's SETTINGS (its stream ids ran out on the
+    /// first requests) leaves the server's first frame still bound to be SETTINGS.
+    func testTheFirstFrameMustBeSettingsEvenAfterTheClientSaidGoAway() throws {
+        let client = try HTTP2ClientSession(delegate: Recorder())
+        try Self.submitOne(client)
+        client.goAway()
+        XCTAssertFalse(client.canOpenStreams)
+        XCTAssertThrowsError(try Self.frame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0]).withUnsafeBytes { try client.receive($0) })
+        let settled = try HTTP2ClientSession(delegate: Recorder())
+        settled.goAway()
+        try (Self.settings([]) + Self.frame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0])).withUnsafeBytes { try settled.receive($0) }
+        XCTAssertFalse(settled.canOpenStreams, "SETTINGS after our GOAWAY open no streams")
+    }
+
     /// Whatever a server sends, the session throws or goes on: 20,000 random frames (types,
     /// flags, streams, lengths and bytes drawn from a fixed seed), after SETTINGS and three
     /// requests, never crash it.
