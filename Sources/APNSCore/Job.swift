@@ -21,7 +21,7 @@ public final class Job: @unchecked Sendable {
         case nil: nil
         }
     }
-    private let idField: JSONScanner.ScannedString?
+    @usableFromInline let idField: JSONScanner.ScannedString?
     public let app: String?
     /// The job's token, or the first of a fan-out list (one outcome per token); the rest of the
     /// list apart, so that a job of one token (almost all) carries no array of tokens.
@@ -117,6 +117,7 @@ public final class Job: @unchecked Sendable {
     }
 
     /// The id's UTF-8, and whether it is its JSON too (plain ASCII, no escapes); nil with no id.
+    @inlinable
     public func withID<R>(_ body: (UnsafeBufferPointer<UInt8>, _ isPlainJSON: Bool) -> R) -> R? {
         switch idField {
         case .plain(let range)?:
@@ -128,18 +129,13 @@ public final class Job: @unchecked Sendable {
     }
 
     /// `range` of `raw`'s indices as offsets into its bytes (a slice need not start at 0).
-    private static func offsets(of range: Range<Int>, in raw: ArraySlice<UInt8>) -> Range<Int> {
+    @usableFromInline
+    static func offsets(of range: Range<Int>, in raw: ArraySlice<UInt8>) -> Range<Int> {
         (range.lowerBound - raw.startIndex)..<(range.upperBound - raw.startIndex)
     }
 
-    /// `withID` for a body that returns nothing, through no generic call (a record's writer
-    /// calls it from another module); false with no id.
-    public func withID(_ body: (UnsafeBufferPointer<UInt8>, _ isPlainJSON: Bool) -> Void) -> Bool {
-        let written: Void? = withID(body)  // the generic one
-        return written != nil
-    }
-
     /// Bytes of the id's UTF-8.
+    @inlinable
     public var idCount: Int? {
         switch idField {
         case .plain(let range)?: range.count
