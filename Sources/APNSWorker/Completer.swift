@@ -196,7 +196,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             let (group, piece) = groups.note(isInLast: f.isIn, batch: { f.batch }, index: f.index, piece: isLastPiece(f) ? nil : f.token?.hex ?? "")
             marked.groups.append(group)
             if let piece { marked.pieces[i] = piece }
-            let decision = records.decide(f, worker: workerID)
+            let decision = OutcomeRecords.decide(f, worker: workerID)
             let app = f.appName
             decided.shared.append(decided.fields.fields(app: app, topic: f.topic))
             decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-"))
@@ -350,6 +350,4 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         remainingPieces[f.handle] = left == 0 ? nil : left
         return left == 0
     }
-
-    private let records = OutcomeRecords()
 }

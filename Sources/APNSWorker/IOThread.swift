@@ -58,7 +58,8 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
         loop.execute { [self] in
             transport.close()
             let end: @Sendable () -> Void = { [loop] in
-                loop.stop(); ended.signal()
+                loop.stop()
+                ended.signal()
             }
             if let completer { completer.finish(then: end) } else { end() }
         }

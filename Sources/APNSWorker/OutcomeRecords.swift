@@ -8,7 +8,7 @@ import RedisClient
 /// Each outcome's two records are written straight into the completion transaction
 /// (`writeFirst`, `writeSecond`), or with its kind into the complete script's arguments
 /// (QueueScripts.complete) when the batch goes to the script.
-struct OutcomeRecords {
+enum OutcomeRecords {
 
     /// What to write for one outcome, and the counter it goes to.
     struct Decision {
@@ -36,10 +36,10 @@ struct OutcomeRecords {
         case failed(APNSRejection, deadDetail: String?)
     }
 
-    func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
+    static func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
         var attempts = f.attemptCount
         if f.isDelivered { attempts += 1 }  // the delivering try is not listed
-        let plan = plan(f, worker: worker, attempts: attempts)
+        let plan = plan(f, worker: worker)
         let stat: QueueStat
         switch plan {
         case .delivered: stat = .delivered
@@ -93,7 +93,7 @@ struct OutcomeRecords {
         OutcomeRecord.Context(handle: f.handle, lending: f.uncountedJob, token: f.token, shared: shared)
     }
 
-    private func plan(_ f: FinishedJob.Lent, worker: String, attempts: Int) -> Plan {
+    private static func plan(_ f: FinishedJob.Lent, worker: String) -> Plan {
         if f.isDelivered { return .delivered }  // read in place: `outcome` copies it
         switch f.outcome {
         case .delivered:
