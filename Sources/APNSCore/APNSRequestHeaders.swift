@@ -26,13 +26,13 @@ public enum APNSRequestHeaders {
     /// The functions are inlinable so that the I/O thread's calls are specialized for its sink:
     /// generic, they copied this struct through its value witnesses per request.
     public struct Shared<Kept> {
-        public let authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?
+        public let authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority
         public let method: Kept, scheme: Kept, authorityValue: Kept, authorization: Kept?, pushTypeValue: Kept, topicValue: Kept,
-            priorityValue: Kept?
+            priorityValue: Kept
 
         @usableFromInline
         init<S: HeaderSink & ~Copyable>(
-            authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
+            authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority,
             keptIn sink: inout S
         ) where S.Kept == Kept {
             self.authority = authority
@@ -46,12 +46,12 @@ public enum APNSRequestHeaders {
             authorization = bearer.map { sink.keep("bearer " + $0) }
             pushTypeValue = sink.keep(pushType.rawValue)
             topicValue = sink.keep(topic)
-            priorityValue = priority.map { sink.keep(String($0.value)) }
+            priorityValue = sink.keep(String(priority.value))
         }
 
         /// Whether a request with these values can use this.
         @inlinable
-        public func fits(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?) -> Bool {
+        public func fits(authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority) -> Bool {
             self.pushType == pushType && self.priority == priority && self.topic == topic && self.bearer == bearer && self.authority == authority
         }
     }
@@ -59,7 +59,7 @@ public enum APNSRequestHeaders {
     /// Keeps the shared values in `sink`. `bearer`: the JWT, nil with certificate authentication.
     @inlinable
     public static func share<S: HeaderSink & ~Copyable>(
-        authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority?,
+        authority: String, bearer: String?, pushType: PushType, topic: String, priority: Priority,
         into sink: inout S
     ) -> Shared<S.Kept> {
         Shared(authority: authority, bearer: bearer, pushType: pushType, topic: topic, priority: priority, keptIn: &sink)
@@ -78,7 +78,7 @@ public enum APNSRequestHeaders {
         if let a = shared.authorization { sink.add("authorization", kept: a, sensitive: false) }
         sink.add("apns-push-type", kept: shared.pushTypeValue, sensitive: false)
         sink.add("apns-topic", kept: shared.topicValue, sensitive: false)
-        if let p = shared.priorityValue { sink.add("apns-priority", kept: p, sensitive: false) }
+        sink.add("apns-priority", kept: shared.priorityValue, sensitive: false)  // absent reads as 10, wrong for some push types
         if let e = job.expiration { sink.add("apns-expiration", String(e), sensitive: false) }
         if let c = job.collapseID { sink.add("apns-collapse-id", c, sensitive: false) }
         if let id = job.apnsID { sink.add("apns-id", id, sensitive: true) }
@@ -88,7 +88,7 @@ public enum APNSRequestHeaders {
     public static func write<S: HeaderSink & ~Copyable>(
         job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S
     ) {
-        let shared = share(authority: authority, bearer: bearer, pushType: job.pushType, topic: topic, priority: job.priority, into: &sink)
+        let shared = share(authority: authority, bearer: bearer, pushType: job.pushType, topic: topic, priority: job.effectivePriority, into: &sink)
         write(job: job, token: token, shared: shared, into: &sink)
     }
 }

@@ -136,7 +136,7 @@ final class MockValidator {
             pushType = known
         }
         guard pushType.matches(topic: topic) else { return .reject(400, .badTopic) }
-        var priority = pushType.defaultPriority
+        var priority = Priority.immediate  // APNs reads a missing apns-priority as 10
         if let text = request.value("apns-priority") {
             guard let value = Int64(text), let p = Priority(value) else { return .reject(400, .badPriority) }
             priority = p

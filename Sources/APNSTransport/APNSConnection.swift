@@ -110,11 +110,11 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     ) -> Int32? {
         let job = request.job
         headers.clear()
-        if shared?.fits(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic, priority: job.priority) != true {
+        if shared?.fits(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic, priority: job.effectivePriority) != true {
             headers.clearAll()
             shared = APNSRequestHeaders.share(
                 authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic,
-                priority: job.priority, into: &headers)
+                priority: job.effectivePriority, into: &headers)
         }
         APNSRequestHeaders.write(job: job, token: request.token, shared: shared!, into: &headers)
         return try? session.submitRequest(headers, body: job.payloadBytes)

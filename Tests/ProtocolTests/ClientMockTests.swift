@@ -35,6 +35,21 @@ final class ClientMockTests: XCTestCase {
         XCTAssertEqual(entry["payload"] as? NSDictionary, sent)
     }
 
+    /// A job that gives no priority is sent with the one its checks used: APNs reads a missing
+    /// apns-priority as 10, which background pushes must not have.
+    func testBackgroundPushesCarryTheirPriorityInBothForms() throws {
+        let h = try ProtocolHarness()
+        h.send([
+            try h.job(#"{"token":"\#(ProtocolHarness.token(1))","push_type":"background","payload":{"aps":{"content-available":1}}}"#),
+            try h.job(#"{"token":"\#(ProtocolHarness.token(2))","push_type":"background","notification":{"content_available":true}}"#),
+            try h.job(#"{"token":"\#(ProtocolHarness.token(3))","payload":{"aps":{"alert":"x"}}}"#),
+        ])
+        let out = h.waitForOutcomes(3)
+        XCTAssertEqual(out.compactMap(\.deliveredID).count, 3, "\(out.map { $0.rejection.map(\.description) ?? "ok" })")
+        let priorities = try h.mock.logEntries().map { ($0["headers"] as? [String: String])?["apns-priority"] }
+        XCTAssertEqual(priorities.sorted { ($0 ?? "") < ($1 ?? "") }, ["10", "5", "5"])
+    }
+
     func testGeneratedApnsIDWhenNoneIsGiven() throws {
         let h = try ProtocolHarness()
         h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(2))","payload":{"aps":{"alert":"x"}}}"#)])

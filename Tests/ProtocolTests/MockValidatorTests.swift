@@ -134,6 +134,9 @@ final class MockValidatorTests: XCTestCase {
         XCTAssertEqual(decide(request(["apns-push-type": "shout"])), "400 InvalidPushType")
         XCTAssertEqual(decide(request(["apns-priority": "7"])), "400 BadPriority")
         XCTAssertEqual(decide(request(["apns-push-type": "background", "apns-priority": "10"])), "400 BadPriority")
+        // A missing apns-priority means 10 to APNs, and 10 is an error for background.
+        XCTAssertEqual(decide(request(["apns-push-type": "background"])), "400 BadPriority")
+        XCTAssertEqual(decide(request(["apns-push-type": "background", "apns-priority": "5"])), "200")
         XCTAssertEqual(decide(request(["apns-expiration": "soon"])), "400 BadExpirationDate")
         XCTAssertEqual(decide(request(["apns-collapse-id": String(repeating: "c", count: 65)])), "400 BadCollapseId")
         XCTAssertEqual(decide(request(["apns-id": "123"])), "400 BadMessageId")

@@ -60,7 +60,8 @@ final class ProtocolHarness: @unchecked Sendable {
         return prefix + String(repeating: "0", count: 64 - prefix.count - hex.count) + hex
     }
 
-    func job(_ json: String) throws -> Job { try Job.parse(Array(json.utf8)) }
+    /// A job parsed and rendered, as the fetcher hands it over.
+    func job(_ json: String) throws -> Job { try PayloadRenderer.render(Job.parse(Array(json.utf8)), templates: TemplateLibrary()) }
 
     func send(_ jobs: [Job]) {
         let batch = TakenBatch(id: "b", number: 1, jobs: jobs.count)

@@ -27,7 +27,8 @@ final class APNSRequestHeadersTests: XCTestCase {
         var bare = Sink()
         let simple = try Job.parse(Array(#"{"token":"\#(token)","payload":{"a":1}}"#.utf8))
         APNSRequestHeaders.write(job: simple, token: simple.tokens[0], topic: "b", authority: "h", bearer: nil, into: &bare)
-        XCTAssertEqual(bare.fields.map(\.0), [":method", ":scheme", ":path", ":authority", "apns-push-type", "apns-topic"])
+        XCTAssertEqual(bare.fields.map(\.0), [":method", ":scheme", ":path", ":authority", "apns-push-type", "apns-topic", "apns-priority"])
+        XCTAssertEqual(bare.fields.last?.1, "10", "the priority the checks used is always sent")
     }
 
     /// Values kept once for a run of requests give each request the same fields as writing it
@@ -51,28 +52,28 @@ final class APNSRequestHeadersTests: XCTestCase {
             try Job.parse(Array(#"{"token":"\#(String(repeating: "0\(i)", count: 32))","push_type":"voip",\#(extra),"payload":{"a":1}}"#.utf8))
         }
         var sink = KeepingSink()
-        let shared = APNSRequestHeaders.share(authority: "h", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: Priority(5), into: &sink)
+        let shared = APNSRequestHeaders.share(authority: "h", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: .conserve, into: &sink)
         XCTAssertEqual(sink.kept.count, 7)
         for job in jobs {
             sink.fields.removeAll()
             var alone = Sink()
-            let sharedFit = shared.fits(authority: "h", bearer: "JWT", pushType: job.pushType, topic: "b.voip", priority: job.priority)
+            let sharedFit = shared.fits(authority: "h", bearer: "JWT", pushType: job.pushType, topic: "b.voip", priority: job.effectivePriority)
             let own =
                 sharedFit
                 ? shared
                 : APNSRequestHeaders.share(
                     authority: "h", bearer: "JWT", pushType: job.pushType, topic: "b.voip",
-                    priority: job.priority, into: &sink)
+                    priority: job.effectivePriority, into: &sink)
             APNSRequestHeaders.write(job: job, token: job.token, shared: own, into: &sink)
             APNSRequestHeaders.write(job: job, token: job.token, topic: "b.voip", authority: "h", bearer: "JWT", into: &alone)
             XCTAssertEqual(sink.fields.map { "\($0)" }, alone.fields.map { "\($0)" })
         }
-        XCTAssertTrue(shared.fits(authority: "h", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: Priority(5)))
-        XCTAssertFalse(shared.fits(authority: "g", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: Priority(5)))
-        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT2", pushType: .voip, topic: "b.voip", priority: Priority(5)))
-        XCTAssertFalse(shared.fits(authority: "h", bearer: nil, pushType: .voip, topic: "b.voip", priority: Priority(5)))
-        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT", pushType: .alert, topic: "b.voip", priority: Priority(5)))
-        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT", pushType: .voip, topic: "b", priority: Priority(5)))
-        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: nil))
+        XCTAssertTrue(shared.fits(authority: "h", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: .conserve))
+        XCTAssertFalse(shared.fits(authority: "g", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: .conserve))
+        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT2", pushType: .voip, topic: "b.voip", priority: .conserve))
+        XCTAssertFalse(shared.fits(authority: "h", bearer: nil, pushType: .voip, topic: "b.voip", priority: .conserve))
+        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT", pushType: .alert, topic: "b.voip", priority: .conserve))
+        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT", pushType: .voip, topic: "b", priority: .conserve))
+        XCTAssertFalse(shared.fits(authority: "h", bearer: "JWT", pushType: .voip, topic: "b.voip", priority: .immediate))
     }
 }
