@@ -26,6 +26,8 @@ public enum RequestRules {
             guard !topic.isEmpty, topic.utf8.count <= 255 else {
                 throw JobRejection(.badTopic, "topic must be a bundle id")
             }
+            if let flaw = headerValueFlaw(topic) { throw JobRejection(.badTopic, "topic holds \(flaw)") }
+            if topic.utf8.contains(0x20) { throw JobRejection(.badTopic, "topic holds a space, which no bundle id has") }
             guard pushType.matches(topic: topic) else {
                 throw JobRejection(
                     .badTopic, "topic \"\(topic)\" does not fit push type \(pushType) (expected the suffix \"\(pushType.topicSuffix)\")")
@@ -40,9 +42,21 @@ public enum RequestRules {
         if let collapseID, collapseID.utf8.count > maxCollapseIDBytes {
             throw JobRejection(.badCollapseId, "collapse_id is \(collapseID.utf8.count) bytes; the limit is \(maxCollapseIDBytes)")
         }
+        if let collapseID, let flaw = headerValueFlaw(collapseID) { throw JobRejection(.badCollapseId, "collapse_id holds \(flaw)") }
         if let apnsID, !UUIDText.isValid(apnsID) {
             throw JobRejection(.badMessageId, "apns_id must be a UUID such as 123e4567-e89b-12d3-a456-4266554400a0")
         }
+    }
+
+    /// What keeps `value` from being sent as a header value, or nil. RFC 9113 §8.2.1 forbids NUL,
+    /// CR and LF and spaces at either end; a strict server resets a stream for any control
+    /// character, and one that drops the connection takes every other stream on it along.
+    public static func headerValueFlaw(_ value: String) -> String? {
+        for b in value.utf8 where b < 0x20 || b == 0x7F {
+            return "the control character U+\(String(b, radix: 16, uppercase: true).leftPadded(to: 4)), which HTTP/2 headers cannot carry"
+        }
+        if value.utf8.first == 0x20 || value.utf8.last == 0x20 { return "a space at its start or end, which HTTP/2 headers cannot carry" }
+        return nil
     }
 
     public static func checkPayloadSize(_ size: Int, pushType: PushType) throws(JobRejection) {
@@ -50,4 +64,8 @@ public enum RequestRules {
             throw JobRejection(.payloadTooLarge, "payload is \(size) bytes; the limit for \(pushType) is \(pushType.maxPayloadBytes)")
         }
     }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

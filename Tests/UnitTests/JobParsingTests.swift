@@ -140,6 +140,18 @@ final class JobParsingTests: XCTestCase {
         XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{}}"#), "PayloadEmpty")
     }
 
+    /// A value HTTP/2 forbids in a header (RFC 9113 §8.2.1) would break the connection that
+    /// carries it, and every other job on it: the job is refused with Apple's reason for the field.
+    func testHeaderValuesWithControlCharactersAreRefusedBeforeSending() {
+        let t = Self.token
+        for bad in [#"a\u0000b"#, #"a\rb"#, #"a\nb"#, #"a\u001fb"#, #"a\u007fb"#, #" a"#, #"a\t"#] {
+            XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"collapse_id":"\#(bad)"}"#), "BadCollapseId", bad)
+            XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"topic":"com.x\#(bad)"}"#), "BadTopic", bad)
+        }
+        XCTAssertEqual(reason(#"{"token":"\#(t)","payload":{"a":1},"apns_id":"123e4567-e89b-12d3-a456-42665544000\u0000"}"#), "BadMessageId")
+        XCTAssertNoThrow(try parse(#"{"token":"\#(t)","payload":{"a":1},"collapse_id":"a b c é"}"#), "inner spaces and UTF-8 are fine")
+    }
+
     func testPayloadSizeLimitsCountTheExactBytes() throws {
         func job(_ bytes: Int, _ type: String) -> String {
             // {"a":"xxxx"} is 8 bytes of framing around the string.
