@@ -9,6 +9,9 @@ public enum Outcome: Sendable {
     case deadLetter(JobRejection)
     /// Not final: the job waits in the schedule until `atMs` (UNIX ms), for its `send_at`.
     case scheduled(atMs: Int64)
+    /// Not final: the send waits in the schedule for `afterMs`, costing no attempt, because its
+    /// pool is paused (refused credentials, or APNs out of reach) and holds enough already.
+    case deferred(afterMs: Int)
 }
 
 /// An APNs error answer, with the server's data kept (DESIGN.md §5).

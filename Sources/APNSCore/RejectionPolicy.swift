@@ -3,22 +3,25 @@
 /// that keep a job in flight; a final verdict travels with the job's outcome to its records.
 public struct RejectionPolicy: Sendable, Equatable {
     public var retry: RetryPolicy
-    /// Sends of one notification that count no attempt (reconnects, refreshed JWTs, streams
-    /// refused or cut) before it is given up.
-    public var maxFreeResends: Int
+    /// Resets of one notification's own stream (`Answer.resetAlone`) before it is given up.
+    public var maxStreamResets: Int
 
-    public init(retry: RetryPolicy = RetryPolicy(), maxFreeResends: Int = 10) {
+    public init(retry: RetryPolicy = RetryPolicy(), maxStreamResets: Int = 5) {
         self.retry = retry
-        self.maxFreeResends = maxFreeResends
+        self.maxStreamResets = maxStreamResets
     }
 
     /// What came back for one send.
     public enum Answer: Equatable, Sendable {
         /// APNs answered with an error status.
         case rejected(APNSRejection)
-        /// No answer: refused, reset, cut by GOAWAY or a closed connection, or timed out.
-        /// `freeResends` counts such sends of this notification so far, this one included.
-        case unanswered(freeResends: Int)
+        /// No answer: refused, cut by GOAWAY or a closed connection, reset while the connection
+        /// answered nothing else, or timed out. Never the job's fault, however often.
+        case unanswered
+        /// The server reset this stream with `code` (not REFUSED_STREAM) while it answered other
+        /// streams of the connection; `times` counts such resets of this notification, this one
+        /// included.
+        case resetAlone(code: String, times: Int)
     }
 
     public enum Action: Equatable, Sendable {
@@ -46,17 +49,21 @@ public struct RejectionPolicy: Sendable, Equatable {
         case deadLetter(detail: String)
     }
 
-    /// The rejection a notification given up without an answer is recorded with.
-    public static let connectionFailures = APNSRejection(status: 0, reason: APNSReason("ConnectionFailures"), apnsID: nil, timestamp: nil)
+    /// The rejection a notification whose stream APNs kept resetting is recorded with.
+    public static let streamReset = APNSRejection(status: 0, reason: APNSReason("StreamReset"), apnsID: nil, timestamp: nil)
 
     /// `attempts`: the tries that count so far, the one just rejected included.
     public func decide<G: RandomNumberGenerator>(_ answer: Answer, attempts: Int, jobMaxAttempts: Int?, using rng: inout G) -> Action {
         switch answer {
-        case .unanswered(let sends):
-            guard sends > maxFreeResends else { return .resend }
-            return .finish(verdict(Self.connectionFailures, .deadLetter, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng))
+        case .unanswered:
+            return .resend
+        case .resetAlone(let code, let times):
+            guard times >= maxStreamResets else { return .resend }
+            return .finish(
+                .deadLetter(
+                    detail: "APNs reset this notification's stream with \(code) \(times) times, while it answered others on the connection"))
         case .rejected(let rejection):
-            let disposition = rejection.reason.info.disposition
+            let disposition = rejection.reason.isKnown ? rejection.reason.info.disposition : Self.disposition(status: rejection.status)
             switch disposition {
             case .refreshAuthAndRetry: return .refreshTokenAndResend
             case .reconnectAndRetry: return .reconnectAndResend
@@ -64,6 +71,17 @@ public struct RejectionPolicy: Sendable, Equatable {
             case .deadLetter, .invalidToken, .retry:
                 return .finish(verdict(rejection, disposition, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng))
             }
+        }
+    }
+
+    /// For a reason APNs does not document, or none (a proxy's HTML page): 5xx is a server error
+    /// (502 and 504 are gateways that could not reach APNs), 429 a throttle, anything else a
+    /// request to fix.
+    static func disposition(status: Int) -> Disposition {
+        switch status {
+        case 429: .retry(.tooManyRequests)
+        case 500...599: .retry(.serverError)
+        default: .deadLetter
         }
     }
 

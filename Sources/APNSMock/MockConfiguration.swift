@@ -67,7 +67,11 @@ public struct MockConfiguration: Codable, Sendable {
         public var dropAfter: Int = 0
         /// false: PINGs go unanswered, as on a connection that died silently.
         public var answerPings: Bool = true
-        enum CodingKeys: String, CodingKey { case tokens, goawayAfter = "goaway_after", dropAfter = "drop_after", answerPings = "answer_pings" }
+        /// Misbehave this way from the mock's start for a while, then behave (`MockServer.startStorm`).
+        public var storm: Storm?
+        enum CodingKeys: String, CodingKey {
+            case tokens, storm, goawayAfter = "goaway_after", dropAfter = "drop_after", answerPings = "answer_pings"
+        }
         public init() {}
         public init(from decoder: Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -75,6 +79,32 @@ public struct MockConfiguration: Codable, Sendable {
             goawayAfter = try c.decodeIfPresent(Int.self, forKey: .goawayAfter) ?? 0
             dropAfter = try c.decodeIfPresent(Int.self, forKey: .dropAfter) ?? 0
             answerPings = try c.decodeIfPresent(Bool.self, forKey: .answerPings) ?? true
+            storm = try c.decodeIfPresent(Storm.self, forKey: .storm)
+        }
+    }
+
+    /// A fault on every connection or request, for `forMs`.
+    public struct Storm: Codable, Sendable, Equatable {
+        public enum Kind: String, Codable, Sendable, CaseIterable {
+            /// GOAWAY (last stream 0) as soon as a connection is up; `goaway_close` also closes it.
+            case goaway, goawayClose = "goaway_close"
+            /// RST_STREAM REFUSED_STREAM for every request.
+            case refuse
+            /// No answer to any request.
+            case timeout
+            /// TLS close_notify (and a close) instead of an answer.
+            case closeNotify = "close_notify"
+            /// A PING before SETTINGS: the first frame breaks the protocol.
+            case noSettings = "no_settings"
+            /// A PUSH_PROMISE on the request's stream, which the client's SETTINGS refused.
+            case pushPromise = "push_promise"
+        }
+        public var kind: Kind
+        public var forMs: Int
+        enum CodingKeys: String, CodingKey { case kind, forMs = "for_ms" }
+        public init(kind: Kind, forMs: Int) {
+            self.kind = kind
+            self.forMs = forMs
         }
     }
 
@@ -90,12 +120,18 @@ public struct MockConfiguration: Codable, Sendable {
         public var attempts: Int?
         /// Answer after this many milliseconds.
         public var delayMs: Int?
+        /// Send this body, as a proxy in front of APNs would (an HTML page, or "" for none),
+        /// instead of `{"reason":…}`.
+        public var body: String?
+        /// Make up a reason of the token's own (`Odd<token>`): a server with reasons beyond count.
+        public var reasonPerToken: Bool?
         enum CodingKeys: String, CodingKey {
-            case token, status, reason, attempts
-            case tokenPrefix = "token_prefix", delayMs = "delay_ms"
+            case token, status, reason, attempts, body
+            case tokenPrefix = "token_prefix", delayMs = "delay_ms", reasonPerToken = "reason_per_token"
         }
         public init(
-            token: String? = nil, tokenPrefix: String? = nil, status: Int? = nil, reason: String? = nil, attempts: Int? = nil, delayMs: Int? = nil
+            token: String? = nil, tokenPrefix: String? = nil, status: Int? = nil, reason: String? = nil, attempts: Int? = nil, delayMs: Int? = nil,
+            body: String? = nil, reasonPerToken: Bool? = nil
         ) {
             self.token = token
             self.tokenPrefix = tokenPrefix
@@ -103,6 +139,8 @@ public struct MockConfiguration: Codable, Sendable {
             self.reason = reason
             self.attempts = attempts
             self.delayMs = delayMs
+            self.body = body
+            self.reasonPerToken = reasonPerToken
         }
 
         func matches(_ tokenHex: String) -> Bool {

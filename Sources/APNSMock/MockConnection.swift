@@ -44,6 +44,19 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     func connectionReady(_ connection: HTTP2Connection) {
         if connection.resumedTLSSession { server.stats.withLock { $0.resumedHandshakes += 1 } }
+        switch server.currentStorm {
+        case .goaway?, .goawayClose?:
+            connection.server.submitGoAway(lastStreamID: 0, errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+            goawayLastStream = 0
+            server.stats.withLock {
+                $0.goawaysSent += 1; $0.stormEvents += 1
+            }
+            if server.currentStorm == .goawayClose { connection.cut(graceMs: 20) }
+        case .noSettings?:
+            connection.writeRaw(RawFrame.ping(ack: false))
+            server.stats.withLock { $0.stormEvents += 1 }
+        default: break
+        }
         auth.certificateUID = connection.peerSubjectUID
         if auth.certificateUID != nil { raiseLimit() }
     }
@@ -91,6 +104,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
             record(request, MockDecision(status: 0), answeredID: request.value("apns-id").map { APNSID($0) }, note: "dropped")
             return
         }
+        if let storm = server.currentStorm, misbehave(storm, on: request, connection) { return }
         if let last = goawayLastStream, stream > last {
             // Beyond our GOAWAY: never processed, so the client may safely send it again.
             connection.server.resetStream(stream, errorCode: .refusedStream)
@@ -111,7 +125,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
             decision.delayMs = fault.delayMs ?? 0
             if let status = fault.status {
                 decision.status = status
-                decision.reason = APNSReason(fault.reason ?? Self.defaultReason(status))
+                decision.reason = APNSReason(fault.reasonPerToken == true ? "Odd" + token : fault.reason ?? Self.defaultReason(status))
+                decision.rawBody = fault.body.map { Array($0.utf8) }
                 if status == 410 { decision.timestamp = Int64(Date().timeIntervalSince1970 * 1000) }
             }
         }
@@ -137,6 +152,22 @@ final class MockConnection: HTTP2ConnectionDelegate {
             connection.server.submitGoAway(lastStreamID: stream, errorCode: .noError, debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
             server.stats.withLock { $0.goawaysSent += 1 }
         }
+    }
+
+    /// What a storm does to a request: true when it was not answered.
+    private func misbehave(_ storm: MockConfiguration.Storm.Kind, on request: MockRequest, _ connection: HTTP2Connection) -> Bool {
+        switch storm {
+        case .refuse: connection.server.resetStream(request.stream, errorCode: .refusedStream)
+        case .timeout, .noSettings: break  // a server that broke the protocol processes nothing
+        case .closeNotify: connection.loop.schedule(afterMilliseconds: 0) { connection.shutdown(error: nil) }
+        case .pushPromise:
+            connection.writeRaw(RawFrame.pushPromise(stream: request.stream, promised: request.stream + 1))
+            connection.flushOrClose()
+        case .goaway, .goawayClose: return false
+        }
+        server.stats.withLock { $0.stormEvents += 1 }
+        record(request, MockDecision(status: 0), answeredID: nil, note: storm.rawValue)
+        return true
     }
 
     /// After an accepted request, a connection gets the configured stream limit back.
@@ -165,6 +196,11 @@ final class MockConnection: HTTP2ConnectionDelegate {
         headers.add(":status", decision.status == 200 ? "200" : String(decision.status))
         // A fresh value per answer: indexing it would only churn both sides' HPACK tables.
         apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
+        if let raw = decision.rawBody {
+            if !raw.isEmpty { headers.add("content-type", "text/html") }
+            connection.server.submitResponse(stream: stream, headers, body: raw.isEmpty ? nil : raw)
+            return
+        }
         guard let reason = decision.reason else {
             connection.server.submitResponse(stream: stream, headers, body: nil)
             return

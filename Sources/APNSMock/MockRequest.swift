@@ -139,6 +139,8 @@ struct MockDecision {
     var reason: APNSReason?
     var timestamp: Int64?
     var delayMs: Int = 0
+    /// A body sent as it is instead of the JSON reason (a fault).
+    var rawBody: [UInt8]?
     /// The key id of a verified JWT, for the log.
     var keyID: String?
 

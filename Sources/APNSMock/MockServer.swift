@@ -27,6 +27,8 @@ public final class MockServer: @unchecked Sendable {
     private var nextConnectionID = 1
     /// Counters readable from any thread.
     public let stats: Mutex<MockStats>
+    /// The storm blowing, and until when (monotonic ms).
+    private let storm = Mutex<(kind: MockConfiguration.Storm.Kind, untilMs: UInt64)?>(nil)
 
     public init(configuration: MockConfiguration) throws {
         guard (1...64).contains(configuration.threads) else { throw MockError("threads must be in 1...64, got \(configuration.threads)") }
@@ -42,6 +44,19 @@ public final class MockServer: @unchecked Sendable {
         (listenFD, port) = try Socket.listen(host: configuration.listen, port: configuration.port)
         try loops[0].register(fd: listenFD, handler: Acceptor(server: self), writable: false)
         for loop in loops { loop.afterEvents = { [log] in log.flush() } }
+        if let s = configuration.faults.storm { startStorm(s.kind, forMs: s.forMs) }
+    }
+
+    /// Misbehaves as `kind` says on every connection or request for `forMs`, from now.
+    public func startStorm(_ kind: MockConfiguration.Storm.Kind, forMs: Int) {
+        let until = MonotonicClock.nowMilliseconds() + UInt64(max(0, forMs))
+        storm.withLock { $0 = (kind, until) }
+    }
+
+    /// The storm blowing now, if any.
+    var currentStorm: MockConfiguration.Storm.Kind? {
+        let now = MonotonicClock.nowMilliseconds()
+        return storm.withLock { s in s.flatMap { $0.untilMs > now ? $0.kind : nil } }
     }
 
     /// Serves on background threads until `stop()`.
@@ -144,6 +159,8 @@ public struct MockStats: Sendable, Equatable {
     public var settingsChanges = 0
     public var pingsReceived = 0
     public var drops = 0
+    /// Connections and requests a storm misbehaved on.
+    public var stormEvents = 0
     /// TLS handshakes that resumed an earlier session (no certificate chain sent).
     public var resumedHandshakes = 0
     /// Requests answered by each of the server's threads.

@@ -30,6 +30,12 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// Monotonic ms of the last frame received, and of an unanswered PING.
     private var lastReadMs = MonotonicClock.nowMilliseconds()
     private var pingSentMs: UInt64?
+    /// Monotonic ms of the last answer with a status, to tell a stream reset alone from trouble
+    /// with the whole connection.
+    private(set) var lastAnswerMs: UInt64 = 0
+    /// A request on this connection was delivered: the way to APNs works (the pool's reconnect
+    /// backoff ends only then, not when TLS is up).
+    private(set) var hasDelivered = false
 
     init(app: AppRuntime, poolIndex: Int, owner: APNSSender, streams: Int) {
         self.app = app
@@ -63,6 +69,8 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     var available: Int { isReady && !isClosed ? budget.available : 0 }
+    /// Requests whose streams are open here.
+    var openRequests: Int { streams.count }
     var liveStreamLimit: Int { isReady && !isClosed ? budget.limit : 0 }
     var isDraining: Bool { budget.draining }
 
@@ -189,8 +197,13 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             return s.status
         }
         guard status != 0 else { return }
+        lastAnswerMs = lastReadMs
         if status == 200 {
             budget.succeeded()
+            if !hasDelivered {
+                hasDelivered = true
+                withOwner { $0.connectionDelivered(self) }
+            }
             // The table's reference goes on with the outcome, moved (`take`), never counted.
             var delivered = streams.handOver(stream)
             withOwner { owner in
@@ -225,8 +238,14 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         guard wasOpen else { return }
         budget.closed()
         if let s = request, !s.answered {
-            // Refused, cut by GOAWAY, cancelled on timeout or reset: never processed, send again.
-            withOwner { $0.resend(s) }
+            // Refused, cut by GOAWAY, cancelled on timeout or reset: not processed, send again.
+            let event: UnansweredEvent =
+                switch errorCode {
+                case .refusedStream: budget.draining ? .cutByGoAway : .refused
+                case .cancel: .timedOut
+                default: .reset(errorCode)
+                }
+            withOwner { $0.unanswered(s, on: self, event) }
         }
     }
 

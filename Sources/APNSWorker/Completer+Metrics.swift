@@ -37,9 +37,12 @@ extension Completer {
             if !f.isDelivered {
                 switch f.outcome {
                 case .delivered: break
-                case .rejected(let r, _): status = r.status; reason = r.reason.rawValue
+                case .rejected(let r, _):
+                    status = r.status
+                    // Bounded series: a server can make up reasons without end; ours (status 0) are few.
+                    reason = r.status == 0 || r.reason.isKnown ? r.reason.rawValue : "other"
                 case .deadLetter(let why): status = 0; reason = why.reason
-                case .scheduled: return
+                case .scheduled, .deferred: return
                 }
             }
             // The job read in place: `f.job` counted a reference on it per job.
@@ -77,7 +80,7 @@ extension Completer {
                 case .retried: m.add("apns_retries_total", .init(("app", k.app)), v)
                 case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
                 case .invalidToken: m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
-                case .delivered, .scheduled: break
+                case .delivered, .scheduled, .deferred: break
                 }
             }
             for l in latencies {

@@ -93,6 +93,13 @@ enum OutcomeRecords {
         OutcomeRecord.Context(handle: f.handle, lending: f.uncountedJob, token: f.token, shared: shared)
     }
 
+    /// The envelope of a send that waits in the schedule: only its token goes again.
+    private static func tokenMeta(_ f: FinishedJob.Lent, worker: String) -> JobEnvelope.Meta {
+        JobEnvelope.Meta(
+            token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
+            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
+    }
+
     private static func plan(_ f: FinishedJob.Lent, worker: String) -> Plan {
         if f.isDelivered { return .delivered }  // read in place: `outcome` copies it
         switch f.outcome {
@@ -105,10 +112,9 @@ enum OutcomeRecords {
         case .deadLetter(let why):
             return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
         case .rejected(_, .retry(let afterMs)):
-            let meta = JobEnvelope.Meta(
-                token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-                nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
-            return .schedule(meta, at: "+\(afterMs)", stat: .retried)
+            return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .retried)
+        case .deferred(let afterMs):
+            return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .deferred)
         case .rejected(let rejection, .invalidToken):
             return .failed(rejection, deadDetail: nil)
         case .rejected(let rejection, .deadLetter(let detail)):

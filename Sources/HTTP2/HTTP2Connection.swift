@@ -219,6 +219,11 @@ public final class HTTP2Connection: EventHandler {
         if !framing.wantsRead && !framing.wantsWrite { shutdown(error: nil) }
     }
 
+    /// Queues bytes past the session, ahead of what it writes next (`RawFrame`).
+    public func writeRaw(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { output.append($0) }
+    }
+
     /// Flushes and reports errors by closing, for callers that cannot handle them.
     public func flushOrClose() {
         do { try flush() } catch { shutdown(error: error) }

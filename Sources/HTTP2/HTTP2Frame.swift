@@ -53,3 +53,23 @@ extension ByteBuffer {
         appendUInt32(value)
     }
 }
+
+/// Whole frames as bytes, for a server that must misbehave (the mock's storms): written with
+/// `HTTP2Connection.writeRaw`, past the session.
+public enum RawFrame {
+    public static func ping(ack: Bool) -> [UInt8] {
+        var b = ByteBuffer(capacity: 17)
+        b.appendFrameHeader(length: 8, type: .ping, flags: ack ? HTTP2Frame.Flag.ack : 0, stream: 0)
+        b.appendUInt32(0)
+        b.appendUInt32(0)
+        return Array(b.bytes().assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// PUSH_PROMISE with an empty header block, which a client that disabled push must refuse.
+    public static func pushPromise(stream: Int32, promised: Int32) -> [UInt8] {
+        var b = ByteBuffer(capacity: 13)
+        b.appendFrameHeader(length: 4, type: .pushPromise, flags: HTTP2Frame.Flag.endHeaders, stream: stream)
+        b.appendUInt32(UInt32(bitPattern: promised))
+        return Array(b.bytes().assumingMemoryBound(to: UInt8.self))
+    }
+}

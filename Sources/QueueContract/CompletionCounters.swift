@@ -9,7 +9,7 @@ public enum CompletionKind: String, Sendable {
 
 /// The counter an outcome goes to (README "Stats"): its raw value is the counter's name.
 public enum QueueStat: String, Sendable {
-    case delivered, scheduled, retried, invalidToken = "invalid_token", deadLettered = "dead_lettered"
+    case delivered, scheduled, retried, deferred, invalidToken = "invalid_token", deadLettered = "dead_lettered"
 }
 
 /// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.

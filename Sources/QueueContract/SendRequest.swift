@@ -29,6 +29,10 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
     public var apnsID = APNSID()
     public var responseBody: [UInt8] = []
     public var answered = false
+    /// Sends in a row that got no answer (refused, cut, timed out): each waits longer to go again.
+    public var unansweredSends = 0
+    /// Times the server reset this stream alone while it answered others (RejectionPolicy.Answer.resetAlone).
+    public var resetsAlone = 0
     /// Set once the send is decided, with the app's name for records and counters; read only
     /// then (through `FinishedJob`). Not optional: an optional outcome is destroyed through
     /// generic value witnesses.

@@ -45,6 +45,31 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(httpGet(port: port, path: "/healthz")?.status, 200)
     }
 
+    /// A proxy in front of APNs answers 5xx with an HTML page or nothing: still a server error,
+    /// retried. Reasons APNs does not document share one label (200 of them made 200 series).
+    func testServerErrorsWithoutAReasonAreRetriedAndOddReasonsShareALabel() throws {
+        let port = freePort()
+        let f = try WorkerFixture(settings: ["metrics_port": port]) { config in
+            config.faults.tokens = [
+                .init(tokenPrefix: "5e", status: 503, attempts: 1, body: "<html><body>503 Service Unavailable</body></html>"),
+                .init(tokenPrefix: "50", status: 500, attempts: 1, body: ""),
+                .init(tokenPrefix: "0dd", status: 400, reasonPerToken: true),
+            ]
+        }
+        try f.startWorker()
+        let jobs =
+            (0..<10).map { WorkerFixture.job($0, prefix: "5e") } + (0..<10).map { WorkerFixture.job($0, prefix: "50") }
+            + (0..<30).map { WorkerFixture.job($0, prefix: "0dd") }
+        try f.enqueue(jobs)
+        try f.waitForOutcomes(jobs.count, timeout: 30)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 20, "dead_lettered": 30])
+        XCTAssertEqual(try f.stats()["retried"], 20)
+        let metrics = try XCTUnwrap(httpGet(port: port, path: "/metrics")).body
+        XCTAssertEqual(value(metrics, #"apns_notifications_total{app="default",push_type="alert",reason="other",status="400"}"#), 30)
+        XCTAssertEqual(value(metrics, #"apns_dead_letters_total{app="default",reason="other"}"#), 30)
+        XCTAssertFalse(metrics.contains("Odd"), "no series of its own for each made-up reason")
+    }
+
     func testReadinessFollowsRedis() throws {
         let redis = try TestRedis(dedicated: true)
         let port = freePort()

@@ -98,7 +98,7 @@ final class RejectionPolicyTests: XCTestCase {
         var previous = 0
         for attempts in 1...7 {
             guard case .finish(.retry(let ms)) = decide(.rejected(rejection), attempts: attempts) else { return XCTFail("try \(attempts)") }
-            let step = 1000 << (attempts - 1)
+            let step = min(60_000, 1000 << (attempts - 1))  // the cap holds the last
             XCTAssertTrue((step - step / 5...step).contains(ms), "try \(attempts): \(ms)")
             XCTAssertGreaterThan(ms, previous)
             previous = ms
@@ -106,12 +106,37 @@ final class RejectionPolicyTests: XCTestCase {
         XCTAssertEqual(kind(decide(.rejected(rejection), attempts: 8)), .deadLetter)
     }
 
-    func testNoAnswerResendsFreelyUpToTheBoundThenGivesUp() {
-        let policy = RejectionPolicy(maxFreeResends: 3)
-        for n in 1...3 { XCTAssertEqual(decide(.unanswered(freeResends: n), policy: policy), .resend) }
+    /// Refused, cut or timed-out streams are never the job's fault, however often (issue 26,
+    /// item 3: after 10 they became ConnectionFailures dead letters).
+    func testNoAnswerAlwaysResendsAndCountsNoAttempt() {
+        for attempts in [0, 1, 100] { XCTAssertEqual(decide(.unanswered, attempts: attempts), .resend) }
+    }
+
+    /// A stream the server resets on its own while it answers others is the job's doing.
+    func testAStreamResetAloneBecomesADeadLetterAfterTheBound() {
+        let policy = RejectionPolicy(maxStreamResets: 3)
+        for n in 1...2 { XCTAssertEqual(decide(.resetAlone(code: "PROTOCOL_ERROR", times: n), policy: policy), .resend) }
         XCTAssertEqual(
-            decide(.unanswered(freeResends: 4), attempts: 0, policy: policy),
-            .finish(.deadLetter(detail: "APNs answered 0: unknown reason (after 0 attempts)")))
-        XCTAssertEqual(RejectionPolicy.connectionFailures.reason.rawValue, "ConnectionFailures")
+            decide(.resetAlone(code: "PROTOCOL_ERROR", times: 3), attempts: 0, policy: policy),
+            .finish(
+                .deadLetter(
+                    detail: "APNs reset this notification's stream with PROTOCOL_ERROR 3 times, while it answered others on the connection")))
+        XCTAssertEqual(RejectionPolicy.streamReset.reason.rawValue, "StreamReset")
+    }
+
+    /// A proxy in front of APNs answers 5xx with an HTML page or nothing: the status decides.
+    func testAnAnswerWithoutAKnownReasonIsDecidedByItsStatus() {
+        for (status, body) in [(500, ""), (503, "<html><body>503 Service Unavailable</body></html>"), (502, "Bad Gateway"), (504, "")] {
+            let r = APNSRejection.parse(status: status, body: Array(body.utf8), apnsID: nil)
+            guard case .finish(.retry(let ms)) = decide(.rejected(r)) else { return XCTFail("\(status) \(r.reason)") }
+            XCTAssertTrue((1000...5000).contains(ms), "\(status): the server-error policy, \(ms)")
+            XCTAssertEqual(kind(decide(.rejected(r), attempts: 3)), .deadLetter, "\(status): three tries at most")
+        }
+        let throttled = APNSRejection.parse(status: 429, body: [], apnsID: nil)
+        guard case .finish(.retry(let ms)) = decide(.rejected(throttled)) else { return XCTFail("429") }
+        XCTAssertTrue((800...1000).contains(ms), "429: the backoff policy, \(ms)")
+        XCTAssertEqual(kind(decide(.rejected(throttled), attempts: 7)), .retry)
+        let teapot = APNSRejection.parse(status: 418, body: Array("short and stout".utf8), apnsID: nil)
+        XCTAssertEqual(kind(decide(.rejected(teapot))), .deadLetter)
     }
 }

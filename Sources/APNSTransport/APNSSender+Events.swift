@@ -1,0 +1,221 @@
+import APNSCore
+import HTTP2
+import IOLoop
+import QueueContract
+import Telemetry
+
+/// Why a send came back without an answer.
+enum UnansweredEvent: Equatable {
+    /// Beyond the last stream of a GOAWAY, or on a connection that closed.
+    case cutByGoAway, connectionLost
+    /// RST_STREAM REFUSED_STREAM on a connection still open.
+    case refused
+    /// No answer within `request_timeout_ms`: we cancelled it.
+    case timedOut
+    /// RST_STREAM with another code.
+    case reset(HTTP2ErrorCode)
+}
+
+/// What the connections report, and what becomes of each send: delivered, decided, sent
+/// again (on another connection or after a delay), or put back in the schedule while its pool
+/// is paused. Loop thread.
+extension APNSSender {
+    // MARK: Connections
+
+    /// `c` could not connect (its endpoint's name did not resolve, or no address took a connect).
+    func connectFailed(_ c: APNSConnection, error: Error) {
+        guard let s = slot(of: c) else { return }
+        let p = c.poolIndex
+        if troubles[p].note(.connectFailed, nowMs: MonotonicClock.nowMilliseconds()) {
+            logger.warning("cannot connect to APNs", ["apps": .string(poolNames[p]), "error": .string("\(error)")])
+        }
+        slots[p][s] = nil
+        openRest(pool: p)
+        replaceConnection(pool: p, slot: s, delivered: false)
+    }
+
+    func pingTimedOut(_ c: APNSConnection) {
+        logger.warning("APNs connection did not answer a PING; replacing it", ["apps": .string(poolNames[c.poolIndex])])
+    }
+
+    /// Gauges and readiness follow connections at once, not at the next timer scan.
+    func connectionBecameReady(_ c: APNSConnection) { publishGauges() }
+
+    /// The server's first SETTINGS arrived on `c`.
+    func connectionSettled(_ c: APNSConnection) { openRest(pool: c.poolIndex) }
+
+    /// The first delivery on `c`: the way to APNs works again, so the pool's empty slots fill now.
+    func connectionDelivered(_ c: APNSConnection) {
+        let p = c.poolIndex
+        guard reconnects[p].failures > 0 else { return }
+        reconnects[p].reset()
+        for s in slots[p].indices where slots[p][s] == nil { openConnection(pool: p, slot: s) }
+    }
+
+    /// `byServer`: APNs sent GOAWAY; otherwise the connection retired itself (`APNSConnection.retire`).
+    func connectionDraining(_ c: APNSConnection, reason: String, byServer: Bool) {
+        let p = c.poolIndex
+        if byServer {
+            metrics.record { $0.add("apns_goaways_total", .init(("pool", poolNames[p]))) }
+            if troubles[p].note(.goAway, nowMs: MonotonicClock.nowMilliseconds()) {
+                logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(poolNames[p]), "reason": .string(reason)])
+            }
+        } else {
+            logger.info("replacing a connection", ["apps": .string(poolNames[p]), "reason": .string(reason)])
+        }
+        guard let s = slot(of: c) else { return }
+        draining[ObjectIdentifier(c)] = c
+        slots[p][s] = nil
+        replaceConnection(pool: p, slot: s, delivered: c.hasDelivered)
+    }
+
+    func connectionClosed(_ c: APNSConnection, error: Error?, unanswered lost: [SendRequest]) {
+        let p = c.poolIndex
+        openRest(pool: p)
+        for r in lost.reversed() { unanswered(r, on: nil, .connectionLost) }
+        if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
+        guard let s = slot(of: c) else { return }
+        slots[p][s] = nil
+        publishGauges()
+        guard !stopping else { return }
+        metrics.record { $0.add("apns_reconnects_total", .init(("pool", poolNames[p]))) }
+        if troubles[p].note(.closed, nowMs: MonotonicClock.nowMilliseconds()) {
+            logger.warning(
+                "APNs connection closed", ["apps": .string(poolNames[p]), "error": .string(error.map { "\($0)" } ?? "closed by the server")])
+        }
+        replaceConnection(pool: p, slot: s, delivered: c.hasDelivered)
+    }
+
+    // MARK: Sends
+
+    /// A send that APNs did not answer goes again and costs no attempt, however often (DESIGN.md
+    /// §4): at once when its connection is gone, else after a growing delay, never at once on
+    /// the connection that refused it. Only a stream reset alone, again and again, is the job's.
+    func unanswered(_ r: SendRequest, on c: APNSConnection?, _ event: UnansweredEvent) {
+        let p = poolOf[r.app]
+        let now = MonotonicClock.nowMilliseconds()
+        var answer = RejectionPolicy.Answer.unanswered
+        switch event {
+        case .refused: _ = troubles[p].note(.refused, nowMs: now)
+        case .timedOut: _ = troubles[p].note(.timedOut, nowMs: now)
+        case .reset(let code):
+            _ = troubles[p].note(.reset, nowMs: now)
+            if let c, c.lastAnswerMs + 5000 > now {
+                r.resetsAlone += 1
+                answer = .resetAlone(code: code.description, times: r.resetsAlone)
+            }
+        case .cutByGoAway, .connectionLost: break
+        }
+        if breakers[p].isOpen { breakers[p].failed(.transport, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) }
+        if case .finish(let verdict) = decide(answer, for: r) {
+            decided(r, outcome: .rejected(RejectionPolicy.streamReset, verdict))
+            return
+        }
+        r.unansweredSends += 1
+        let gone = c == nil || event == .cutByGoAway
+        requeue(r, afterMs: gone && r.unansweredSends == 1 ? 0 : resendDelayMs(after: r.unansweredSends))
+    }
+
+    /// 100 ms after the first of a row of unanswered sends, doubling up to 5 s, with jitter.
+    private func resendDelayMs(after sends: Int) -> Int {
+        let ceiling = min(5000, 100 << min(max(sends - 1, 0), 16))
+        return Int.random(in: ceiling / 2...ceiling, using: &rng)
+    }
+
+    /// Puts `r` back at the front of its pool's queue, now or after `afterMs`; a job whose
+    /// expiration passed while it waited is given up instead.
+    func requeue(_ r: SendRequest, afterMs: Int = 0) {
+        if let expiration = r.job.expiration, expiration > 0, expiration * 1000 <= WallClock.nowMilliseconds() {
+            decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "its expiration (\(expiration)) passed before APNs took it")))
+            return
+        }
+        let p = poolOf[r.app]
+        guard afterMs > 0 else { return pending[p].pushFront(r) }
+        waitingResends[p] += 1
+        loop.schedule(afterMilliseconds: afterMs) { [self] in
+            waitingResends[p] -= 1
+            if !stopping { pending[p].pushFront(r) }
+        }
+    }
+
+    static let expired = APNSRejection(status: 0, reason: APNSReason("Expired"), apnsID: nil, timestamp: nil)
+
+    /// A paused pool keeps `heldWhilePaused` sends (the probe among them); the rest wait in the
+    /// schedule until about when the pause ends, so that they hold up no other pool's jobs.
+    func deferExcess(pool p: Int, now: UInt64) {
+        let excess = pending[p].count - settings.heldWhilePaused
+        guard excess > 0 else { return }
+        let wait = max(1000, breakers[p].remainingPauseMs(nowMs: now))
+        for _ in 0..<excess {
+            guard let r = pending[p].popFirst() else { break }
+            decided(r, outcome: .deferred(afterMs: wait + Int.random(in: 0...1000, using: &rng)))
+        }
+        logger.info("the app is paused; sends beyond what it holds wait in the schedule", ["apps": .string(poolNames[p]), "deferred": .int(excess)])
+    }
+
+    private func decide(_ answer: RejectionPolicy.Answer, for r: SendRequest) -> RejectionPolicy.Action {
+        settings.rejections.decide(answer, attempts: r.attempts.count, jobMaxAttempts: r.job.maxAttempts, using: &rng)
+    }
+
+    /// APNs answered `r` with a verdict; `r` is consumed: its reference goes on with the outcome.
+    func finished(_ r: consuming SendRequest, outcome: Outcome) {
+        let app = r.app
+        breakers[poolOf[app]].succeeded()
+        if case .delivered = outcome { deliveredApps[app] = true }
+        decided(r, outcome: outcome)
+    }
+
+    /// `r` is decided, by APNs or by us: its outcome goes to Redis.
+    func decided(_ r: consuming SendRequest, outcome: Outcome) {
+        let app = r.app
+        sink.add(r.decide(outcome, appName: apps[app].name))
+        decidedThisTurn += 1
+    }
+
+    func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
+        let p = poolOf[r.app]
+        lastProgressMs[p] = MonotonicClock.nowMilliseconds()
+        logger.log(
+            rejection.status >= 500 ? .warning : .info, "APNs rejected a notification",
+            [
+                "app": .string(apps[r.app].name), "token": .string(r.token.hex), "status": .int(rejection.status),
+                "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
+                "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
+            ])
+        switch decide(.rejected(rejection), for: r) {
+        case .refreshTokenAndResend:
+            // The connection is wedged after this error: new JWT, new connection, same job.
+            if (try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)) == true {
+                metrics.record { $0.add("apns_jwt_mints_total", .init(("app", apps[r.app].name))) }
+            }
+            c.http?.shutdown(error: nil)
+            requeue(withoutLastAttempt(r))
+        case .reconnectAndResend:
+            c.http?.shutdown(error: nil)
+            requeue(withoutLastAttempt(r))
+        case .resend:
+            requeue(withoutLastAttempt(r))
+        case .pauseCredential(let closeConnection):
+            // The credential, not the job, is at fault: the app waits (with probes) and the
+            // job costs no attempt. One outage is one pause: answers to requests sent before it
+            // change nothing. TooManyProviderTokenUpdates also retires the connection.
+            let now = MonotonicClock.nowMilliseconds()
+            if let pause = breakers[p].failed(.credential, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) {
+                metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
+                logger.error(
+                    "APNs refused the app's credentials; pausing the app and probing",
+                    ["app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
+            }
+            if closeConnection { c.http?.shutdown(error: nil) }
+            requeue(withoutLastAttempt(r))
+        case .finish(let verdict):
+            finished(r, outcome: .rejected(rejection, verdict))
+        }
+    }
+}
+
+/// Forgets the request's last answer: a try that was not the job's fault.
+private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
+    if !r.attempts.isEmpty { r.attempts.removeLast() }
+    return r
+}
