@@ -53,6 +53,10 @@ public final class MockServer: @unchecked Sendable {
         storm.withLock { $0 = (kind, until) }
     }
 
+    /// Refuses (403 InvalidProviderToken) or accepts again the JWTs of a key, as when a key is
+    /// revoked in Apple's developer account and restored.
+    public func revoke(keyID: String, _ isRevoked: Bool = true) { validator.setRevoked(keyID, isRevoked) }
+
     /// The storm blowing now, if any.
     var currentStorm: MockConfiguration.Storm.Kind? {
         let now = MonotonicClock.nowMilliseconds()

@@ -1,5 +1,6 @@
 import APNSCore
 import Foundation
+import Synchronization
 import TLS
 
 /// Apple's checks, in Apple's order: authentication first, then the request itself
@@ -16,6 +17,17 @@ final class MockValidator {
     private let tokenMaxAge: Int64
     private let tokenUpdateWindow: Int64
     private let now: () -> Int64
+    /// Keys revoked at run time (`MockServer.revoke`): their JWTs get 403 InvalidProviderToken.
+    private let revoked = Mutex<Set<String>>([])
+    private let anyRevoked = Atomic<Bool>(false)
+
+    func setRevoked(_ keyID: String, _ isRevoked: Bool) {
+        let any = revoked.withLock { set in
+            if isRevoked { set.insert(keyID) } else { set.remove(keyID) }
+            return !set.isEmpty
+        }
+        anyRevoked.store(any, ordering: .releasing)
+    }
 
     init(configuration: MockConfiguration, now: @escaping () -> Int64) throws {
         var keys: [String: VerifiedKey] = [:]
@@ -101,6 +113,9 @@ final class MockValidator {
             auth.lastAuthorization = Array(header.utf8)
             auth.lastClaims = claims
             auth.coveredTopic = nil
+        }
+        if anyRevoked.load(ordering: .acquiring), revoked.withLock({ $0.contains(claims.keyID) }) {
+            return .failure(.reject(403, .invalidProviderToken))
         }
         if let pinned = auth.pinnedTeam, pinned != claims.teamID {
             return .failure(.reject(403, .invalidProviderToken))
