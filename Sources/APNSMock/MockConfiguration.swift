@@ -98,6 +98,8 @@ public struct MockConfiguration: Codable, Sendable {
             case noSettings = "no_settings"
             /// A PUSH_PROMISE on the request's stream, which the client's SETTINGS refused.
             case pushPromise = "push_promise"
+            /// 5,000 PINGs as soon as a connection is up, more answers than a client should queue.
+            case pingFlood = "ping_flood"
         }
         public var kind: Kind
         public var forMs: Int

@@ -55,6 +55,12 @@ final class MockConnection: HTTP2ConnectionDelegate {
         case .noSettings?:
             connection.writeRaw(RawFrame.ping(ack: false))
             server.stats.withLock { $0.stormEvents += 1 }
+        case .pingFlood?:
+            let ping = RawFrame.ping(ack: false)
+            connection.server.submitMaxConcurrentStreams(streamLimit)  // SETTINGS first, as the protocol asks
+            try? connection.flush()
+            for _ in 0..<5000 { connection.writeRaw(ping) }
+            server.stats.withLock { $0.stormEvents += 1 }
         default: break
         }
         auth.certificateUID = connection.peerSubjectUID
@@ -96,7 +102,9 @@ final class MockConnection: HTTP2ConnectionDelegate {
 
     func http2RemoteSettings(maxConcurrentStreams: Int) {}
     func http2PingReceived() { server.stats.withLock { $0.pingsReceived += 1 } }
-    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {}
+    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {
+        server.stats.withLock { $0.goawaysReceived[errorCode.rawValue, default: 0] += 1 }
+    }
 
     func http2EndStream(_ stream: Int32) {
         guard let request = requests[stream], let connection else { return }
@@ -158,7 +166,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
     private func misbehave(_ storm: MockConfiguration.Storm.Kind, on request: MockRequest, _ connection: HTTP2Connection) -> Bool {
         switch storm {
         case .refuse: connection.server.resetStream(request.stream, errorCode: .refusedStream)
-        case .timeout, .noSettings: break  // a server that broke the protocol processes nothing
+        case .timeout, .noSettings, .pingFlood: break  // a hostile server processes nothing
         case .closeNotify: connection.loop.schedule(afterMilliseconds: 0) { connection.shutdown(error: nil) }
         case .pushPromise:
             connection.writeRaw(RawFrame.pushPromise(stream: request.stream, promised: request.stream + 1))

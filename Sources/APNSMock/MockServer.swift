@@ -163,6 +163,8 @@ public struct MockStats: Sendable, Equatable {
     public var settingsChanges = 0
     public var pingsReceived = 0
     public var drops = 0
+    /// GOAWAYs clients sent, by error code (a client says why it closes on a protocol error).
+    public var goawaysReceived: [UInt32: Int] = [:]
     /// Connections and requests a storm misbehaved on.
     public var stormEvents = 0
     /// TLS handshakes that resumed an earlier session (no certificate chain sent).

@@ -29,6 +29,9 @@ extension HTTP2ClientSession {
             let payload = UnsafeRawBufferPointer(rebasing: bytes[(at + 9)..<(at + 9 + length)])
             try frame(type: bytes[at + 3], flags: bytes[at + 4], stream: stream, payload)
             at += 9 + length
+            guard answersQueued <= Self.maxQueuedAnswers else {
+                throw Self.error(.enhanceYourCalm, "more than \(Self.maxQueuedAnswers) frames to answer while the server reads none")
+            }
         }
         return at
     }
@@ -40,7 +43,11 @@ extension HTTP2ClientSession {
         if case .awaitingSettings = state, type != HTTP2Frame.Kind.settings.rawValue {
             throw Self.error(.protocolError, "the server's first frame is not SETTINGS")
         }
-        switch HTTP2Frame.Kind(rawValue: type) {
+        let kind = HTTP2Frame.Kind(rawValue: type)
+        if stream != 0, kind != .priority, kind != .continuation, kind != nil, !wasOpened(stream) {
+            throw Self.error(.protocolError, "a frame of type \(type) on stream \(stream), which was never opened")
+        }
+        switch kind {
         case .data: try data(flags: flags, stream: stream, payload)
         case .headers: try headers(flags: flags, stream: stream, payload)
         case .rstStream:
@@ -60,6 +67,7 @@ extension HTTP2ClientSession {
                 delegate.http2PingReceived()
                 pending.appendFrameHeader(length: 8, type: .ping, flags: HTTP2Frame.Flag.ack, stream: 0)
                 pending.append(payload)
+                answersQueued += 1
             }
         case .goAway: try goAway(stream: stream, payload)
         case .windowUpdate: try windowUpdate(stream: stream, payload)
@@ -71,8 +79,11 @@ extension HTTP2ClientSession {
                 reading = .frames
                 try headersDone(stream: stream, endStream: endsStream)
             }
-        case .priority, nil:
-            break  // PRIORITY and frames of unknown types are ignored (RFC 9113 §5.5)
+        case .priority:
+            guard stream != 0 else { throw Self.error(.protocolError, "PRIORITY on stream 0") }
+            if payload.count != 5 { streamError(stream, .frameSizeError) }  // otherwise ignored: we keep no priorities
+        case nil:
+            break  // frames of unknown types are ignored (RFC 9113 §5.5)
         }
     }
 
@@ -80,12 +91,17 @@ extension HTTP2ClientSession {
         guard stream != 0 else { throw Self.error(.protocolError, "DATA on stream 0") }
         let content = try Self.unpadded(flags: flags, payload)
         // Padding counts against the window too; the connection's is granted again at half.
+        guard payload.count <= receiveWindow else { throw Self.error(.flowControlError, "DATA beyond the connection's window") }
+        receiveWindow -= payload.count
         receivedSinceUpdate += payload.count
         if receivedSinceUpdate >= Self.connectionWindow / 2 {
             writeWindowUpdate(stream: 0, increment: receivedSinceUpdate)
             receivedSinceUpdate = 0
         }
-        guard streams[stream] != nil else { return }  // reset by us: its answer goes unread
+        guard var s = streams[stream] else { return }  // reset by us: its answer goes unread
+        guard payload.count <= s.receiveWindow else { return streamError(stream, .flowControlError) }
+        s.receiveWindow -= payload.count
+        streams[stream] = s
         if !content.isEmpty { delegate.http2Data(stream: stream, bytes: content.assumingMemoryBound(to: UInt8.self)) }
         if flags & HTTP2Frame.Flag.endStream != 0 { remoteEnded(stream) }
     }
@@ -174,6 +190,7 @@ extension HTTP2ClientSession {
             }
         }
         pending.appendFrameHeader(length: 0, type: .settings, flags: HTTP2Frame.Flag.ack, stream: 0)
+        answersQueued += 1
         if case .awaitingSettings(let said) = state { state = said ? .goingAway(saidByUs: true) : .open }
         delegate.http2RemoteSettings(maxConcurrentStreams: peerMaxConcurrentStreams)
         sendUnsent()
@@ -199,7 +216,10 @@ extension HTTP2ClientSession {
             guard increment > 0 else { throw Self.error(.protocolError, "a WINDOW_UPDATE of 0 for the connection") }
             sendWindow += increment
             guard sendWindow <= 0x7FFF_FFFF else { throw Self.error(.flowControlError, "a connection window above 2^31-1") }
-        } else if var s = streams[stream], increment > 0 {
+        } else if var s = streams[stream] {
+            // Stream errors (RFC 9113 §6.9, §6.9.1): the stream is reset, the connection goes on.
+            guard increment > 0 else { return streamError(stream, .protocolError) }
+            guard s.window + increment <= 0x7FFF_FFFF else { return streamError(stream, .flowControlError) }
             s.window += increment
             streams[stream] = s
         }

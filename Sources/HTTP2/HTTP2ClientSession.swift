@@ -61,6 +61,8 @@ public final class HTTP2ClientSession: HTTP2Framing {
         var sentEnd: Bool
         /// In `unsent`.
         var queued = false
+        /// What the server may still send on this stream (we never grant more: answers are small).
+        var receiveWindow = HTTP2ClientSession.streamWindow
     }
     var streams = StreamTable<Stream>(capacity: 256)
     /// Streams with body still to send, oldest first: a body goes out when frames are produced,
@@ -70,6 +72,13 @@ public final class HTTP2ClientSession: HTTP2Framing {
     var unsent: [Int32] = []
     private var sending: [Int32] = []
     var nextStream: Int32
+    let firstStream: Int32
+    /// What the server may still send on the connection before we grant more.
+    var receiveWindow = 65_535  // RFC 9113's initial window, until our WINDOW_UPDATE in init
+    /// Frames written in answer to the server's (PING and SETTINGS ACKs, resets) since frames
+    /// were last produced: a server that sends them and never reads is cut off, not buffered.
+    var answersQueued = 0
+    static let maxQueuedAnswers = 1000
     /// Streams we reset, to report closed when frames are next produced.
     private var resetByUs: [(stream: Int32, errorCode: HTTP2ErrorCode)] = []
 
@@ -83,6 +92,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
     public init(delegate: HTTP2SessionDelegate, firstStream: Int32 = 1) throws(HTTP2ProtocolError) {
         self.delegate = delegate
         nextStream = firstStream
+        self.firstStream = firstStream
         var created: OpaquePointer?
         let rc = nghttp2_hd_inflate_new(&created)
         guard rc == 0, let created else { throw .nghttp2(rc, operation: "creating the HPACK decoder") }
@@ -144,6 +154,16 @@ public final class HTTP2ClientSession: HTTP2Framing {
         pending.appendUInt32(0)
     }
 
+    /// Tells the server why the connection ends (RFC 9113 §5.4.1): GOAWAY with the error's code.
+    public func sayGoAway(after error: HTTP2ProtocolError) {
+        state = .goingAway(saidByUs: true)
+        let debug = Array(error.detail.utf8.prefix(200))
+        pending.appendFrameHeader(length: 8 + debug.count, type: .goAway, flags: 0, stream: 0)
+        pending.appendUInt32(0)  // the last stream the server opened: none
+        pending.appendUInt32(error.code.rawValue)
+        debug.withUnsafeBytes { pending.append($0) }
+    }
+
     /// Resets a stream of ours; the delegate hears it closed when frames are next produced.
     public func resetStream(_ stream: Int32, errorCode: HTTP2ErrorCode) {
         guard streams.removeValue(forKey: stream) != nil else { return }
@@ -160,6 +180,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
             for r in reset { delegate.http2StreamClosed(r.stream, errorCode: r.errorCode) }
         }
         sendUnsent()
+        answersQueued = 0
         guard !pending.isEmpty else { return }
         out.append(pending.bytes())
         pending.removeAll()
@@ -234,11 +255,24 @@ public final class HTTP2ClientSession: HTTP2Framing {
     func writeWindowUpdate(stream: Int32, increment: Int) {
         pending.appendFrameHeader(length: 4, type: .windowUpdate, flags: 0, stream: stream)
         pending.appendUInt32(UInt32(increment))
+        if stream == 0 { receiveWindow += increment }
     }
 
     func writeRSTStream(_ stream: Int32, _ errorCode: HTTP2ErrorCode) {
         pending.appendFrameHeader(length: 4, type: .rstStream, flags: 0, stream: stream)
         pending.appendUInt32(errorCode.rawValue)
+        answersQueued += 1
+    }
+
+    /// A stream error (RFC 9113 §5.4.2): the stream is reset with `code`, the connection goes on.
+    func streamError(_ stream: Int32, _ code: HTTP2ErrorCode) {
+        if streams[stream] != nil { resetStream(stream, errorCode: code) } else { writeRSTStream(stream, code) }
+    }
+
+    /// Whether `stream` is one of ours that was opened (it may be closed since): a server opens
+    /// no streams, and a frame on one never opened is a connection error (RFC 9113 §5.1).
+    func wasOpened(_ stream: Int32) -> Bool {
+        stream % 2 == 1 && stream >= firstStream && (nextStream < 0 || stream < nextStream)
     }
 
     /// A DATA or HEADERS payload without its padding.

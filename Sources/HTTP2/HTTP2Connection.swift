@@ -153,9 +153,21 @@ public final class HTTP2Connection: EventHandler {
             case .closed:
                 return
             }
+        } catch let error as HTTP2ProtocolError {
+            sayGoAway(after: error)
+            shutdown(error: error)
         } catch {
             shutdown(error: error)
         }
+    }
+
+    /// A connection error: GOAWAY with its code goes out if the socket takes it now (RFC 9113
+    /// §5.4.1), then the connection closes.
+    private func sayGoAway(after error: HTTP2ProtocolError) {
+        guard state == .open else { return }
+        framing.sayGoAway(after: error)
+        try? framing.produce(into: &output, target: HTTP2Connection.writeTarget)
+        while outputOffset < output.count, case .bytes(let n)? = try? tls.write(output.bytes(from: outputOffset)), n > 0 { outputOffset += n }
     }
 
     private func continueHandshake() throws {

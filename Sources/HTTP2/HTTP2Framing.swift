@@ -35,6 +35,8 @@ protocol HTTP2Framing: AnyObject {
     func produce(into out: inout ByteBuffer, target: Int) throws(HTTP2ProtocolError)
     var wantsRead: Bool { get }
     var wantsWrite: Bool { get }
+    /// Queues GOAWAY with the error's code, before the connection closes on it.
+    func sayGoAway(after error: HTTP2ProtocolError)
 }
 
 /// A connection error of HTTP/2: the RFC 9113 code it amounts to, what was being done, and why.

@@ -141,6 +141,10 @@ public final class HTTP2ServerSession: HTTP2Framing {
         nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, errorCode.rawValue, debugData, debugData.count)
     }
 
+    public func sayGoAway(after error: HTTP2ProtocolError) {
+        nghttp2_session_terminate_session(session, error.code.rawValue)
+    }
+
     public func resetStream(_ stream: Int32, errorCode: HTTP2ErrorCode) {
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode.rawValue)
     }

@@ -24,6 +24,13 @@ final class StormTests: XCTestCase {
             XCTAssertEqual(accepted.count, tokens.count, "\(kind): each delivered exactly once")
             XCTAssertEqual(Set(accepted), Set(tokens), "\(kind): each delivered exactly once")
             XCTAssertLessThanOrEqual(stats.connections, 30, "\(kind): reconnects back off")
+            if kind == .pushPromise || kind == .noSettings {
+                XCTAssertGreaterThan(stats.goawaysReceived[1] ?? 0, 0, "\(kind): the client says GOAWAY PROTOCOL_ERROR before it closes")
+            }
+            if kind == .pingFlood {
+                XCTAssertGreaterThan(
+                    stats.goawaysReceived[0xB] ?? 0, 0, "the client bounds its answers and says ENHANCE_YOUR_CALM: \(stats.goawaysReceived)")
+            }
             print("storm \(kind): \(stats.connections) connections, \(stats.stormEvents) events, \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         }
     }

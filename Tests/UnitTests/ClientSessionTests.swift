@@ -248,6 +248,69 @@ final class ClientSessionTests: XCTestCase {
         }
     }
 
+    /// A server that sends PINGs and reads nothing gets its answers queued up to a bound, then
+    /// the connection ends (2,000,000 PINGs grew the worker from 22 to 147 MB).
+    func testAnswersQueuedForAServerThatDoesNotReadAreBounded() throws {
+        let client = try Self.settledClient(Recorder())
+        let pings = (0..<2000).flatMap { _ in Self.frame(6, 0, 0, [UInt8](repeating: 1, count: 8)) }
+        XCTAssertThrowsError(try pings.withUnsafeBytes { try client.receive($0) }) { error in
+            XCTAssertEqual((error as? HTTP2ProtocolError)?.code, .enhanceYourCalm)
+        }
+        XCTAssertLessThan(client.pending.count, 1001 * 17 + 1024, "what waits for the server is bounded")
+        // A server that reads gets every answer.
+        let reading = try Self.settledClient(Recorder())
+        for _ in 0..<3 {
+            try Array(pings.prefix(500 * 17)).withUnsafeBytes { try reading.receive($0) }
+            XCTAssertEqual(Self.frames(try Self.drain(reading)).filter { $0.type == 6 && $0.flags == 1 }.count, 500)
+        }
+    }
+
+    /// RFC 9113: stream errors reset the stream and leave the connection up; frames on streams
+    /// never opened and DATA past the window are errors; a connection error is told in GOAWAY.
+    func testStreamAndConnectionErrorsAreAnsweredAsTheRFCAsks() throws {
+        func session() throws -> (HTTP2ClientSession, Recorder, Int32) {
+            let up = Recorder()
+            let client = try Self.settledClient(up)
+            let stream = try Self.submitOne(client)
+            _ = try Self.drain(client)
+            return (client, up, stream)
+        }
+        let streamErrors: [(String, (Int32) -> [UInt8], UInt32)] = [
+            ("a WINDOW_UPDATE of 0 on a stream", { Self.frame(8, 0, $0, Self.uint32(0)) }, 1),
+            ("a stream window past 2^31-1", { Self.frame(8, 0, $0, Self.uint32(0x7FFF_FFFF)) }, 3),
+            ("PRIORITY of 4 bytes", { Self.frame(2, 0, $0, Self.uint32(0)) }, 6),
+            ("DATA past the stream's window", { s in (0..<65).flatMap { _ in Self.frame(0, 0, s, [UInt8](repeating: 0, count: 16_384)) } }, 3),
+        ]
+        for (what, bytes, code) in streamErrors {
+            let (client, up, stream) = try session()
+            XCTAssertNoThrow(try bytes(stream).withUnsafeBytes { try client.receive($0) }, what)
+            let written = Self.frames(try Self.drain(client))
+            XCTAssertTrue(written.contains { $0.type == 3 && $0.stream == stream && $0.payload == Self.uint32(code) }, what)
+            XCTAssertEqual(up.closed.map(\.1), [code], what)
+            XCTAssertTrue(client.canOpenStreams, "\(what): the connection goes on")
+        }
+        let connectionErrors: [(String, (Int32) -> [UInt8])] = [
+            ("DATA on a stream never opened", { Self.frame(0, 0, $0 + 2, [1]) }),
+            ("HEADERS on a server's stream", { _ in Self.frame(1, 0x05, 2, [0x88]) }),
+            ("RST_STREAM on a stream never opened", { Self.frame(3, 0, $0 + 40, Self.uint32(0)) }),
+            ("WINDOW_UPDATE on a stream never opened", { Self.frame(8, 0, $0 + 2, Self.uint32(1)) }),
+            ("PRIORITY on stream 0", { _ in Self.frame(2, 0, 0, [0, 0, 0, 0, 0]) }),
+        ]
+        for (what, bytes) in connectionErrors {
+            let (client, _, stream) = try session()
+            XCTAssertThrowsError(try bytes(stream).withUnsafeBytes { try client.receive($0) }, what) { error in
+                XCTAssertEqual((error as? HTTP2ProtocolError)?.code, .protocolError, what)
+                client.sayGoAway(after: error as! HTTP2ProtocolError)
+            }
+            let goAway = Self.frames(try Self.drain(client)).first { $0.type == 7 }
+            XCTAssertEqual(goAway.map { Array($0.payload[4..<8]) }, Self.uint32(1), "\(what): GOAWAY carries PROTOCOL_ERROR")
+        }
+        // A frame on a stream that was opened and has closed is not an error.
+        let (client, _, stream) = try session()
+        try Self.frame(1, 0x05, stream, [0x88]).withUnsafeBytes { try client.receive($0) }
+        XCTAssertNoThrow(try Self.frame(0, 0x01, stream, [1]).withUnsafeBytes { try client.receive($0) })
+    }
+
     /// A GOAWAY the client says before the server's SETTINGS (its stream ids ran out on the
     /// first requests) leaves the server's first frame still bound to be SETTINGS.
     func testTheFirstFrameMustBeSettingsEvenAfterTheClientSaidGoAway() throws {
@@ -267,7 +330,7 @@ final class ClientSessionTests: XCTestCase {
     /// requests, never crash it.
     func testRandomFramesNeverCrashTheSession() throws {
         var rng = SplitMix64(seed: 7)
-        var errors = 0, sessions = 0
+        var errors = 0, sessions = 0, created = 0
         var client = try Self.settledClient(Recorder())
         for _ in 0..<20_000 {
             if sessions == 0 || rng.next() % 50 == 0 {
@@ -275,6 +338,7 @@ final class ClientSessionTests: XCTestCase {
                 for _ in 0..<3 { try Self.submitOne(client) }
                 _ = try Self.drain(client)
                 sessions += 1
+                created += 1
             }
             let type = UInt8(rng.next() % 11), flags = UInt8(truncatingIfNeeded: rng.next())
             let stream = Int32(rng.next() % 8)
@@ -288,7 +352,8 @@ final class ClientSessionTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(errors, 100, "broken frames are refused")
-        XCTAssertGreaterThan(sessions, 0)
+        XCTAssertGreaterThan(20_000 - errors, 2000, "and the rest are read")
+        XCTAssertGreaterThan(created, 100)
     }
 
     /// The encoder's table against nghttp2's decoder over many requests: new tokens push old
