@@ -37,7 +37,11 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// backoff ends only then, not when TLS is up).
     private(set) var hasDelivered = false
 
-    init(app: AppRuntime, poolIndex: Int, owner: APNSSender, streams: Int) {
+    /// The per-connection rate cap, if one is set.
+    private var rate: TokenBucket?
+
+    init(app: AppRuntime, poolIndex: Int, owner: APNSSender, streams: Int, rate: TokenBucket? = nil) {
+        self.rate = rate
         self.app = app
         self.poolIndex = poolIndex
         self.owner = UncountedReference(owner)
@@ -69,6 +73,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     }
 
     var available: Int { isReady && !isClosed ? budget.available : 0 }
+    /// Requests the rate cap lets go now (no cap: any number).
+    func rateAllowance(nowMs: UInt64) -> Int { rate?.available(nowMs: nowMs) ?? .max }
+    var msUntilRate: Int { rate?.msUntilNext ?? 0 }
+
     /// Requests whose streams are open here.
     var openRequests: Int { streams.count }
     var liveStreamLimit: Int { isReady && !isClosed ? budget.limit : 0 }
@@ -97,6 +105,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             budget.opened()
             opened += 1
         }
+        if opened > 0 { rate?.take(opened) }
         if !session.canOpenStreams { retire(session) }
         return opened
     }

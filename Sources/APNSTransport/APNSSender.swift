@@ -42,6 +42,8 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         public var heldWhilePaused = 100
         /// Seconds between the summary lines of a pool's connection trouble.
         public var troubleLogIntervalMs = 10_000
+        /// Requests a second on one connection at most; nil for no cap (Apple documents none).
+        public var ratePerConnection: Int?
 
         public init(
             connectionsPerApp: Int, streamsPerConnection: Int, requestTimeoutMs: Int, credentialPauseMs: Int = 60_000,
@@ -95,6 +97,9 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     private var touched: [APNSConnection] = []
     /// Pools whose connections but the first are still to open (`openRest`).
     private var restToOpen: [Bool]
+    /// Each pool's rate cap (its apps' `max_rate`, the smallest), nil for none.
+    private var poolRates: [TokenBucket?]
+    private var rateWakeScheduled = false
     var rng = SystemRandomNumberGenerator()
 
     /// `name`: the I/O thread's, for metrics labels.
@@ -140,6 +145,10 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         busyAtLastScan = pools.map { _ in false }
         troubles = pools.map { _ in TroubleLog() }
         restToOpen = pools.map { _ in true }
+        poolRates = pools.indices.map { p in
+            let caps = apps.indices.filter { poolOf[$0] == p }.compactMap { apps[$0].configuration.maxRate }
+            return caps.min().map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) }
+        }
     }
 
     /// Opens the connections: one per pool first, the rest once it has settled, to resume its
@@ -181,9 +190,15 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
                 allowance = breakers[a].allowance(nowMs: loop.iterationNs / 1_000_000)
                 guard allowance > 0 else { continue }
             }
+            let capped = poolRates[a] != nil || settings.ratePerConnection != nil
+            if poolRates[a] != nil { allowance = min(allowance, rateAllowance(pool: a)) }
             let auth = pools[a].jwt?.current
             for case let c? in slots[a] where c.available > 0 && allowance > 0 {
-                allowance -= c.send(from: &pending[a], limit: min(c.available, allowance), authorization: auth)
+                let limit = capped ? min(c.available, allowance, c.rateAllowance(nowMs: loop.iterationNs / 1_000_000)) : min(c.available, allowance)
+                guard limit > 0 else { wakeForRate(afterMs: c.msUntilRate); continue }
+                let sent = c.send(from: &pending[a], limit: limit, authorization: auth)
+                allowance -= sent
+                if capped { poolRates[a]?.take(sent) }
                 touched.append(c)
                 if pending[a].isEmpty { break }
             }
@@ -203,9 +218,25 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         }
     }
 
+    /// What a pool's rate cap lets go now; with none left, the loop wakes when one more may.
+    private func rateAllowance(pool p: Int) -> Int {
+        let n = poolRates[p]!.available(nowMs: loop.iterationNs / 1_000_000)
+        if n == 0 { wakeForRate(afterMs: poolRates[p]!.msUntilNext) }
+        return n
+    }
+
+    /// Jobs held back by a rate cap go when tokens come back, even if nothing else wakes the loop.
+    private func wakeForRate(afterMs ms: Int) {
+        guard !rateWakeScheduled else { return }
+        rateWakeScheduled = true
+        loop.schedule(afterMilliseconds: max(1, ms)) { [self] in rateWakeScheduled = false }
+    }
+
     func openConnection(pool p: Int, slot s: Int) {
         guard !stopping else { return }
-        let c = APNSConnection(app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection)
+        let c = APNSConnection(
+            app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection,
+            rate: settings.ratePerConnection.map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) })
         slots[p][s] = c
         troubles[p].connectionsOpened += 1
         c.connect(loop: loop, resolver: resolver, timeoutMs: settings.connectTimeoutMs)

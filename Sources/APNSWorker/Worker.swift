@@ -47,13 +47,14 @@ public final class Worker: @unchecked Sendable {
         }
         let gate = InFlightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
-        let settings = APNSSender.Settings(
+        var settings = APNSSender.Settings(
             connectionsPerApp: configuration.connections, streamsPerConnection: configuration.streams,
             requestTimeoutMs: configuration.requestTimeoutMs,
             credentialPauseMs: configuration.credentialPauseMs,
             pingIntervalMs: configuration.pingIntervalMs, pingTimeoutMs: configuration.pingTimeoutMs,
             connectTimeoutMs: configuration.connectTimeoutMs,
             rejections: RejectionPolicy(retry: configuration.retryPolicy))
+        settings.ratePerConnection = configuration.ratePerConnection
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.
         ioThreads = try (0..<configuration.ioThreads).map { i in

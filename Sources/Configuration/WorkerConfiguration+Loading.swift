@@ -27,7 +27,7 @@ extension WorkerConfiguration {
             "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
-            "templates_dir", "metrics_port", "metrics_host",
+            "templates_dir", "metrics_port", "metrics_host", "rate_per_connection",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "socket", "password", "database"])
@@ -58,6 +58,7 @@ extension WorkerConfiguration {
         pingIntervalMs = try f.int("ping_interval_ms") ?? pingIntervalMs
         pingTimeoutMs = try f.int("ping_timeout_ms") ?? pingTimeoutMs
         connectTimeoutMs = try f.int("connect_timeout_ms") ?? connectTimeoutMs
+        ratePerConnection = try f.int("rate_per_connection")
         tokenRefreshSeconds = try f.int("token_refresh_s") ?? tokenRefreshSeconds
         tokenMinRefreshSeconds = try f.int("token_min_refresh_s") ?? tokenMinRefreshSeconds
         templatesDirectory = try f.string("templates_dir")
@@ -146,6 +147,9 @@ extension WorkerConfiguration {
         ] where !range.contains(value) {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
+        for (name, rate) in [("rate_per_connection", ratePerConnection)] + apps.map({ ("apps.\($0.name).max_rate", $0.maxRate) }) {
+            if let rate, !(1...1_000_000).contains(rate) { throw ConfigurationError("\(name) must be in 1...1000000 requests a second, got \(rate)") }
+        }
         guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {
             throw ConfigurationError("queue name must be non-empty and must not contain braces")
         }
@@ -154,7 +158,7 @@ extension WorkerConfiguration {
 
 extension AppConfiguration {
     init(fields f: Fields) throws {
-        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "certificate", "truncate_body"])
+        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "certificate", "truncate_body", "max_rate"])
         guard let name = try f.string("name") else { throw ConfigurationError("\(f.path): \"name\" is required") }
         guard let bundle = try f.string("bundle_id") else { throw ConfigurationError("\(f.path): \"bundle_id\" is required") }
         var endpoint: APNSEndpoint
@@ -191,6 +195,7 @@ extension AppConfiguration {
         }
         self.init(name: name, bundleID: bundle, endpoint: endpoint, auth: auth)
         truncateBody = try f.bool("truncate_body") ?? false
+        maxRate = try f.int("max_rate")
     }
 }
 

@@ -42,6 +42,8 @@ public struct WorkerConfiguration: Sendable {
     public var pingTimeoutMs = 10_000
     /// How long an APNs connection attempt has for the connect and the TLS handshake, per address.
     public var connectTimeoutMs = 10_000
+    /// Requests a second on one APNs connection at most; nil: no cap (Apple documents none).
+    public var ratePerConnection: Int?
     /// JWT re-mint age (Apple: 20-60 min) and the youngest token that ExpiredProviderToken may replace.
     public var tokenRefreshSeconds = 3000
     public var tokenMinRefreshSeconds = 1200
@@ -87,6 +89,8 @@ public struct AppConfiguration: Sendable {
     public var auth: Auth
     /// Shorten alert bodies that make a payload too large (jobs may say otherwise).
     public var truncateBody = false
+    /// Requests a second for this app at most (shared with apps of the same pool); nil: no cap.
+    public var maxRate: Int?
 
     public enum Auth: Sendable {
         case token(teamID: String, keyID: String, keyFile: String)

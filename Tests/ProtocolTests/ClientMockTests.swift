@@ -50,6 +50,37 @@ final class ClientMockTests: XCTestCase {
         XCTAssertEqual(priorities.sorted { ($0 ?? "") < ($1 ?? "") }, ["10", "5", "5"])
     }
 
+    /// The optional cap of the seed documents, 100 requests a second per connection, holds over a
+    /// 10 s run as the mock saw it; the jobs over it wait, none is given up.
+    func testARateCapPerConnectionHoldsOverTenSeconds() throws {
+        let h = try ProtocolHarness(connections: 1, streams: 100, ratePerConnection: 100)
+        let started = Date()
+        h.send(try (0..<1010).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"n":\#($0)}}"#) })
+        let out = h.waitForOutcomes(1010, timeout: 30)
+        XCTAssertEqual(out.compactMap(\.deliveredID).count, 1010)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 9.5, "1,010 at 100 a second take 10 s")
+        let times = try h.mock.logEntries().map { $0["time_ms"] as! Int }
+        let first = times.min()!
+        var perSecond: [Int: Int] = [:]
+        for t in times { perSecond[(t - first) / 1000, default: 0] += 1 }
+        XCTAssertGreaterThanOrEqual(perSecond.count, 10)
+        XCTAssertTrue(perSecond.values.allSatisfy { $0 <= 110 }, "per second: \(perSecond.sorted { $0.key < $1.key }.map(\.value))")
+    }
+
+    /// An app's cap (`max_rate`) holds across its connections.
+    func testAnAppsRateCapHoldsAcrossItsConnections() throws {
+        let h = try ProtocolHarness(connections: 3, streams: 100, appRate: 200)
+        let started = Date()
+        h.send(try (0..<610).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"n":\#($0)}}"#) })
+        XCTAssertEqual(h.waitForOutcomes(610, timeout: 30).compactMap(\.deliveredID).count, 610)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 2.8)
+        let times = try h.mock.logEntries().map { $0["time_ms"] as! Int }
+        let first = times.min()!
+        var perSecond: [Int: Int] = [:]
+        for t in times { perSecond[(t - first) / 1000, default: 0] += 1 }
+        XCTAssertTrue(perSecond.values.allSatisfy { $0 <= 220 }, "per second: \(perSecond.sorted { $0.key < $1.key }.map(\.value))")
+    }
+
     func testGeneratedApnsIDWhenNoneIsGiven() throws {
         let h = try ProtocolHarness()
         h.send([try h.job(#"{"token":"\#(ProtocolHarness.token(2))","payload":{"aps":{"alert":"x"}}}"#)])

@@ -30,24 +30,28 @@ final class ProtocolHarness: @unchecked Sendable {
         connections: Int = 1, streams: Int = 100, requestTimeoutMs: Int = 30_000, bundleID: String = "com.example.app",
         credentialPauseMs: Int = 60_000, pingIntervalMs: Int = 60_000, pingTimeoutMs: Int = 10_000, connectTimeoutMs: Int = 10_000,
         host: String = "127.0.0.1", port: Int? = nil, mock given: MockFixture? = nil, resolver: HostResolver = HostResolver(),
+        ratePerConnection: Int? = nil, appRate: Int? = nil,
         configureMock: (inout MockConfiguration) -> Void = { _ in }
     ) throws {
         mock = try given ?? MockFixture(configure: configureMock)
         let files = mock.files
         // `port`: another server than the mock, serving `given`'s certificate.
-        let config = AppConfiguration(
+        var config = AppConfiguration(
             name: "default", bundleID: bundleID,
             endpoint: APNSEndpoint(host: host, port: port ?? mock.port, caFile: files.caFile, serverName: "localhost"),
             auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
+        config.maxRate = appRate
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
         let loop = try EventLoop()
+        var settings = APNSSender.Settings(
+            connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
+            credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
+            connectTimeoutMs: connectTimeoutMs)
+        settings.ratePerConnection = ratePerConnection
         sender = APNSSender(
             name: "test-io", apps: [app],
-            settings: .init(
-                connectionsPerApp: connections, streamsPerConnection: streams, requestTimeoutMs: requestTimeoutMs,
-                credentialPauseMs: credentialPauseMs, pingIntervalMs: pingIntervalMs, pingTimeoutMs: pingTimeoutMs,
-                connectTimeoutMs: connectTimeoutMs),
+            settings: settings,
             logger: logger, loop: loop, sink: finished, resolver: resolver)
         ioThread = IOThread(name: "test-io", loop: loop, transport: sender)
         ioThread.start()

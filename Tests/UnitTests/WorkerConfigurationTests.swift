@@ -66,4 +66,21 @@ final class WorkerConfigurationTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("no apps"), "\(error)")
         }
     }
+
+    /// The optional rate caps: off unless given, then checked.
+    func testRateCapsAreOptionalAndChecked() throws {
+        let path = NSTemporaryDirectory() + "cfg-rate-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let app = #"{"name":"a","bundle_id":"com.a","max_rate":50,"token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}"#
+        try #"{"apps":[\#(app)]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        let plain = try WorkerConfiguration.load(path: path, environment: [:])
+        XCTAssertNil(plain.ratePerConnection, "no cap unless one is set")
+        XCTAssertEqual(plain.apps[0].maxRate, 50)
+        try #"{"rate_per_connection":100,"apps":[\#(app)]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try WorkerConfiguration.load(path: path, environment: [:]).ratePerConnection, 100)
+        try #"{"rate_per_connection":0,"apps":[\#(app)]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: path, environment: [:])) { error in
+            XCTAssertTrue("\(error)".contains("rate_per_connection must be in 1...1000000"), "\(error)")
+        }
+    }
 }
