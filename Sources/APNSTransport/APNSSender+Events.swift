@@ -145,10 +145,10 @@ extension APNSSender {
     func deferExcess(pool p: Int, now: UInt64) {
         let excess = pending[p].count - settings.heldWhilePaused
         guard excess > 0 else { return }
-        let wait = max(1000, breakers[p].remainingPauseMs(nowMs: now))
+        let wait = max(5000, breakers[p].remainingPauseMs(nowMs: now))  // not sooner: each return costs Redis a write
         for _ in 0..<excess {
             guard let r = pending[p].popFirst() else { break }
-            decided(r, outcome: .deferred(afterMs: wait + Int.random(in: 0...1000, using: &rng)))
+            decided(r, outcome: .deferred(afterMs: wait + Int.random(in: 0...2000, using: &rng)))
         }
         logger.info("the app is paused; sends beyond what it holds wait in the schedule", ["apps": .string(poolNames[p]), "deferred": .int(excess)])
     }

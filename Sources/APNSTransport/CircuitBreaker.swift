@@ -74,7 +74,8 @@ public struct CircuitBreaker: Sendable {
                 state = .open(untilMs: nowMs + UInt64(transportPauseMs))
                 return nil
             }
-            return open(cause, nowMs: nowMs, probes: failedProbes + 1)
+            // A failure of another kind starts its own count: its pause begins at its base.
+            return open(cause, nowMs: nowMs, probes: cause == self.cause ? failedProbes + 1 : 0)
         }
     }
 

@@ -64,6 +64,45 @@ final class APNsResilienceTests: XCTestCase {
         XCTAssertEqual(pauses, 1, "one outage, one pause")
     }
 
+    /// A pool whose APNs never answers (its own mock, in a timeout storm) holds up no other pool:
+    /// after 10 s without an answer it probes one request at a time and defers the rest, and the
+    /// other app's jobs keep flowing; once its APNs answers again, its jobs are delivered.
+    func testAPoolThatGetsNoAnswersHoldsUpNoOtherPool() throws {
+        var f = try WorkerFixture(settings: ["request_timeout_ms": 3000])
+        // The same key as the first mock's: one key id is one key, at Apple and in the worker.
+        let keys = try MockConfiguration.load(path: f.mock.files.mockConfigFile).keys
+        let silent = try MockFixture { config in
+            config.keys = keys
+            config.faults.storm = .init(kind: .timeout, forMs: 25_000)
+        }
+        let silentEndpoint: [String: Any] = ["host": "127.0.0.1", "port": silent.port, "ca_file": silent.files.caFile, "server_name": "localhost"]
+        let token: [String: Any] = ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File]
+        f = try WorkerFixture.reconfigure(
+            f,
+            [
+                "apps": [
+                    ["name": "default", "bundle_id": f.mock.files.topic, "token": token],
+                    [
+                        "name": "silent", "bundle_id": silent.files.topic, "endpoint": silentEndpoint,
+                        "token": token,
+                    ],
+                ]
+            ])
+        try f.startWorker()
+        try f.enqueue((0..<2000).map { WorkerFixture.job(100_000 + $0, extra: #","app":"silent""#) })
+        usleep(1_000_000)
+        try f.enqueue((0..<3000).map { WorkerFixture.job($0) })
+        let flowed = try waitUntil(timeout: 30) { (try f.stats()["delivered:default"] ?? 0) >= 3000 }
+        let seen = try f.stats()
+        XCTAssertTrue(flowed, "the other pool's jobs keep flowing: \(seen)")
+        XCTAssertGreaterThan(seen["deferred:silent"] ?? 0, 1000, "the silent pool's jobs wait in Redis: \(seen)")
+        try f.waitForOutcomes(5000, timeout: 90)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 5000], "nothing dead-lettered")
+        let accepted = try silent.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["token"] as? String }
+        XCTAssertEqual(Set(accepted).count, 2000, "each delivered once the server answers")
+        XCTAssertEqual(accepted.count, 2000)
+    }
+
     /// Each storm of issue 26, item 3, blows for 30 s on its own mock while a worker has 2,000
     /// jobs to send, then the mock turns good: every job is delivered exactly once, none is
     /// dead-lettered, and the worker opened no more than about 40 connections per pool.

@@ -56,4 +56,21 @@ final class CircuitBreakerTests: XCTestCase {
         XCTAssertNil(b.failed(.transport, nowMs: 30, sentAtMs: 25), "trouble on the way does not shorten a credential pause")
         XCTAssertEqual(b.state, .open(untilMs: 1020))
     }
+
+    /// A probe refused for its credential after failed transport probes pauses for the
+    /// credential's base, not for a pause doubled by the transport's failures (it was 8 minutes).
+    func testACredentialRefusalOfATransportProbeStartsAtItsBase() {
+        var b = breaker()
+        var now: UInt64 = 0
+        XCTAssertEqual(b.failed(.transport, nowMs: now, sentAtMs: now), 500)
+        for _ in 0..<3 {
+            guard case .open(let until) = b.state else { return XCTFail() }
+            now = until
+            XCTAssertEqual(b.allowance(nowMs: now), 1)
+            XCTAssertNotNil(b.failed(.transport, nowMs: now, sentAtMs: now))
+        }
+        guard case .open(let until) = b.state else { return XCTFail() }
+        XCTAssertEqual(b.allowance(nowMs: until), 1)
+        XCTAssertEqual(b.failed(.credential, nowMs: until + 5, sentAtMs: until), 1000)
+    }
 }
