@@ -42,7 +42,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     private var unfreed = UnfreedJobs()
 
     private enum Expected {
-        case fetch(batch: String)
+        case fetch(batch: String, size: Int)
         case lost(batch: String)
         /// BLMOVE: the queue was empty.
         case blockingWait
@@ -100,7 +100,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     func redisFailed(_ error: RedisError) {
         for e in expected {
             switch e {
-            case .fetch(let batch): if error.isConnectionLost { lost.append(batch) }
+            case .fetch(let batch, _): if error.isConnectionLost { lost.append(batch) }
             case .lost(let batch): lost.append(batch)
             case .blockingWait, .templates: break
             }
@@ -127,11 +127,16 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             return
         }
         unfreed.add(completer.takeRecorded())
-        guard gate.hasRoom(for: configuration.batchSize, waiter: ObjectIdentifier(self), orWake: wakeLoop) else { unfreed.freeAll(); return }
+        // A quarter of the room at least, so that a nearly full gate does not fetch a job at a time.
+        let minimum = min(configuration.batchSize, max(1, gate.sendingCapacity / 4))
+        guard let size = gate.room(upTo: configuration.batchSize, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
+            unfreed.freeAll()
+            return
+        }
         // Templates changed in Redis are read at most once a second, in the same write.
         if let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) { send([read], expecting: .templates) }
         let batch = batchIDs.next()
-        send([fetchArgs(batch), listArgs(batch)], expecting: .fetch(batch: batch))
+        send([fetchArgs(batch, size: size), listArgs(batch)], expecting: .fetch(batch: batch, size: size))
     }
 
     /// Noted as awaited first: a send that fails reports it lost with the rest.
@@ -146,13 +151,13 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             templates.apply(reply)
         case .blockingWait:
             break
-        case .fetch(let batch):
+        case .fetch(let batch, let size):
             if let message = reply.error {
                 guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
                 // A restarted Redis: load the script and fetch again, in one write.
                 send(
-                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch), listArgs(batch)], skipping: 1,
-                    expecting: .fetch(batch: batch))
+                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch, size: size), listArgs(batch)], skipping: 1,
+                    expecting: .fetch(batch: batch, size: size))
                 return
             }
             let taken = try TakenJobs(reply)
@@ -172,14 +177,14 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         }
     }
 
-    private func fetchArgs(_ id: String) -> RedisArgs {
+    private func fetchArgs(_ id: String, size: Int) -> RedisArgs {
         var args = RedisArgs(
             script: QueueScripts.fetch,
             keys: [
                 keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
                 keys.workers, keys.staging(worker: workerID), keys.handleCounter,
             ])
-        args.append(configuration.batchSize)
+        args.append(size)
         args.append(workerID)
         args.append(configuration.leaseMs)
         args.append(id)

@@ -33,12 +33,20 @@ final class InFlightGate: @unchecked Sendable {
     /// the room) when they do: a fetcher on an event loop does not block here. `waiter` names
     /// the caller, which waits for one room at a time.
     func hasRoom(for n: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Bool {
+        room(upTo: n, atLeast: n, waiter: waiter, orWake: wake) != nil
+    }
+
+    /// How many more jobs may be fetched now, up to `wanted`, when at least `minimum` fit; else
+    /// nil, and `wake` is called when `minimum` do. A fetch sized to the room keeps the
+    /// connections full when they carry less than a batch (waiting for a whole batch's room
+    /// waited for every send to be answered).
+    func room(upTo wanted: Int, atLeast minimum: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Int? {
         condition.lock()
         defer { condition.unlock() }
-        if fits(n) { return true }
+        if fits(minimum) { return min(wanted, sendingCapacity - sending) }
         roomWaiters.removeAll { $0.waiter == waiter }
-        roomWaiters.append((waiter, n, wake))
-        return false
+        roomWaiters.append((waiter, minimum, wake))
+        return nil
     }
 
     /// Wakes the waiters only once what they wait for is true: answers arrive every turn of an

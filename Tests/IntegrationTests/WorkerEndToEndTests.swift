@@ -64,6 +64,26 @@ final class WorkerEndToEndTests: XCTestCase {
         XCTAssertTrue(w.isRunning)
     }
 
+    /// Connections × streams smaller than a batch (4 × 25 against 256) must not stall the
+    /// pipeline: the fetcher takes what fits instead of waiting for every send to be answered
+    /// (issue 27, item 4: 0.77-0.80 of the bound before).
+    func testAPipelineSmallerThanABatchKeepsItsConnectionsFull() throws {
+        let f = try WorkerFixture(settings: ["connections": 4, "streams": 25]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 50)]
+        }
+        try f.startWorker()
+        try f.enqueue([WorkerFixture.job(999_999)])
+        try f.waitForOutcomes(1)  // connections up and past their first success
+        let jobs = 8000
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        let started = Date()
+        try f.waitForOutcomes(jobs + 1, timeout: 60)
+        let rate = Double(jobs) / Date().timeIntervalSince(started)
+        let bound = 4.0 * 25 / 0.050
+        print("pipeline: \(Int(rate)) jobs/s, \(rate / bound) of the bound")
+        XCTAssertGreaterThan(rate / bound, 0.88, "\(Int(rate)) jobs/s against a bound of \(Int(bound))")
+    }
+
     func testMalformedJobsAreDeadLetteredWithReasonsAndTheWorkerKeepsRunning() throws {
         let f = try WorkerFixture()
         let worker = try f.startWorker()

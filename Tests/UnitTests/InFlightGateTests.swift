@@ -91,4 +91,17 @@ final class InFlightGateTests: XCTestCase {
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the last record wakes the drain")
         XCTAssertEqual(gate.current, 0)
     }
+
+    /// A fetch is sized to the room: with 8 of 10 sending, 2 may come, not a whole batch of 5;
+    /// below the minimum the fetcher waits, and is woken once the minimum fits.
+    func testTheRoomSizesAFetch() {
+        let gate = InFlightGate(sendingCapacity: 10, recordingCapacity: 10)
+        gate.add(sent: 8, decided: 0)
+        XCTAssertEqual(gate.room(upTo: 5, atLeast: 2, waiter: ObjectIdentifier(self), orWake: {}), 2)
+        let woken = DispatchSemaphore(value: 0)
+        XCTAssertNil(gate.room(upTo: 5, atLeast: 3, waiter: ObjectIdentifier(self), orWake: { woken.signal() }))
+        gate.answered(1)
+        XCTAssertEqual(woken.wait(timeout: .now() + 1), .success)
+        XCTAssertEqual(gate.room(upTo: 5, atLeast: 3, waiter: ObjectIdentifier(self), orWake: {}), 3)
+    }
 }
