@@ -353,8 +353,9 @@ struct UnfreedJobs {
 /// batch left by an earlier run under the same worker id is never overwritten. Shared by the
 /// fetchers of every I/O thread.
 final class BatchIDs: Sendable {
-    private let life = String(WallClock.nowMilliseconds(), radix: 36)
+    /// What every batch id of this process starts with, and of no earlier run of its worker id.
+    let prefix = String(WallClock.nowMilliseconds(), radix: 36) + "-"
     private let count = Atomic<Int>(0)
 
-    func next() -> String { "\(life)-\(count.add(1, ordering: .relaxed).newValue)" }
+    func next() -> String { prefix + String(count.add(1, ordering: .relaxed).newValue) }
 }

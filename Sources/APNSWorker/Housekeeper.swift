@@ -18,8 +18,14 @@ final class Housekeeper: @unchecked Sendable {
     private let runner = ThreadRunner()
     private let metrics: Metrics
     private let intervalMs: Int
+    /// The batch ids of this process start with it: a previous run's do not.
+    private let ownBatches: String
+    /// The previous run's leftovers are back (tried until Redis takes it: it may be down at start).
+    private var previousRunRecovered = false
+    private var warnedPreviousRun = false
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger) {
+    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String) {
+        self.ownBatches = ownBatches
         self.metrics = metrics
         self.keys = keys
         self.workerID = workerID
@@ -30,9 +36,19 @@ final class Housekeeper: @unchecked Sendable {
         intervalMs = max(20, min(100, configuration.leaseMs / 3))
     }
 
-    /// Takes back what a previous run under the same worker id left in flight.
+    /// Takes back what a previous run under the same worker id left in flight: its batches, never
+    /// this process's, so it may run late. Tried at start and on each tick until it succeeds.
     func recoverPreviousRun() {
-        _ = try? redis.with { r throws(RedisError) in try recover(r, worker: workerID, mode: .force) }
+        guard !previousRunRecovered else { return }
+        do {
+            try redis.with { r throws(RedisError) in try recover(r, worker: workerID, mode: .force, excluding: ownBatches) }
+            previousRunRecovered = true
+        } catch {
+            if !warnedPreviousRun {
+                logger.warning("cannot take back what this worker's previous run left yet; trying again", ["error": .string("\(error)")])
+            }
+            warnedPreviousRun = true
+        }
     }
 
     func start() { runner.start(name: "apns-housekeeper") { [self] in run() } }
@@ -44,6 +60,7 @@ final class Housekeeper: @unchecked Sendable {
         let ages = [configuration.resultsMaxAgeSeconds, configuration.deadLettersMaxAgeSeconds, configuration.invalidTokensMaxAgeSeconds]
         let sweepEveryMs = UInt64(min(10_000, (ages.compactMap { $0 }.min() ?? 20) * 500))
         while runner.isRunning {
+            recoverPreviousRun()
             tick()
             let now = MonotonicClock.nowMilliseconds()
             if now - lastSweep >= sweepEveryMs {
@@ -78,10 +95,12 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    private func recover(_ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery) throws(RedisError) {
+    private func recover(
+        _ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery, excluding: String? = nil
+    ) throws(RedisError) {
         let (requeued, poisoned) = try InFlightJobs.recover(
             r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
-            caps: configuration.recordCaps, mode: mode)
+            caps: configuration.recordCaps, mode: mode, excludingBatchesOf: excluding)
         if requeued + poisoned > 0 {
             metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
             logger.warning(

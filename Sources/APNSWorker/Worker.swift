@@ -73,7 +73,8 @@ public final class Worker: @unchecked Sendable {
             ) { [unowned sender] in sender.accept($0) }
             return thread
         }
-        housekeeper = Housekeeper(keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger)
+        housekeeper = Housekeeper(
+            keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix)
     }
 
     /// Serves /metrics, /healthz and /readyz if the configuration names a port. Returns the port.

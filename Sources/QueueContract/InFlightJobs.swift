@@ -44,12 +44,13 @@ public enum InFlightJobs {
         case force
     }
 
-    /// Takes back a worker's jobs if `mode` allows. Returns (requeued, poison pills).
+    /// Takes back a worker's jobs if `mode` allows, but not the batches whose ids start with
+    /// `excludingBatchesOf` (the caller's own, live). Returns (requeued, poison pills).
     public static func recover(
         _ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String, maxRecoveries: Int, caps: RecordCaps,
-        mode: Recovery
+        mode: Recovery, excludingBatchesOf prefix: String? = nil
     ) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
-        let ids = try batchIDs(r, keys, worker: worker)
+        let ids = try batchIDs(r, keys, worker: worker).filter { id in prefix.map { !id.hasPrefix($0) } ?? true }
         let reply = try r.run(
             QueueScripts.recover,
             keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]

@@ -71,6 +71,32 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertLessThanOrEqual(sends, jobs + (try f.stats()["recovered"] ?? 0), "sends beyond the recovered jobs")
     }
 
+    /// A worker killed with -9 and started again (same id) while Redis is down takes its
+    /// leftovers back once Redis returns, not at the next SIGTERM (issue 27, item 2: 1,792
+    /// jobs sat 60 s in the dead run's batches).
+    func testAWorkerRestartedWhileRedisIsDownTakesItsLeftoversBack() throws {
+        let redis = try TestRedis(dedicated: true, persistent: true)
+        let f = try WorkerFixture(redis: redis, settings: ["streams": 50, "lease_ms": 60_000]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 400)]
+        }
+        let jobs = 3000
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        let first = try f.startWorker("w-again")
+        XCTAssertTrue(try waitUntil(timeout: 20) { try f.inFlight("w-again") > 100 })
+        first.signal(SIGKILL)
+        XCTAssertNotNil(first.wait(timeout: 5))
+        let left = try f.inFlight("w-again")
+        redis.stop()
+        let second = try f.startWorker("w-again")
+        usleep(2_000_000)
+        try redis.restart()
+        let back = try waitUntil(timeout: 20) { try f.stats()["recovered"] ?? 0 > 0 }
+        XCTAssertTrue(back, "the leftovers (\(left)) come back once Redis does; worker:\n\(second.output.suffix(1500))")
+        try f.waitForOutcomes(jobs, timeout: 90)
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
+        XCTAssertTrue(second.isRunning)
+    }
+
     /// A Redis that stops answering (SIGSTOP) while a worker waits for jobs is given up on
     /// after the reply timeout, as a blocking call's timeout would, and the worker takes jobs
     /// again once it answers.
