@@ -238,6 +238,13 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                         units += 1
                         let token = retried ?? job.token
                         sends.append(request(consume job, token, fanout: 1))
+                    } else if !meta.done.isEmpty {
+                        // Taken back part way: the tokens with a result are not sent again.
+                        let done = Set(meta.done)
+                        var left = ([job.token] + job.otherTokens).filter { !done.contains($0.hex) }
+                        if left.isEmpty { left = [job.token] }  // its ack was lost with its last result: one more send acks it
+                        units += left.count
+                        for token in left { sends.append(request(job, token, fanout: left.count)) }
                     } else {
                         let fanout = job.tokenCount
                         units += fanout

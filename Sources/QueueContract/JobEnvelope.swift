@@ -16,8 +16,14 @@ public enum JobEnvelope {
         public var recoveries = 0
         /// Keeps envelopes unique inside the schedule's sorted set.
         public var nonce: String?
+        /// Tokens of a fan-out job that have their result already (hex): a job taken back part
+        /// way is sent to the others only. Written by the take-back scripts.
+        public var done: [String] = []
 
-        public init(token: String? = nil, attempts: [OutcomeRecord.Attempt] = [], recoveries: Int = 0, nonce: String? = nil) {
+        public init(
+            token: String? = nil, attempts: [OutcomeRecord.Attempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = []
+        ) {
+            self.done = done
             self.token = token
             self.attempts = attempts
             self.recoveries = recoveries
@@ -45,6 +51,7 @@ public enum JobEnvelope {
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout ByteBuffer) {
         let room =
             128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
+            + meta.done.reduce(0) { $0 + JSONCursor.room(for: $1) }
             + OutcomeRecord.room(for: meta.attempts)
         JSONCursor.append(to: &out, maxCount: room) { w in
             w.beginObject()
@@ -54,6 +61,12 @@ public enum JobEnvelope {
             if !meta.attempts.isEmpty { OutcomeRecord.writeAttempts(meta.attempts, to: &w) }
             if meta.recoveries > 0 { w.field(literal: "recoveries", meta.recoveries) }
             w.fieldIfPresent(literal: "nonce", meta.nonce)
+            if !meta.done.isEmpty {
+                w.key(literal: "done")
+                w.beginArray()
+                for t in meta.done { w.string(t) }
+                w.endArray()
+            }
             w.endObject()
             w.key(literal: "job")
             job.withUnsafeBufferPointer { w.raw($0) }
@@ -89,12 +102,24 @@ public enum JobEnvelope {
             case "token": meta.token = try s.readString()
             case "nonce": meta.nonce = try s.readString()
             case "recoveries": meta.recoveries = Int(try s.readInt())
+            case "done":
+                // Lua's cjson writes an empty list as {}.
+                if try s.peek() == UInt8(ascii: "[") { meta.done = try readStrings(&s) } else { try s.skipValue() }
             case "attempts":
                 // Lua's cjson writes an empty list as {}.
                 if try s.peek() == UInt8(ascii: "[") { meta.attempts = try readAttempts(&s) } else { try s.skipValue() }
             default: try s.skipValue()
             }
         }
+    }
+
+    private static func readStrings(_ s: inout JSONScanner) throws(JSONSyntaxError) -> [String] {
+        var out: [String] = []
+        try s.expect(UInt8(ascii: "["))
+        if try s.consume(UInt8(ascii: "]")) { return out }
+        repeat { out.append(try s.readString()) } while try s.consume(UInt8(ascii: ","))
+        try s.expect(UInt8(ascii: "]"))
+        return out
     }
 
     private static func readAttempts(_ s: inout JSONScanner) throws(JSONSyntaxError) -> [OutcomeRecord.Attempt] {

@@ -116,18 +116,42 @@ public enum QueueScripts {
     /// ARGV[id_at] on. Jobs of a batch's done set are finished and stay out. Staged jobs come
     /// last, oldest first.
     private static let takeBack = """
+        local function with_done(job, tokens)
+          if string.sub(job, 1, 10) == '{"_apnsw":' then
+            local ok, env = pcall(cjson.decode, job)
+            local at = string.find(job, ',"job":', 1, true)
+            if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
+              local meta = env._apnsw
+              if type(meta.done) == 'table' then for _, t in ipairs(meta.done) do table.insert(tokens, t) end end
+              meta.done = tokens
+              return '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
+            end
+          end
+          return '{"_apnsw":{"done":' .. cjson.encode(tokens) .. '},"job":' .. job .. '}'
+        end
         local function take_back(at, id_at)
           local staging, batches = KEYS[at], KEYS[at + 1]
           local jobs = {}
           for b = 0, #ARGV - id_at do
             local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
-            local finished = {}
+            local finished, recorded = {}, {}
             for _, mark in ipairs(redis.call('SMEMBERS', done)) do
-              local i = tonumber(mark) -- a fan-out piece's mark (index:token) does not finish its job
-              if i then finished[i + 1] = true end
+              local i = tonumber(mark)
+              if i then
+                finished[i + 1] = true
+              else
+                -- A fan-out piece's mark (index:token): its token has its result; the job goes
+                -- back with the token in its envelope's "done", so that it is not sent again.
+                local at = string.find(mark, ':', 1, true)
+                local j = at and tonumber(string.sub(mark, 1, at - 1))
+                if j then
+                  recorded[j + 1] = recorded[j + 1] or {}
+                  table.insert(recorded[j + 1], string.sub(mark, at + 1))
+                end
+              end
             end
             for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
-              if not finished[i] then jobs[#jobs + 1] = job end
+              if not finished[i] then jobs[#jobs + 1] = recorded[i] and with_done(job, recorded[i]) or job end
             end
             redis.call('DEL', list, done)
             redis.call('HDEL', batches, ARGV[id_at + b])

@@ -71,6 +71,37 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertLessThanOrEqual(sends, jobs + (try f.stats()["recovered"] ?? 0), "sends beyond the recovered jobs")
     }
 
+    /// A fan-out job killed with -9 after 9 of its 10 tokens were recorded sends and records only
+    /// the tenth once recovered (issue 27, item 1: all 10 went again, 450 duplicate results).
+    func testARecoveredFanOutJobSendsOnlyTheTokensWithoutAResult() throws {
+        let f = try WorkerFixture(settings: ["lease_ms": 2000]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "51", attempts: 1, delayMs: 30_000)]
+        }
+        let jobs = 20
+        let tokens = (0..<jobs).map { j in (0..<10).map { t in WorkerFixture.token(j * 10 + t, prefix: t == 9 ? "51" : "") } }
+        try f.enqueue(
+            tokens.enumerated().map { j, ts in #"{"id":"fan-\#(j)","tokens":["\#(ts.joined(separator: "\",\""))"],"payload":{"aps":{"alert":"x"}}}"# }
+        )
+        let victim = try f.startWorker("w-fan-kill")
+        let nine = try waitUntil(timeout: 20) { try f.records(f.keys.results).count >= jobs * 9 }
+        XCTAssertTrue(nine, "9 of each job's tokens recorded")
+        victim.signal(SIGKILL)
+        XCTAssertNotNil(victim.wait(timeout: 5))
+        try f.startWorker("w-fan-kill")
+        try f.waitForOutcomes(jobs * 10, timeout: 30)
+        usleep(500_000)
+        let results = try f.records(f.keys.results)
+        XCTAssertEqual(results.count, jobs * 10, "one result per token, none twice")
+        XCTAssertEqual(Set(results.compactMap { $0["token"] as? String }), Set(tokens.flatMap { $0 }))
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs * 10])
+        var sends: [String: Int] = [:]
+        for e in try f.mock.logEntries() where e["status"] as? Int == 200 { sends[e["token"] as! String, default: 0] += 1 }
+        let recorded = tokens.flatMap { $0.prefix(9) }, inFlight = tokens.map { $0[9] }
+        XCTAssertTrue(recorded.allSatisfy { sends[$0] == 1 }, "a token with a result is not sent again")
+        // The tenth was in flight at the kill (its answer delayed): sent again, as it must be.
+        XCTAssertTrue(inFlight.allSatisfy { sends[$0] == 2 }, "\(inFlight.map { sends[$0] ?? 0 })")
+    }
+
     /// A worker killed with -9 and started again (same id) while Redis is down takes its
     /// leftovers back once Redis returns, not at the next SIGTERM (issue 27, item 2: 1,792
     /// jobs sat 60 s in the dead run's batches).

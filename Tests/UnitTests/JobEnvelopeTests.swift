@@ -15,7 +15,7 @@ final class JobEnvelopeTests: XCTestCase {
         let job = Array(#"{"token":"ab","payload":{"x":1.50,"y":"é"}}"#.utf8)[...]
         let meta = JobEnvelope.Meta(
             token: "abcd", attempts: [.init(timeMs: 1_700_000_000_000, status: 429, reason: "TooManyRequests")],
-            recoveries: 2, nonce: "w/1")
+            recoveries: 2, nonce: "w/1", done: ["aa01", "aa02"])
         let wrapped = JobEnvelope.wrap(job: job, meta: meta)
         XCTAssertTrue(JobEnvelope.isEnvelope(wrapped[...]))
         XCTAssertFalse(JobEnvelope.isEnvelope(job))
@@ -35,6 +35,7 @@ final class JobEnvelopeTests: XCTestCase {
         let (m2, inner2) = try JobEnvelope.open(lua[...])
         XCTAssertEqual(m2.recoveries, 1)
         XCTAssertEqual(m2.attempts, [])
+        XCTAssertEqual(try JobEnvelope.open(Array(#"{"_apnsw":{"done":["ab"]},"job":{}}"#.utf8)[...]).meta.done, ["ab"])
         XCTAssertEqual(String(decoding: inner2, as: UTF8.self), #"{"token":"ab","payload":{}}"#)
     }
 
