@@ -127,6 +127,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             return
         }
         unfreed.add(completer.takeRecorded())
+        guard gate.mayFetch() else { return }
         // A quarter of the room at least, so that a nearly full gate does not fetch a job at a time.
         let minimum = min(configuration.batchSize, max(1, gate.sendingCapacity / 4))
         guard let size = gate.room(upTo: configuration.batchSize, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
@@ -161,6 +162,11 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                 return
             }
             let taken = try TakenJobs(reply)
+            if taken.waitsUntilIdle {
+                // Recovered jobs are next: they go in a small batch, once this process holds nothing.
+                loop.schedule(afterMilliseconds: 10) {}
+                return
+            }
             if taken.isEmpty {
                 unfreed.freeAll()
                 // Nothing queued: Redis holds the request up to 1 s for the next job, moved
@@ -188,6 +194,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         args.append(workerID)
         args.append(configuration.leaseMs)
         args.append(id)
+        args.append(gate.holdsNothing ? 1 : 0)
         return args
     }
 
@@ -211,7 +218,10 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                 var meta = JobEnvelope.Meta()
                 var opened: ArraySlice<UInt8>?  // the job inside an envelope
                 do throws(JobRejection) {
-                    if JobEnvelope.isEnvelope(UnsafeBufferPointer(rebasing: all[range])) { (meta, opened) = try JobEnvelope.open(taken.bytes[range]) }
+                    if JobEnvelope.isEnvelope(UnsafeBufferPointer(rebasing: all[range])) {
+                        (meta, opened) = try JobEnvelope.open(taken.bytes[range])
+                        if meta.recoveries > 0 { gate.isolate() }
+                    }
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
                     let (app, topic) = try resolve(parsed)
                     let job = try PayloadRenderer.render(
@@ -306,6 +316,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
 /// The jobs one fetch took, in order: job i has handle `first + i`.
 struct TakenJobs {
     var first: Int64 = 0
+    /// The fetch script held back a recovered job for a worker that holds nothing.
+    var waitsUntilIdle = false
     /// The jobs end to end in one buffer, and each one's range: a batch's jobs cost one
     /// allocation, and share it until the last is done.
     var bytes: [UInt8] = []
@@ -322,6 +334,7 @@ struct TakenJobs {
         if reply.isArray(0) {
             guard let first = reply.integer(1) else { throw .server("the fetch script answered no handle") }
             self.first = first
+            waitsUntilIdle = reply.integer(2) == -1
             list = 3
         } else {
             first = reply.bytes(0).flatMap { Int64(String(decoding: $0, as: UTF8.self)) } ?? 0

@@ -18,6 +18,8 @@ final class InFlightGate: @unchecked Sendable {
     /// waits to drain.
     private var roomWaiters: [(waiter: ObjectIdentifier, n: Int, wake: @Sendable () -> Void)] = []
     private var awaitingDrain = false
+    /// Recovered jobs are out on their own: no fetcher takes more until the process holds nothing.
+    private var isolating = false
 
     init(sendingCapacity: Int, recordingCapacity: Int) {
         self.sendingCapacity = sendingCapacity
@@ -35,6 +37,21 @@ final class InFlightGate: @unchecked Sendable {
     func hasRoom(for n: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Bool {
         room(upTo: n, atLeast: n, waiter: waiter, orWake: wake) != nil
     }
+
+    /// Whether a fetcher may ask for jobs: not while recovered jobs are out on their own.
+    func mayFetch() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if isolating, sending + recording > 0 { return false }
+        isolating = false
+        return true
+    }
+
+    /// Recovered jobs were taken: nothing more is fetched until they are recorded.
+    func isolate() { condition.lock(); isolating = true; condition.unlock() }
+
+    /// Whether the process holds no job (recovered ones may then be taken).
+    var holdsNothing: Bool { current == 0 }
 
     /// How many more jobs may be fetched now, up to `wanted`, when at least `minimum` fit; else
     /// nil, and `wake` is called when `minimum` do. A fetch sized to the room keeps the

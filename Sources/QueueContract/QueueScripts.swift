@@ -8,13 +8,25 @@ public enum QueueScripts {
     /// list's order; DESC reads from the consuming end). Copying each job into Lua and back cost
     /// Redis more than everything else a fetch does. The worker reads the batch with an LRANGE
     /// sent in the same write.
+    /// Recovered jobs (envelopes with `recoveries`) next in line are taken only by a worker that
+    /// holds nothing (ARGV[5] "1"), 16 at most, and alone once taken back twice; any other
+    /// worker gets {0, -1} and asks again once idle.
     /// KEYS: jobs, batch, batches, workers, staging, handle counter.
-    /// ARGV: max, worker id, lease ms, batch id. Returns {first handle, number of jobs}.
+    /// ARGV: max, worker id, lease ms, batch id, holds nothing ("1"/"0"). Returns {first handle,
+    /// number of jobs}.
     public static let fetch = RedisScript(
         """
         local call = redis.call
         local max = tonumber(ARGV[1])
         local staged = call('LLEN', KEYS[5])
+        -- Jobs taken back from a dead worker go to a worker that holds nothing, 16 at most, and
+        -- one taken back twice alone: if one kills that worker too, it takes few others with it.
+        local next_job = staged > 0 and call('LINDEX', KEYS[5], 0) or call('LINDEX', KEYS[1], -1)
+        local recoveries = next_job and string.sub(next_job, 1, 10) == '{"_apnsw":' and string.match(next_job, '"recoveries":(%d+)')
+        if recoveries then
+          if ARGV[5] ~= '1' then return {0, -1} end
+          max = math.min(max, tonumber(recoveries) >= 2 and 1 or 16)
+        end
         local n = 0
         if max > staged then
           n = call('SORT', KEYS[1], 'BY', 'nosort', 'DESC', 'LIMIT', 0, max - staged, 'STORE', KEYS[2])
@@ -131,7 +143,7 @@ public enum QueueScripts {
         end
         local function take_back(at, id_at)
           local staging, batches = KEYS[at], KEYS[at + 1]
-          local jobs = {}
+          local jobs, handles = {}, {}
           for b = 0, #ARGV - id_at do
             local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
             local finished, recorded = {}, {}
@@ -150,16 +162,20 @@ public enum QueueScripts {
                 end
               end
             end
+            local first = tonumber(redis.call('HGET', batches, ARGV[id_at + b])) or 0
             for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
-              if not finished[i] then jobs[#jobs + 1] = recorded[i] and with_done(job, recorded[i]) or job end
+              if not finished[i] then
+                jobs[#jobs + 1] = recorded[i] and with_done(job, recorded[i]) or job
+                handles[#jobs] = first > 0 and first + i - 1 or 0
+              end
             end
             redis.call('DEL', list, done)
             redis.call('HDEL', batches, ARGV[id_at + b])
           end
           local staged = redis.call('LRANGE', staging, 0, -1)
-          for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i] end
+          for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i]; handles[#jobs] = 0 end
           redis.call('DEL', staging)
-          return jobs
+          return jobs, handles
         end
         """
 
@@ -216,9 +232,9 @@ public enum QueueScripts {
             if ARGV[5] == 'lease' and (not lease or tonumber(lease) >= now_ms) then return {0, 0} end
             redis.call('INCR', KEYS[6])
             redis.call('PEXPIRE', KEYS[6], 60000)
-            local jobs = take_back(7, 6)
+            local jobs, handles = take_back(7, 6)
             local requeued, poisoned = 0, 0
-            for _, job in ipairs(jobs) do
+            for k, job in ipairs(jobs) do
               local n, wrapped, inner = 1, nil, job
               if string.sub(job, 1, 10) == '{"_apnsw":' then
                 local ok, env = pcall(cjson.decode, job)
@@ -234,7 +250,18 @@ public enum QueueScripts {
               if not wrapped then wrapped = '{"_apnsw":{"recoveries":1},"job":' .. job .. '}' end
               if n > tonumber(ARGV[2]) then
                 local detail = 'taken back from dead workers ' .. n .. ' times: it may be what kills them'
-                local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. ',"time_ms":' .. now_ms ..
+                -- Whatever the job names (id, app, token) goes in the record, like any other's.
+                local named = ''
+                local ok, j = pcall(cjson.decode, inner)
+                if ok and type(j) == 'table' then
+                  local token = j.token
+                  if type(token) ~= 'string' and type(j.tokens) == 'table' then token = j.tokens[1] end
+                  for _, f in ipairs({{'job_id', j.id}, {'app', j.app}, {'token', token}}) do
+                    if type(f[2]) == 'string' then named = named .. ',"' .. f[1] .. '":' .. cjson.encode(f[2]) end
+                  end
+                end
+                if handles[k] and handles[k] > 0 then named = named .. ',"handle":"' .. string.format('%d', handles[k]) .. '"' end
+                local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. named .. ',"time_ms":' .. now_ms ..
                   ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
                   ',"recoveries":' .. n .. ',"attempts":[],"job_text":' .. cjson.encode(inner) .. '}'
                 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)

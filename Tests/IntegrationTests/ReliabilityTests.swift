@@ -167,6 +167,52 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(try f.finalStats(), ["delivered": 60])
     }
 
+    /// A job that kills every worker that takes it becomes the only PoisonPill: the 49 others of
+    /// its batch are delivered (issue 27, item 3: all 50 were dead-lettered), because jobs taken
+    /// back go 16 at most to a worker that holds nothing else, and alone once taken back twice;
+    /// and the record names the job as any other does. The "crash" is the test's
+    /// kill -9 of whichever worker holds the job (its send never gets an answer).
+    func testAPoisonPillTakesNoInnocentJobWithIt() throws {
+        let poisonToken = WorkerFixture.token(7, prefix: "bad")
+        let f = try WorkerFixture(settings: ["max_recoveries": 2, "batch_size": 50, "lease_ms": 1000]) { config in
+            // The innocent jobs are still out when the poison's holder dies, as in a real crash.
+            config.faults.tokens = [.init(tokenPrefix: "bad", delayMs: 600_000), .init(tokenPrefix: "", delayMs: 200)]
+        }
+        var jobs = (0..<49).map { WorkerFixture.job($0) }
+        jobs.insert(#"{"id":"poison","app":"default","token":"\#(poisonToken)","payload":{"aps":{"alert":"x"}}}"#, at: 20)
+        try f.enqueue(jobs)
+        let r = try f.connect()
+        var kills = 0
+        func holder() throws -> String? {
+            for key in try r.command(["KEYS", "\(f.keys.prefix):batch:*"]).array.compactMap(\.text) {
+                if try r.command(["LRANGE", key, "0", "-1"]).array.contains(where: { $0.text?.contains(#""id":"poison""#) == true }) {
+                    return String(key.dropFirst("\(f.keys.prefix):batch:".count).split(separator: ":")[0])
+                }
+            }
+            return nil
+        }
+        var worker = try f.startWorker("w-poison")
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, try f.records(f.keys.deadLetters).isEmpty {
+            usleep(20_000)
+            if try holder() == "w-poison" {
+                worker.signal(SIGKILL)
+                _ = worker.wait(timeout: 5)
+                kills += 1
+                worker = try f.startWorker("w-poison")
+            }
+        }
+        try f.waitForOutcomes(50, timeout: 30)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 49, "dead_lettered": 1], "after \(kills) kills")
+        let dead = try XCTUnwrap(try f.records(f.keys.deadLetters).first)
+        XCTAssertEqual(dead["reason"] as? String, "PoisonPill")
+        XCTAssertEqual(dead["job_id"] as? String, "poison")
+        XCTAssertEqual(dead["app"] as? String, "default")
+        XCTAssertEqual(dead["token"] as? String, poisonToken)
+        XCTAssertNotNil(Int(dead["handle"] as? String ?? ""), "\(dead)")
+        XCTAssertEqual(kills, 3, "taken back twice (with 49, then with 15), then the pill")
+    }
+
     func testAJobThatKeepsKillingWorkersBecomesAPoisonPill() throws {
         let f = try WorkerFixture(settings: ["max_recoveries": 2])
         let r = try f.connect()
