@@ -41,6 +41,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     /// The number of the batch found in Redis since the take-back key was WATCHed on the
     /// current connection: a transaction touching no older batch needs no check of its own.
     private var checked: Int?
+    /// When it last logged that its jobs were taken back (once per 10 s at most).
+    private var lastTakenBackLogMs: UInt64 = 0
     /// A transaction is written once this many outcomes wait, or `linger` after the first: each
     /// transaction costs a round trip, whatever its size. Half of what the gate lets wait, so
     /// that lingering never holds the fetcher back.
@@ -64,7 +66,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         self.metrics = metrics
         self.logger = logger
         self.loop = loop
-        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger)
+        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, caps: configuration.recordCaps)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
         redis.owner = self
@@ -264,6 +266,13 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             }
             // Jobs were taken back meanwhile: the script decides job by job.
             checked = nil
+            let now = MonotonicClock.nowMilliseconds()
+            if now >= lastTakenBackLogMs + 10_000 {
+                lastTakenBackLogMs = now
+                logger.warning(
+                    "jobs of this worker were taken back by another (its lease ran out): their outcomes here are dropped; the taker sends them",
+                    ["worker": .string(workerID), "lease_ms": .int(configuration.leaseMs)])
+            }
             redis.send([RedisArgs(["UNWATCH"])], skipping: 1)
             sendScript(w)
         case .transaction(let next):

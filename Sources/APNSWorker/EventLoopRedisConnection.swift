@@ -34,9 +34,12 @@ final class EventLoopRedisConnection: EventHandler {
     private var closed = false
     /// A reply not read this long after its request (a blocking wait is 1 s) means a Redis that
     /// hangs.
-    static let replyTimeoutMs: UInt64 = 5000
+    /// A reply later than this drops the connection: well within the lease (a third of it, 5 s
+    /// at most), so that a dead link is noticed while the lease still holds.
+    private let replyTimeoutMs: UInt64
 
-    init(_ endpoint: RedisEndpoint, loop: EventLoop, logger: Logger, resolver: HostResolver = HostResolver()) {
+    init(_ endpoint: RedisEndpoint, loop: EventLoop, logger: Logger, replyTimeoutMs: Int = 5000, resolver: HostResolver = HostResolver()) {
+        self.replyTimeoutMs = UInt64(replyTimeoutMs)
         self.endpoint = endpoint
         self.resolver = resolver
         self.loop = loop
@@ -131,10 +134,10 @@ final class EventLoopRedisConnection: EventHandler {
     }
 
     private func scheduleTimeoutCheck() {
-        loop.schedule(afterMilliseconds: 1000) { [weak self] in
+        loop.schedule(afterMilliseconds: Int(min(1000, max(50, replyTimeoutMs / 4)))) { [weak self] in
             guard let self, !closed else { return }
-            if let pipe, !pipe.isConnected || pipe.isWaiting, MonotonicClock.nowMilliseconds() - waitingSinceMs > Self.replyTimeoutMs {
-                failed(.timeout("\(endpoint): no reply in \(Self.replyTimeoutMs) ms"))
+            if let pipe, !pipe.isConnected || pipe.isWaiting, MonotonicClock.nowMilliseconds() - waitingSinceMs > replyTimeoutMs {
+                failed(.timeout("\(endpoint): no reply in \(replyTimeoutMs) ms"))
             }
             scheduleTimeoutCheck()
         }

@@ -64,7 +64,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.logger = logger
         self.deliver = deliver
         templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
-        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger)
+        // Its wait for jobs (BLMOVE) holds a reply up to a second.
+        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs + 1000)
         redis.owner = self
     }
 

@@ -57,6 +57,10 @@ public struct WorkerConfiguration: Sendable {
 
     /// Jobs a process hands to its connections at most: about twice what they can have in
     /// flight (one set of connections per pool, however many apps share it).
+    /// How long a worker waits for a Redis reply before it drops the connection: a third of the
+    /// lease, 5 s at most, so that a dead link is noticed while the lease still holds.
+    public var redisReplyTimeoutMs: Int { min(5000, max(300, leaseMs / 3)) }
+
     public var sendingCapacity: Int { max(batchSize, 2 * streamCapacity) }
 
     /// Answered jobs a process holds at most while their outcomes wait for Redis: about twice

@@ -102,6 +102,29 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertTrue(inFlight.allSatisfy { sends[$0] == 2 }, "\(inFlight.map { sends[$0] ?? 0 })")
     }
 
+    /// A worker stopped past its lease learns, when it wakes, that its jobs were taken back, and
+    /// says so (issue 27, item 7: it logged nothing); every job still has one final result.
+    func testAWorkerWhoseJobsWereTakenBackSaysSo() throws {
+        let f = try WorkerFixture(settings: ["lease_ms": 1000]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", attempts: 1, delayMs: 2500)]
+        }
+        try f.enqueue((0..<100).map { WorkerFixture.job($0) })
+        let sleeper = try f.startWorker("w-sleeper")
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.inFlight("w-sleeper") == 100 })
+        usleep(300_000)  // the sends are out
+        sleeper.signal(SIGSTOP)
+        try f.startWorker("w-taker")
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.stats()["recovered"] ?? 0 > 0 }, "the taker recovered them")
+        sleeper.signal(SIGCONT)
+        try f.waitForOutcomes(100, timeout: 30)
+        let told = waitUntil(timeout: 10) { sleeper.output.contains("were taken back by another") }
+        XCTAssertTrue(told, sleeper.output.suffix(2000).description)
+        var perJob: [String: Int] = [:]
+        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        XCTAssertEqual(perJob.count, 100)
+        XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one final result each")
+    }
+
     /// A worker killed with -9 and started again (same id) while Redis is down takes its
     /// leftovers back once Redis returns, not at the next SIGTERM (issue 27, item 2: 1,792
     /// jobs sat 60 s in the dead run's batches).

@@ -83,4 +83,17 @@ final class WorkerConfigurationTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("rate_per_connection must be in 1...1000000"), "\(error)")
         }
     }
+
+    /// A dead Redis link must be noticed while the lease still holds (issue 27, item 7: 5 s reply
+    /// timeouts against a 3 s lease lost it on every 2 s cut).
+    func testRedisReplyTimeoutsFitInsideTheLease() {
+        var config = WorkerConfiguration()
+        for lease in [1000, 3000, 15_000, 60_000] {
+            config.leaseMs = lease
+            XCTAssertLessThanOrEqual(config.redisReplyTimeoutMs, max(300, lease / 3), "lease \(lease)")
+            XCTAssertLessThanOrEqual(config.redisReplyTimeoutMs, 5000)
+        }
+        config.leaseMs = 3000
+        XCTAssertEqual(config.redisReplyTimeoutMs, 1000)
+    }
 }
