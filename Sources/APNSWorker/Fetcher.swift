@@ -128,17 +128,18 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             return
         }
         unfreed.add(completer.takeRecorded())
-        guard gate.mayFetch() else { return }
-        // A quarter of the room at least, so that a nearly full gate does not fetch a job at a time.
-        let minimum = min(configuration.batchSize, max(1, gate.sendingCapacity / 4))
-        guard let size = gate.room(upTo: configuration.batchSize, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
+        // Whole batches while the room holds two; else a quarter of the room at least, so that
+        // a nearly full gate does not fetch a job at a time.
+        let batch = configuration.batchSize, capacity = gate.sendingCapacity
+        let minimum = capacity >= 2 * batch ? batch : max(1, capacity / 4)
+        guard let (size, holdsNothing) = gate.room(upTo: batch, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
             unfreed.freeAll()
             return
         }
         // Templates changed in Redis are read at most once a second, in the same write.
         if let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) { send([read], expecting: .templates) }
-        let batch = batchIDs.next()
-        send([fetchArgs(batch, size: size), listArgs(batch)], expecting: .fetch(batch: batch, size: size))
+        let id = batchIDs.next()
+        send([fetchArgs(id, size: size, holdsNothing: holdsNothing), listArgs(id)], expecting: .fetch(batch: id, size: size))
     }
 
     /// Noted as awaited first: a send that fails reports it lost with the rest.
@@ -158,7 +159,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                 guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
                 // A restarted Redis: load the script and fetch again, in one write.
                 send(
-                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch, size: size), listArgs(batch)], skipping: 1,
+                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch, size: size, holdsNothing: false), listArgs(batch)],
+                    skipping: 1,
                     expecting: .fetch(batch: batch, size: size))
                 return
             }
@@ -184,7 +186,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         }
     }
 
-    private func fetchArgs(_ id: String, size: Int) -> RedisArgs {
+    private func fetchArgs(_ id: String, size: Int, holdsNothing: Bool) -> RedisArgs {
         var args = RedisArgs(
             script: QueueScripts.fetch,
             keys: [
@@ -195,7 +197,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         args.append(workerID)
         args.append(configuration.leaseMs)
         args.append(id)
-        args.append(gate.holdsNothing ? 1 : 0)
+        args.append(holdsNothing ? 1 : 0)
         return args
     }
 

@@ -38,29 +38,25 @@ final class InFlightGate: @unchecked Sendable {
         room(upTo: n, atLeast: n, waiter: waiter, orWake: wake) != nil
     }
 
-    /// Whether a fetcher may ask for jobs: not while recovered jobs are out on their own.
-    func mayFetch() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if isolating, sending + recording > 0 { return false }
-        isolating = false
-        return true
-    }
-
     /// Recovered jobs were taken: nothing more is fetched until they are recorded.
     func isolate() { condition.lock(); isolating = true; condition.unlock() }
-
-    /// Whether the process holds no job (recovered ones may then be taken).
-    var holdsNothing: Bool { current == 0 }
 
     /// How many more jobs may be fetched now, up to `wanted`, when at least `minimum` fit; else
     /// nil, and `wake` is called when `minimum` do. A fetch sized to the room keeps the
     /// connections full when they carry less than a batch (waiting for a whole batch's room
     /// waited for every send to be answered).
-    func room(upTo wanted: Int, atLeast minimum: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Int? {
+    /// Nil too while recovered jobs are out on their own (`isolate`), until nothing is held;
+    /// `holdsNothing`: the process holds no job, so recovered ones may be taken.
+    func room(
+        upTo wanted: Int, atLeast minimum: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void
+    ) -> (size: Int, holdsNothing: Bool)? {
         condition.lock()
         defer { condition.unlock() }
-        if fits(minimum) { return min(wanted, sendingCapacity - sending) }
+        if isolating {
+            guard sending + recording == 0 else { return nil }  // the loop turn that records them asks again
+            isolating = false
+        }
+        if fits(minimum) { return (min(wanted, sendingCapacity - sending), sending + recording == 0) }
         roomWaiters.removeAll { $0.waiter == waiter }
         roomWaiters.append((waiter, minimum, wake))
         return nil
