@@ -117,10 +117,7 @@ extension APNSSender {
     }
 
     /// 100 ms after the first of a row of unanswered sends, doubling up to 5 s, with jitter.
-    private func resendDelayMs(after sends: Int) -> Int {
-        let ceiling = min(5000, 100 << min(max(sends - 1, 0), 16))
-        return Int.random(in: ceiling / 2...ceiling, using: &rng)
-    }
+    private func resendDelayMs(after sends: Int) -> Int { Backoff.delayMs(afterFailures: sends, baseMs: 100, capMs: 5000, using: &rng) }
 
     /// Puts `r` back at the front of its pool's queue, now or after `afterMs`; a job whose
     /// expiration passed while it waited is given up instead.

@@ -13,7 +13,12 @@ public struct Backoff: Sendable {
     /// The delay before the next try, after one more failure.
     public mutating func nextDelayMs<G: RandomNumberGenerator>(using rng: inout G) -> Int {
         failures += 1
-        let ceiling = min(capMs, baseMs << min(failures - 1, 20))
+        return Self.delayMs(afterFailures: failures, baseMs: baseMs, capMs: capMs, using: &rng)
+    }
+
+    /// The delay after the `failures`th failure in a row, for a caller that keeps the count.
+    public static func delayMs<G: RandomNumberGenerator>(afterFailures failures: Int, baseMs: Int, capMs: Int, using rng: inout G) -> Int {
+        let ceiling = min(capMs, baseMs << min(max(failures - 1, 0), 20))
         return Int.random(in: ceiling / 2...ceiling, using: &rng)
     }
 
