@@ -61,22 +61,21 @@ public struct CircuitBreaker: Sendable {
     /// when this opens the breaker or lengthens its pause, nil when it changes nothing.
     @discardableResult
     public mutating func failed(_ cause: Cause, nowMs: UInt64, sentAtMs: UInt64) -> Int? {
+        let isProbe: Bool
         switch state {
-        case .closed:
-            return open(cause, nowMs: nowMs, probes: 0)
-        case .open:
-            guard cause == .credential, self.cause == .transport else { return nil }
-            return open(cause, nowMs: nowMs, probes: 0)
-        case .probing(let since):
-            guard sentAtMs >= since else { return cause == .credential && self.cause == .transport ? open(cause, nowMs: nowMs, probes: 0) : nil }
-            if cause == .transport, self.cause == .credential {
-                // The credential probe was lost on the way: another soon, the pause unchanged.
-                state = .open(untilMs: nowMs + UInt64(transportPauseMs))
-                return nil
-            }
-            // A failure of another kind starts its own count: its pause begins at its base.
-            return open(cause, nowMs: nowMs, probes: cause == self.cause ? failedProbes + 1 : 0)
+        case .closed: return open(cause, nowMs: nowMs, probes: 0)
+        case .open: isProbe = false
+        case .probing(let since): isProbe = sentAtMs >= since
         }
+        // A credential refusal outranks trouble on the way: its own pause, from its base.
+        if cause == .credential, self.cause == .transport { return open(cause, nowMs: nowMs, probes: 0) }
+        guard isProbe else { return nil }
+        if cause == .transport, self.cause == .credential {
+            // The credential probe was lost on the way: another soon, the pause unchanged.
+            state = .open(untilMs: nowMs + UInt64(transportPauseMs))
+            return nil
+        }
+        return open(cause, nowMs: nowMs, probes: failedProbes + 1)
     }
 
     private mutating func open(_ cause: Cause, nowMs: UInt64, probes: Int) -> Int {
