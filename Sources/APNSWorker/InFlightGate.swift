@@ -31,18 +31,13 @@ final class InFlightGate: @unchecked Sendable {
 
     private func fits(_ n: Int) -> Bool { sending + n <= sendingCapacity && recording <= recordingCapacity }
 
-    /// Whether `n` more jobs fit now. If not, `wake` is called (once, from whichever thread frees
-    /// the room) when they do: a fetcher on an event loop does not block here. `waiter` names
-    /// the caller, which waits for one room at a time.
-    func hasRoom(for n: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Bool {
-        room(upTo: n, atLeast: n, waiter: waiter, orWake: wake) != nil
-    }
-
     /// Recovered jobs were taken: nothing more is fetched until they are recorded.
     func isolate() { condition.lock(); isolating = true; condition.unlock() }
 
     /// How many more jobs may be fetched now, up to `wanted`, when at least `minimum` fit; else
-    /// nil, and `wake` is called when `minimum` do. A fetch sized to the room keeps the
+    /// nil, and `wake` is called (once, from whichever thread frees the room) when `minimum` do:
+    /// a fetcher on an event loop does not block here. `waiter` names the caller, which waits
+    /// for one room at a time. A fetch sized to the room keeps the
     /// connections full when they carry less than a batch (waiting for a whole batch's room
     /// waited for every send to be answered).
     /// Nil too while recovered jobs are out on their own (`isolate`), until nothing is held;

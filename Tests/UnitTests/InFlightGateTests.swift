@@ -41,17 +41,17 @@ final class InFlightGateTests: XCTestCase {
         let gate = InFlightGate(sendingCapacity: 10, recordingCapacity: 5)
         let woken = DispatchSemaphore(value: 0)
         gate.add(sent: 8, decided: 1)
-        XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: {}), "8 sending + 3 > 10")
+        XCTAssertFalse(gate.hasRoom(3, {}), "8 sending + 3 > 10")
         gate.answered(4)
         XCTAssertEqual(gate.current, 9, "answered jobs are held until recorded")
         XCTAssertTrue(
-            gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { XCTFail("no wait, no wake") }),
+            gate.hasRoom(3, { XCTFail("no wait, no wake") }),
             "4 sending + 3 fit, and 5 recording is within its limit")
         gate.answered(2)
-        XCTAssertFalse(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: { woken.signal() }), "7 recording is over its limit")
+        XCTAssertFalse(gate.hasRoom(3, { woken.signal() }), "7 recording is over its limit")
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { gate.recorded(4) }
         XCTAssertEqual(woken.wait(timeout: .now() + 5), .success, "recording wakes the waiting fetcher")
-        XCTAssertTrue(gate.hasRoom(for: 3, waiter: ObjectIdentifier(self), orWake: {}))
+        XCTAssertTrue(gate.hasRoom(3, {}))
         gate.answered(2)
         gate.recorded(5)
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 1))
@@ -67,8 +67,8 @@ final class InFlightGateTests: XCTestCase {
         let woken = DispatchSemaphore(value: 0)
         XCTAssertFalse(
             gate.hasRoom(
-                for: 5, waiter: ObjectIdentifier(self),
-                orWake: {
+                5,
+                {
                     wakes.withLock { $0.append(gate.current) }; woken.signal()
                 }))
         let answers = DispatchGroup()
@@ -103,5 +103,12 @@ final class InFlightGateTests: XCTestCase {
         gate.answered(1)
         XCTAssertEqual(woken.wait(timeout: .now() + 1), .success)
         XCTAssertEqual(gate.room(upTo: 5, atLeast: 3, waiter: ObjectIdentifier(self), orWake: {})?.size, 3)
+    }
+}
+
+extension InFlightGate {
+    /// Whether `n` more jobs fit now, as a fetch of exactly `n` asks.
+    fileprivate func hasRoom(_ n: Int, _ wake: @escaping @Sendable () -> Void) -> Bool {
+        room(upTo: n, atLeast: n, waiter: ObjectIdentifier(self), orWake: wake) != nil
     }
 }
