@@ -143,9 +143,7 @@ public final class HTTP2ClientSession: HTTP2Framing {
     public func goAway() {
         if saidGoAway { return }
         if case .awaitingSettings = state { state = .awaitingSettings(saidGoAway: true) } else { state = .goingAway(saidByUs: true) }
-        pending.appendFrameHeader(length: 8, type: .goAway, flags: 0, stream: 0)
-        pending.appendUInt32(0)  // the last stream the server opened: none
-        pending.appendUInt32(HTTP2ErrorCode.noError.rawValue)
+        writeGoAway(.noError)
     }
 
     public func submitPing() {
@@ -157,10 +155,13 @@ public final class HTTP2ClientSession: HTTP2Framing {
     /// Tells the server why the connection ends (RFC 9113 §5.4.1): GOAWAY with the error's code.
     public func sayGoAway(after error: HTTP2ProtocolError) {
         state = .goingAway(saidByUs: true)
-        let debug = Array(error.detail.utf8.prefix(200))
+        writeGoAway(error.code, debug: Array(error.detail.utf8.prefix(200)))
+    }
+
+    private func writeGoAway(_ code: HTTP2ErrorCode, debug: [UInt8] = []) {
         pending.appendFrameHeader(length: 8 + debug.count, type: .goAway, flags: 0, stream: 0)
         pending.appendUInt32(0)  // the last stream the server opened: none
-        pending.appendUInt32(error.code.rawValue)
+        pending.appendUInt32(code.rawValue)
         debug.withUnsafeBytes { pending.append($0) }
     }
 
