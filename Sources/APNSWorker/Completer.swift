@@ -235,6 +235,10 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
 
     func redisConnected() {
         checked = nil
+        // The fence: a transaction an old connection still carries WATCHed the take-back key
+        // before the connection was given up on, so touching it now makes that EXEC a no-op.
+        let fence = keys.takeback(worker: workerID)
+        redis.send([RedisArgs(["INCR", fence]), RedisArgs(["PEXPIRE", fence, "60000"])], skipping: 2)
         attempt()
     }
 

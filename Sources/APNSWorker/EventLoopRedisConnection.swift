@@ -116,14 +116,15 @@ final class EventLoopRedisConnection: EventHandler {
         }
     }
 
-    private func drop() {
+    private func drop(abandoning: Bool = false) {
         guard let p = pipe else { return }
         loop.unregister(fd: p.fd)
+        if abandoning { p.abandon() }
         pipe = nil
     }
 
     private func failed(_ error: RedisError) {
-        drop()
+        drop(abandoning: true)
         let delay = backoff.nextDelayMs()
         if !closed {
             logger.warning(

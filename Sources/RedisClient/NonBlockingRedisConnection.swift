@@ -63,6 +63,13 @@ public final class NonBlockingRedisConnection {
         summary.deallocate()
     }
 
+    /// Before a connection given up on is freed: its close resets it, so that the kernel drops
+    /// what it has not sent instead of sending it late, after the owner wrote it again elsewhere.
+    public func abandon() {
+        var off = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, socklen_t(MemoryLayout<linger>.size))
+    }
+
     /// The socket, for epoll.
     public var fd: Int32 { apnsw_redis_context_fd(context) }
 

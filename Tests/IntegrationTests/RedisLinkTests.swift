@@ -1,0 +1,56 @@
+import Foundation
+import QueueContract
+import TestSupport
+import XCTest
+
+/// The link between a worker and Redis cut by a proxy of the test's own (`TCPProxy`): bytes
+/// stop, the worker gives up on the connection and goes on with a new one, and what it wrote
+/// before may still reach Redis late (issue 27, items 5-7).
+final class RedisLinkTests: XCTestCase {
+    private func fixture(_ proxy: inout TCPProxy?, settings: [String: Any] = [:], delayMs: Int = 20) throws -> WorkerFixture {
+        let redis = try TestRedis()
+        let p = try TCPProxy(to: redis.endpoint.host, port: redis.endpoint.port)
+        proxy = p
+        var all: [String: Any] = ["redis": ["host": "127.0.0.1", "port": p.port], "lease_ms": 3000, "streams": 50]
+        for (k, v) in settings { all[k] = v }
+        return try WorkerFixture(redis: redis, settings: all) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: delayMs)]
+        }
+    }
+
+    private func assertOneResultEach(_ f: WorkerFixture, jobs: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        var perJob: [String: Int] = [:]
+        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        XCTAssertEqual(perJob.count, jobs, "every job has a result", file: file, line: line)
+        let twice = perJob.filter { $0.value > 1 }
+        XCTAssertTrue(twice.isEmpty, "\(twice.count) jobs have more than one result", file: file, line: line)
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs], file: file, line: line)
+    }
+
+    /// A completion transaction held in a dead connection's path reaches Redis after the worker
+    /// wrote the same outcomes again on a new one: it must change nothing (item 5: two results
+    /// per job, 11 s after the network came back).
+    func testALateCompletionFromADeadConnectionWritesNothing() throws {
+        try lateCompletion(deliverAfterReset: false)
+    }
+
+    /// The same, with the late copy already in the network, past the worker's abortive close:
+    /// the fence in Redis alone makes it harmless.
+    func testALateCompletionPastAnAbortiveCloseWritesNothing() throws {
+        try lateCompletion(deliverAfterReset: true)
+    }
+
+    private func lateCompletion(deliverAfterReset: Bool) throws {
+        var proxy: TCPProxy?
+        let f = try fixture(&proxy)
+        let jobs = 3000
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        try f.startWorker("w-late-exec")
+        XCTAssertTrue(try waitUntil(timeout: 30) { try f.finalOutcomes() >= 300 })
+        proxy!.hold(whenClientSends: "\r\nEXEC\r\n", releaseAfterMs: 4000, deliverAfterReset: deliverAfterReset)
+        try f.waitForOutcomes(jobs, timeout: 60)
+        XCTAssertEqual(proxy!.held, 1, "a transaction was held")
+        usleep(5_000_000)  // the held copy has arrived
+        try assertOneResultEach(f, jobs: jobs)
+    }
+}
