@@ -123,7 +123,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         if !lost.isEmpty {
             while redis.isReady, let batch = lost.first {
                 lost.removeFirst()
-                send([RedisArgs(["HGET", keys.batches(worker: workerID), batch]), listArgs(batch)], expecting: .lost(batch: batch))
+                send([lookUpArgs(batch), listArgs(batch)], expecting: .lost(batch: batch))
             }
             return
         }
@@ -179,6 +179,13 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             }
             route(taken, batch: completer.unfinished.open(id: batch, jobs: taken.count))
         case .lost(let batch):
+            if let message = reply.error {
+                guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
+                send(
+                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.lookUpLost.source]), lookUpArgs(batch), listArgs(batch)], skipping: 1,
+                    expecting: .lost(batch: batch))
+                return
+            }
             let taken = try TakenJobs(reply)
             guard !taken.isEmpty else { return }
             logger.warning("found jobs taken by a fetch whose reply was lost; sending them", ["count": .int(taken.count)])
@@ -198,6 +205,12 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         args.append(configuration.leaseMs)
         args.append(id)
         args.append(holdsNothing ? 1 : 0)
+        return args
+    }
+
+    private func lookUpArgs(_ id: String) -> RedisArgs {
+        var args = RedisArgs(script: QueueScripts.lookUpLost, keys: [keys.batches(worker: workerID)])
+        args.append(id)
         return args
     }
 
@@ -329,8 +342,8 @@ struct TakenJobs {
     var count: Int { ranges.count }
     var isEmpty: Bool { ranges.isEmpty }
 
-    /// Two replies read flat: the fetch script's {first handle, count} (or the batch's first
-    /// handle from the batches hash, nil if it is not there), then the batch's list.
+    /// Two replies read flat: the fetch script's {first handle, count} (or the lost batch's
+    /// first handle, 0 if its fetch never ran), then the batch's list.
     init(_ reply: RedisFlatReply) throws(RedisError) {
         guard reply.count > 0 else { throw .server("no reply to the fetch") }
         let list: Int
@@ -340,7 +353,7 @@ struct TakenJobs {
             waitsUntilIdle = reply.integer(2) == -1
             list = 3
         } else {
-            first = reply.bytes(0).flatMap { Int64(String(decoding: $0, as: UTF8.self)) } ?? 0
+            first = reply.integer(0) ?? 0
             list = 1
         }
         guard first > 0 else { return }

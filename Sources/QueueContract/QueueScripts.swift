@@ -11,12 +11,14 @@ public enum QueueScripts {
     /// Recovered jobs (envelopes with `recoveries`) next in line are taken only by a worker that
     /// holds nothing (ARGV[5] "1"), 16 at most, and alone once taken back twice; any other
     /// worker gets {0, -1} and asks again once idle.
+    /// A batch id already in the batches hash takes nothing: `lookUpLost` gave it up.
     /// KEYS: jobs, batch, batches, workers, staging, handle counter.
     /// ARGV: max, worker id, lease ms, batch id, holds nothing ("1"/"0"). Returns {first handle,
     /// number of jobs}.
     public static let fetch = RedisScript(
         """
         local call = redis.call
+        if call('HEXISTS', KEYS[3], ARGV[4]) == 1 then return {0, 0} end
         local max = tonumber(ARGV[1])
         local staged = call('LLEN', KEYS[5])
         -- Jobs taken back from a dead worker go to a worker that holds nothing, 16 at most, and
@@ -41,6 +43,18 @@ public enum QueueScripts {
         local first = call('INCRBY', KEYS[6], n) - n + 1
         call('HSET', KEYS[3], ARGV[4], first)
         return {first, n}
+        """)
+
+    /// Looks up a batch whose fetch reply was lost: its first handle if the fetch ran, else 0,
+    /// and the id goes in the batches hash with no jobs, so that the fetch, should it reach
+    /// Redis late on the old connection, takes nothing. Take-backs clear such entries.
+    /// KEYS: batches. ARGV: batch id.
+    public static let lookUpLost = RedisScript(
+        """
+        local first = redis.call('HGET', KEYS[1], ARGV[1])
+        if first then return tonumber(first) end
+        redis.call('HSET', KEYS[1], ARGV[1], 0)
+        return 0
         """)
 
     /// Records a batch of outcomes. A job is acked in the same step that records its last

@@ -38,11 +38,25 @@ final class FetchScriptTests: XCTestCase {
         XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 6)
 
         // A fetch whose reply was lost: its batch is found by id, with its first handle.
-        let found = try r.commands([lookup(keys, "hget", "a-2"), lookup(keys, "lrange", "a-2")], flat: TakenJobs.init)
+        let found = try lookUpLost(r, keys, "a-2")
         XCTAssertEqual(found.first, 4)
         XCTAssertEqual(found.ranges.map { found.bytes[$0] }.map(text), ["j2", "j3", "j4"])
-        let missing = try r.commands([lookup(keys, "hget", "a-9"), lookup(keys, "lrange", "a-9")], flat: TakenJobs.init)
+        let missing = try lookUpLost(r, keys, "a-9")
         XCTAssertTrue(missing.isEmpty, "a fetch that never ran left nothing to send")
+        // Should that fetch reach Redis late, it takes nothing (issue 27, item 6).
+        _ = try r.command(["LPUSH", keys.jobs, "j5"])
+        XCTAssertTrue(try fetch(r, keys, id: "a-9", max: 10).isEmpty)
+        XCTAssertEqual(try r.command(["LLEN", keys.jobs]).integer, 1, "the job stays queued")
+        XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 6)
+        let handedBack = try InFlightJobs.handBack(r, keys, worker: worker)
+        XCTAssertEqual(handedBack, 6, "the fenced-off id hands nothing back")
+        XCTAssertEqual(try r.command(["EXISTS", keys.batches(worker: worker)]).integer, 0, "and goes with the rest")
+    }
+
+    private func lookUpLost(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ id: String) throws -> TakenJobs {
+        var args = RedisArgs(script: QueueScripts.lookUpLost, keys: [keys.batches(worker: worker)])
+        args.append(id)
+        return try r.run(QueueScripts.lookUpLost, args, then: lookup(keys, "lrange", id), flat: TakenJobs.init)
     }
 
     private func fetch(_ r: BlockingRedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {

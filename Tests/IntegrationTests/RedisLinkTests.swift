@@ -53,4 +53,24 @@ final class RedisLinkTests: XCTestCase {
         usleep(5_000_000)  // the held copy has arrived
         try assertOneResultEach(f, jobs: jobs)
     }
+
+    /// A fetch held in a dead connection's path reaches Redis after the worker looked its batch
+    /// up on a new connection and found nothing: it must take nothing (item 6: 256 jobs sat in
+    /// a live worker's batch until a SIGTERM).
+    func testALateFetchFromADeadConnectionTakesNothing() throws {
+        var proxy: TCPProxy?
+        // Slow enough that jobs still wait when the held fetch arrives.
+        let f = try fixture(&proxy, settings: ["batch_size": 200], delayMs: 50)
+        let jobs = 12_000
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        try f.startWorker("w-late-fetch")
+        XCTAssertTrue(try waitUntil(timeout: 30) { try f.finalOutcomes() >= 300 })
+        proxy!.hold(whenClientSends: QueueScripts.fetch.sha1, releaseAfterMs: 3000, deliverAfterReset: true)
+        try f.waitForOutcomes(jobs, timeout: 60)
+        XCTAssertEqual(proxy!.held, 1, "a fetch was held")
+        usleep(5_000_000)  // the held fetch has arrived
+        XCTAssertEqual(try f.connect().command(["LLEN", f.keys.jobs]).integer, 0)
+        XCTAssertEqual(try f.inFlight("w-late-fetch"), 0, "no batch of the live worker is stranded")
+        try assertOneResultEach(f, jobs: jobs)
+    }
 }
