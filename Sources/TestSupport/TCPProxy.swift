@@ -15,7 +15,9 @@ public final class TCPProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var links: [Link] = []
-    private var stalledUntil: UInt64 = 0
+    private var stalledUntil: UInt64 = 0, lateBy: UInt64 = 0
+    /// A stall not yet applied to the links open when it began (the proxy's thread owns them).
+    private var stallsExisting = false
     private var trigger: Trigger?
     private var running = true
     private var thread: Thread?
@@ -66,9 +68,15 @@ public final class TCPProxy: @unchecked Sendable {
         t.start()
     }
 
-    /// Every link, and any made meanwhile, passes nothing for `ms`, then delivers what waited.
-    public func stall(forMs ms: Int) {
-        lock.withLock { stalledUntil = Self.nowMs() + UInt64(ms) }
+    /// Every link, and any made meanwhile, passes nothing for `ms`; links made after flow. What
+    /// waited arrives `lateByMs` after the cut ends, as TCP's retransmission timer, which doubles
+    /// while packets are lost, delivers it; a link its client reset meanwhile delivers nothing.
+    public func stall(forMs ms: Int, lateByMs: Int = 1600) {
+        lock.withLock {
+            stalledUntil = Self.nowMs() + UInt64(ms)
+            lateBy = UInt64(lateByMs)
+            stallsExisting = true
+        }
     }
 
     /// The first link on which the client sends `pattern` is held from that read on, both ways,
@@ -89,6 +97,11 @@ public final class TCPProxy: @unchecked Sendable {
     private func run() {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while lock.withLock({ running }) {
+            let stall: UInt64? = lock.withLock {
+                defer { stallsExisting = false }
+                return stallsExisting ? stalledUntil + lateBy : nil
+            }
+            if let stall { for l in links { l.heldUntil = max(l.heldUntil, stall) } }
             acceptNew()
             var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
             for l in links where !l.closed {
@@ -97,11 +110,10 @@ public final class TCPProxy: @unchecked Sendable {
             }
             _ = poll(&fds, nfds_t(fds.count), 10)
             let now = Self.nowMs()
-            let stalled = lock.withLock { stalledUntil > now }
             for l in links where !l.closed {
                 if l.clientEnd == .open { read(l.client, into: &l.toServer, link: l, fromClient: true, buffer: &buffer) }
                 if !l.closed { read(l.server, into: &l.toClient, link: l, fromClient: false, buffer: &buffer) }
-                guard !l.closed, !stalled, l.heldUntil <= now else { continue }
+                guard !l.closed, l.heldUntil <= now else { continue }
                 deliver(l)
             }
             links.removeAll { $0.closed }
@@ -124,7 +136,10 @@ public final class TCPProxy: @unchecked Sendable {
             }
             Self.nonBlocking(c)
             Self.nonBlocking(s)
-            links.append(Link(client: c, server: s))
+            let link = Link(client: c, server: s)
+            let (until, late) = lock.withLock { (stalledUntil, lateBy) }
+            if until > Self.nowMs() { link.heldUntil = until + late }
+            links.append(link)
         }
     }
 

@@ -73,4 +73,28 @@ final class RedisLinkTests: XCTestCase {
         XCTAssertEqual(try f.inFlight("w-late-fetch"), 0, "no batch of the live worker is stranded")
         try assertOneResultEach(f, jobs: jobs)
     }
+
+    /// A 2 s cut of one worker's link to Redis, with a 3 s lease: the worker notices the dead
+    /// connections and renews its lease through new ones in time, so no peer takes its jobs
+    /// back (item 7: the 5 s reply timeouts cost it its lease every time).
+    func testACutShorterThanTheLeaseCostsNoLease() throws {
+        var proxy: TCPProxy?
+        let f = try fixture(&proxy, delayMs: 50)
+        let jobs = 12_000
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        try f.startWorker("w-cut")
+        XCTAssertTrue(try waitUntil(timeout: 30) { try f.finalOutcomes() >= 300 })
+        // A peer on a link of its own, which would take the jobs back if the lease ran out.
+        let direct = try WorkerFixture.reconfigure(
+            f, ["redis": ["host": f.redis.endpoint.host, "port": f.redis.endpoint.port], "lease_ms": 3000])
+        try direct.startWorker("w-peer")
+        usleep(500_000)
+        proxy!.stall(forMs: 2000)
+        try f.waitForOutcomes(jobs, timeout: 60)
+        XCTAssertEqual(try f.stats()["recovered"] ?? 0, 0, "the peer took nothing back")
+        try assertOneResultEach(f, jobs: jobs)
+        let cut = f.workers[0].output
+        XCTAssertTrue(cut.contains("Redis call failed"), "the cut was seen")
+        XCTAssertFalse(cut.contains("were taken back"), cut.suffix(2000).description)
+    }
 }
