@@ -131,6 +131,7 @@ extension APNSSender {
         waitingResends[p] += 1
         loop.schedule(afterMilliseconds: afterMs) { [self] in
             waitingResends[p] -= 1
+            if r.batch.takenBack { return sink.dropped(1) }
             if !stopping { pending[p].pushFront(r) }
         }
     }

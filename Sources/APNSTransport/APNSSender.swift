@@ -9,6 +9,8 @@ public protocol DecidedSink: AnyObject {
     func add(_ decided: consuming FinishedJob)
     /// A loop turn ended in which `decided` sends were decided.
     func turnEnded(decided: Int)
+    /// `n` sends were dropped unsent: another worker took their jobs back.
+    func dropped(_ n: Int)
 }
 
 /// The APNs transport of one I/O thread: the connection pools it owns on its event loop
@@ -171,6 +173,18 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
 
     // MARK: Loop thread
 
+    /// While set, nothing new is sent: the worker's lease may have lapsed. Loop thread.
+    public var holdsSends = false
+
+    /// Drops the queued sends whose batch another worker took back. Returns how many.
+    @discardableResult
+    public func dropTakenBack() -> Int {
+        var n = 0
+        for p in pending.indices { n += pending[p].remove { $0.batch.takenBack } }
+        if n > 0 { sink.dropped(n) }
+        return n
+    }
+
     /// Queues a batch for sending. Loop thread.
     public func accept(_ batch: [SendRequest?]) {
         // One pool (the usual case) takes the batch whole: no reference counted per request.
@@ -182,7 +196,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     /// the sink of the turn's decided sends. Once per loop turn.
     public func dispatch() {
         guard !stopping else { return }
-        for a in pools.indices where !pending[a].isEmpty {
+        for a in pools.indices where !pending[a].isEmpty && !holdsSends {
             var allowance = Int.max
             if breakers[a].isOpen {
                 // A paused pool's probe waits for a connection that can take it.
@@ -293,7 +307,8 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         }
         let inFlight =
             slots[p].reduce(0) { $0 + ($1?.openRequests ?? 0) } + draining.values.reduce(0) { $0 + ($1.poolIndex == p ? $1.openRequests : 0) }
-        let busy = !pending[p].isEmpty || waitingResends[p] > 0 || inFlight > 0
+        // Sends held for the lease are not APNs's silence.
+        let busy = !holdsSends && (!pending[p].isEmpty || waitingResends[p] > 0 || inFlight > 0)
         defer { busyAtLastScan[p] = busy }
         guard busy else { return }
         if !busyAtLastScan[p] { lastProgressMs[p] = max(lastProgressMs[p], now) }

@@ -32,4 +32,16 @@ struct PendingQueue {
         }
         return r
     }
+
+    /// Removes the requests `matches` names, the others keeping their order. Returns how many went.
+    mutating func remove(where matches: (SendRequest) -> Bool) -> Int {
+        var kept: [SendRequest?] = []
+        var removed = 0
+        while let r = popFirst() {
+            if matches(r) { removed += 1 } else { kept.append(r) }
+        }
+        items = kept
+        head = 0
+        return removed
+    }
 }

@@ -99,6 +99,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         writeIfDue()
     }
 
+    func dropped(_ n: Int) { gate.dropped(n) }
+
     private func accept(_ batch: [FinishedJob]) {
         queue.adopt(batch)
         writeIfDue()

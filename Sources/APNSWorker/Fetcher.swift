@@ -14,19 +14,22 @@ import Telemetry
 /// set), so a batch crosses no thread on its way out (a thread of its own cost context switches:
 /// docs/performance.md).
 final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning loop's thread only, but `stop`
-    private let keys: QueueKeys
-    private let workerID: String
-    private let configuration: WorkerConfiguration
+    let keys: QueueKeys
+    let workerID: String
+    let configuration: WorkerConfiguration
     private let apps: [AppRuntime]
-    private let completer: Completer
+    let completer: Completer
     private let gate: InFlightGate
-    private let logger: Logger
+    let logger: Logger
     private let templates: TemplateSource
     private let batchIDs: BatchIDs
+    let lease: LeaseGuard
+    /// A confirmation of the lease is under way (`leaseHolds`).
+    var confirming = false
     /// Where sendable jobs go: the owning loop's queue of sends (loop thread).
     private let deliver: ([SendRequest?]) -> Void
     private let loop: EventLoop
-    private let redis: EventLoopRedisConnection
+    let redis: EventLoopRedisConnection
     /// Replies awaited, oldest first.
     private var expected: [Expected] = []
     /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
@@ -41,18 +44,22 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// a batch at a time, most went back to the arena's bins and came out again the slow way.
     private var unfreed = UnfreedJobs()
 
-    private enum Expected {
-        case fetch(batch: String, size: Int)
+    enum Expected {
+        case fetch(batch: String, size: Int, sentAtMs: UInt64)
         case lost(batch: String)
         /// BLMOVE: the queue was empty.
         case blockingWait
         case templates
+        /// Which of these batches are still there (`QueueScripts.confirmLease`).
+        case confirm(sentAtMs: UInt64, batches: [TakenBatch])
     }
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
-        gate: InFlightGate, batchIDs: BatchIDs, loop: EventLoop, logger: Logger, deliver: @escaping ([SendRequest?]) -> Void
+        gate: InFlightGate, batchIDs: BatchIDs, lease: LeaseGuard, loop: EventLoop, logger: Logger,
+        deliver: @escaping ([SendRequest?]) -> Void
     ) throws {
+        self.lease = lease
         self.loop = loop
         self.keys = keys
         self.workerID = workerID
@@ -101,12 +108,13 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     func redisFailed(_ error: RedisError) {
         for e in expected {
             switch e {
-            case .fetch(let batch, _): if error.isConnectionLost { lost.append(batch) }
+            case .fetch(let batch, _, _): if error.isConnectionLost { lost.append(batch) }
             case .lost(let batch): lost.append(batch)
-            case .blockingWait, .templates: break
+            case .blockingWait, .templates, .confirm: break
             }
         }
         expected.removeAll()
+        confirming = false
         stopIfIdle()
     }
 
@@ -139,11 +147,13 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         // Templates changed in Redis are read at most once a second, in the same write.
         if let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) { send([read], expecting: .templates) }
         let id = batchIDs.next()
-        send([fetchArgs(id, size: size, holdsNothing: holdsNothing), listArgs(id)], expecting: .fetch(batch: id, size: size))
+        send(
+            [fetchArgs(id, size: size, holdsNothing: holdsNothing), listArgs(id)],
+            expecting: .fetch(batch: id, size: size, sentAtMs: MonotonicClock.nowMilliseconds()))
     }
 
     /// Noted as awaited first: a send that fails reports it lost with the rest.
-    private func send(_ commands: [RedisArgs], skipping: Int = 0, expecting: Expected) {
+    func send(_ commands: [RedisArgs], skipping: Int = 0, expecting: Expected) {
         expected.append(expecting)
         redis.send(commands, skipping: skipping)
     }
@@ -154,16 +164,20 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             templates.apply(reply)
         case .blockingWait:
             break
-        case .fetch(let batch, let size):
+        case .confirm(let sentAtMs, let batches):
+            try confirmed(reply, sentAtMs: sentAtMs, batches: batches)
+        case .fetch(let batch, let size, let sentAtMs):
             if let message = reply.error {
                 guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
                 // A restarted Redis: load the script and fetch again, in one write.
                 send(
                     [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch, size: size, holdsNothing: false), listArgs(batch)],
                     skipping: 1,
-                    expecting: .fetch(batch: batch, size: size))
+                    expecting: .fetch(batch: batch, size: size, sentAtMs: MonotonicClock.nowMilliseconds()))
                 return
             }
+            // The script renewed the lease.
+            lease.renewed(sentAtMs: sentAtMs, answeredAtMs: MonotonicClock.nowMilliseconds())
             let taken = try TakenJobs(reply)
             if taken.waitsUntilIdle {
                 // Recovered jobs are next: they go in a small batch, once this process holds nothing.

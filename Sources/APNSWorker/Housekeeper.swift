@@ -24,7 +24,13 @@ final class Housekeeper: @unchecked Sendable {
     private var previousRunRecovered = false
     private var warnedPreviousRun = false
 
-    init(keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String) {
+    private let lease: LeaseGuard
+
+    init(
+        keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String,
+        lease: LeaseGuard
+    ) {
+        self.lease = lease
         self.ownBatches = ownBatches
         self.metrics = metrics
         self.keys = keys
@@ -87,10 +93,12 @@ final class Housekeeper: @unchecked Sendable {
 
     private func tick() {
         _ = try? redis.with { r throws(RedisError) in
+            let sentAt = MonotonicClock.nowMilliseconds()
             let expired = try r.run(
                 QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
                 args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
             ).array
+            lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
         }
     }

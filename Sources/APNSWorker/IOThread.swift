@@ -12,6 +12,10 @@ protocol NotificationTransport: AnyObject {
     func accept(_ batch: [SendRequest?])
     /// Sends what fits, once per loop turn. Loop thread.
     func dispatch()
+    /// While set, `dispatch` sends nothing new. Loop thread.
+    var holdsSends: Bool { get set }
+    /// Drops the queued sends of batches another worker took back. Loop thread.
+    @discardableResult func dropTakenBack() -> Int
     /// Closes every connection. Loop thread.
     func close()
 }
@@ -34,6 +38,11 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
         self.transport = transport
         // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
         loop.afterEvents = { [unowned(unsafe) self] in
+            // Nothing is sent while the lease may have lapsed; once Redis has said which batches
+            // are still ours, the others' sends go, before anything else is sent.
+            let holds = self.fetcher?.leaseHolds(nowMs: self.loop.iterationNs / 1_000_000) ?? true
+            if holds, self.transport.holdsSends { self.transport.dropTakenBack() }
+            self.transport.holdsSends = !holds
             self.transport.dispatch()
             self.fetcher?.fetchIfRoom()
         }

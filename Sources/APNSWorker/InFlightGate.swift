@@ -84,6 +84,12 @@ final class InFlightGate: @unchecked Sendable {
         for wake in ready { wake() }
     }
 
+    /// `n` sends will not go: their jobs were taken back by another worker.
+    func dropped(_ n: Int) {
+        condition.lock(); sending -= n; let ready = wakeWaitersThatCanGo(); condition.unlock()
+        for wake in ready { wake() }
+    }
+
     /// `n` outcomes are in Redis.
     func recorded(_ n: Int) {
         condition.lock(); recording -= n; let ready = wakeWaitersThatCanGo(); condition.unlock()

@@ -56,6 +56,7 @@ public final class Worker: @unchecked Sendable {
             rejections: RejectionPolicy(retry: configuration.retryPolicy))
         settings.ratePerConnection = configuration.ratePerConnection
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
+        let lease = LeaseGuard(leaseMs: configuration.leaseMs)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.
         ioThreads = try (0..<configuration.ioThreads).map { i in
             let loop = try EventLoop()
@@ -69,12 +70,13 @@ public final class Worker: @unchecked Sendable {
             thread.completer = completer
             thread.fetcher = try Fetcher(
                 keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
-                gate: gate, batchIDs: batchIDs, loop: loop, logger: logger
+                gate: gate, batchIDs: batchIDs, lease: lease, loop: loop, logger: logger
             ) { [unowned sender] in sender.accept($0) }
             return thread
         }
         housekeeper = Housekeeper(
-            keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix)
+            keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
+            lease: lease)
     }
 
     /// Serves /metrics, /healthz and /readyz if the configuration names a port. Returns the port.

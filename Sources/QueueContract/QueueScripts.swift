@@ -57,6 +57,19 @@ public enum QueueScripts {
         return 0
         """)
 
+    /// After the worker's lease may have lapsed: renews it, and says which of its batches are
+    /// still there, in one step, so that no take-back comes between the answer and the sends.
+    /// KEYS: workers, then the batches' lists. ARGV: worker id, lease ms. Returns 1 or 0 per batch.
+    public static let confirmLease = RedisScript(
+        """
+        local now = redis.call('TIME')
+        local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+        redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
+        local out = {}
+        for k = 2, #KEYS do out[#out + 1] = redis.call('EXISTS', KEYS[k]) end
+        return out
+        """)
+
     /// Records a batch of outcomes. A job is acked in the same step that records its last
     /// outcome: its batch list goes once all of its jobs are finished, and until then the
     /// finished ones are marked in the batch's done set (a fan-out piece that is not the job's

@@ -6,6 +6,8 @@ public final class TakenBatch: @unchecked Sendable {  // an I/O thread's alone: 
     public let number: Int
     /// Jobs not yet acked.
     public var unfinished: Int
+    /// Another worker took the batch back (this one's lease had lapsed): its jobs are not ours.
+    public var takenBack = false
 
     public init(id: String, number: Int, jobs: Int) {
         self.id = id

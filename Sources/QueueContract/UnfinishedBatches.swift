@@ -27,7 +27,7 @@ public final class UnfinishedBatches: @unchecked Sendable {
     public func oldest(besides finishing: [TakenBatch]) -> TakenBatch? {
         lock.lock()
         defer { lock.unlock() }
-        while head < batches.count, batches[head].unfinished == 0 { head += 1 }
+        while head < batches.count, batches[head].unfinished == 0 || batches[head].takenBack { head += 1 }
         if head > 1024, head * 2 > batches.count {
             batches.removeFirst(head)
             head = 0
@@ -35,9 +35,16 @@ public final class UnfinishedBatches: @unchecked Sendable {
         var i = head
         while i < batches.count {
             let b = batches[i]
-            if b.unfinished > 0, !finishing.contains(where: { $0 === b }) { return b }
+            if b.unfinished > 0, !b.takenBack, !finishing.contains(where: { $0 === b }) { return b }
             i += 1
         }
         return nil
+    }
+
+    /// The batches with unfinished jobs that are still this worker's, as far as it knows.
+    public var held: [TakenBatch] {
+        lock.lock()
+        defer { lock.unlock() }
+        return batches[head...].filter { $0.unfinished > 0 && !$0.takenBack }
     }
 }

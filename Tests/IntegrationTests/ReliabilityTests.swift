@@ -125,6 +125,36 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one final result each")
     }
 
+    /// A worker stopped past its lease sends none of the jobs its peer took back once it wakes;
+    /// only the few already on the wire at the stop go twice (issue 27, item 8: it sent them all).
+    func testAWorkerStoppedPastItsLeaseSendsNothingItsPeerTookBack() throws {
+        let jobs = 200
+        let f = try WorkerFixture(settings: ["lease_ms": 1000, "connections": 1, "streams": 50]) { config in
+            config.maxConcurrentStreams = 5  // few on the wire, the rest waiting in the worker
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 500)]
+        }
+        try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
+        let sleeper = try f.startWorker("w-stopped")
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.inFlight("w-stopped") >= 50 })
+        usleep(300_000)
+        sleeper.signal(SIGSTOP)
+        try WorkerFixture.reconfigure(f, ["connections": 8]).startWorker("w-peer")
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.stats()["recovered"] ?? 0 > 0 }, "the peer took the jobs back")
+        usleep(1_000_000)
+        sleeper.signal(SIGCONT)
+        try f.waitForOutcomes(jobs, timeout: 60)
+        usleep(500_000)
+        var perJob: [String: Int] = [:]
+        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        XCTAssertEqual(perJob.count, jobs)
+        XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one final result each")
+        var sends: [String: Int] = [:]
+        for e in try f.mock.logEntries() where e["status"] as? Int == 200 { sends[e["token"] as! String, default: 0] += 1 }
+        let twice = sends.values.reduce(0) { $0 + $1 - 1 }
+        XCTAssertLessThanOrEqual(twice, 5, "only what was on the wire at the stop went twice")
+        XCTAssertTrue(sleeper.output.contains("lease lapsed"), sleeper.output.suffix(2000).description)
+    }
+
     /// A worker killed with -9 and started again (same id) while Redis is down takes its
     /// leftovers back once Redis returns, not at the next SIGTERM (issue 27, item 2: 1,792
     /// jobs sat 60 s in the dead run's batches).

@@ -23,6 +23,7 @@ final class ProtocolHarness: @unchecked Sendable {
         let list = Mutex<[FinishedJob]>([])
         func add(_ decided: consuming FinishedJob) { list.withLock { [decided] in $0.append(decided) } }
         func turnEnded(decided: Int) {}
+        func dropped(_ n: Int) {}
     }
     private let finished = Outcomes()
 

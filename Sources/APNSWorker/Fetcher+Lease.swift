@@ -1,0 +1,49 @@
+import IOLoop
+import QueueContract
+import RedisClient
+
+extension Fetcher {
+    /// Loop thread, before each turn's sends: whether the lease holds. If it may have lapsed,
+    /// asks Redis (one request at a time) which batches are still this worker's, renewing the
+    /// lease in the same step; until the answer, nothing is sent.
+    func leaseHolds(nowMs: UInt64) -> Bool {
+        if lease.holds(nowMs: nowMs) { return true }
+        guard !confirming, redis.isReady else { return false }
+        confirming = true
+        let batches = completer.unfinished.held
+        send([confirmArgs(batches)], expecting: .confirm(sentAtMs: nowMs, batches: batches))
+        return false
+    }
+
+    private func confirmArgs(_ batches: [TakenBatch]) -> RedisArgs {
+        var args = RedisArgs(script: QueueScripts.confirmLease, keys: [keys.workers] + batches.map { keys.batch(worker: workerID, id: $0.id) })
+        args.append(workerID)
+        args.append(configuration.leaseMs)
+        return args
+    }
+
+    /// The confirmation's answer: a batch no longer there was taken back, and its unsent jobs
+    /// are dropped (the I/O thread drops them before sending again).
+    func confirmed(_ reply: RedisFlatReply, sentAtMs: UInt64, batches: [TakenBatch]) throws(RedisError) {
+        if let message = reply.error {
+            guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
+            // A restarted Redis: load the script and ask again, in one write.
+            send(
+                [RedisArgs(["SCRIPT", "LOAD", QueueScripts.confirmLease.source]), confirmArgs(batches)], skipping: 1,
+                expecting: .confirm(sentAtMs: sentAtMs, batches: batches))
+            return
+        }
+        guard reply.isArray(0), reply.count == batches.count + 1 else { throw .server("the lease confirmation answered no list") }
+        var gone = 0
+        for (k, b) in batches.enumerated() where reply.integer(k + 1) == 0 {
+            b.takenBack = true
+            gone += 1
+        }
+        confirming = false
+        lease.confirmed(sentAtMs: sentAtMs)
+        guard gone > 0 else { return }
+        logger.warning(
+            "this worker's lease lapsed (it was stopped, or cut off from Redis) and another took back some of its jobs; their unsent sends are dropped",
+            ["worker": .string(workerID), "batches_taken_back": .int(gone), "lease_ms": .int(configuration.leaseMs)])
+    }
+}
