@@ -242,8 +242,9 @@ public enum QueueScripts {
         """)
 
     /// Takes back the jobs of a worker whose lease ran out (or of this worker's previous life):
-    /// each goes to the consuming end of the list with its recovery count raised, or, past the
-    /// limit, to the dead letters as a poison pill. Only a still-expired lease is recovered,
+    /// each goes to the consuming end of the list with its recovery count raised and a
+    /// `TakenBack` try added to its attempts, or, past the limit, to the dead letters as a
+    /// poison pill, with its attempts. Only a still-expired lease is recovered,
     /// so two workers never recover the same one twice; a fetch renews the lease, so a batch
     /// fetched after the caller listed the batches is never left without its worker.
     /// Touching the take-back key aborts a completion transaction the worker may have under way.
@@ -261,8 +262,11 @@ public enum QueueScripts {
             redis.call('PEXPIRE', KEYS[6], 60000)
             local jobs, handles = take_back(7, 6)
             local requeued, poisoned = 0, 0
+            -- The dead worker may have had an answer it never wrote: the take-back is a try in
+            -- the job's history, and its retry budget counts it.
+            local taken = '{"time_ms":' .. now_ms .. ',"status":0,"reason":"TakenBack"}'
             for k, job in ipairs(jobs) do
-              local n, wrapped, inner = 1, nil, job
+              local n, wrapped, inner, tried = 1, nil, job, '[' .. taken .. ']'
               if string.sub(job, 1, 10) == '{"_apnsw":' then
                 local ok, env = pcall(cjson.decode, job)
                 local at = string.find(job, ',"job":', 1, true)
@@ -270,11 +274,14 @@ public enum QueueScripts {
                   local meta = env._apnsw
                   n = (tonumber(meta.recoveries) or 0) + 1
                   meta.recoveries = n
+                  if type(meta.attempts) ~= 'table' then meta.attempts = {} end
+                  table.insert(meta.attempts, cjson.decode(taken))
+                  tried = cjson.encode(meta.attempts)
                   inner = string.sub(job, at + 7, -2)
                   wrapped = '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
                 end
               end
-              if not wrapped then wrapped = '{"_apnsw":{"recoveries":1},"job":' .. job .. '}' end
+              if not wrapped then wrapped = '{"_apnsw":{"recoveries":1,"attempts":' .. tried .. '},"job":' .. job .. '}' end
               if n > tonumber(ARGV[2]) then
                 local detail = 'taken back from dead workers ' .. n .. ' times: it may be what kills them'
                 -- Whatever the job names (id, app, token) goes in the record, like any other's.
@@ -290,7 +297,7 @@ public enum QueueScripts {
                 if handles[k] and handles[k] > 0 then named = named .. ',"handle":"' .. string.format('%d', handles[k]) .. '"' end
                 local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. named .. ',"time_ms":' .. now_ms ..
                   ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
-                  ',"recoveries":' .. n .. ',"attempts":[],"job_text":' .. cjson.encode(inner) .. '}'
+                  ',"recoveries":' .. n .. ',"attempts":' .. tried .. ',"job_text":' .. cjson.encode(inner) .. '}'
                 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
                 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
                 poisoned = poisoned + 1
