@@ -14,6 +14,17 @@ enum UnansweredEvent: Equatable {
     case timedOut
     /// RST_STREAM with another code.
     case reset(HTTP2ErrorCode)
+
+    /// Why sending it again may deliver it twice; nil when APNs says it did not process it
+    /// (beyond a GOAWAY's last stream, REFUSED_STREAM).
+    var mayDuplicate: String? {
+        switch self {
+        case .cutByGoAway, .refused: nil
+        case .connectionLost: "connection_lost"
+        case .timedOut: "timed_out"
+        case .reset: "stream_reset"
+        }
+    }
 }
 
 /// What the connections report, and what becomes of each send: delivered, decided, sent
@@ -112,6 +123,7 @@ extension APNSSender {
             return
         }
         r.unansweredSends += 1
+        if let cause = event.mayDuplicate, !stopping { metrics.mayDuplicate(1, cause: cause) }
         let gone = c == nil || event == .cutByGoAway
         requeue(r, afterMs: gone && r.unansweredSends == 1 ? 0 : resendDelayMs(after: r.unansweredSends))
     }

@@ -167,8 +167,10 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     /// Redis, in flight. Loop thread.
     public func close() {
         stopping = true
-        for c in slots.flatMap({ $0 }) { c?.close() }
-        for c in draining.values { c.close() }
+        // Sent and unanswered: the jobs go back to the queue, and APNs may have them already.
+        let live = slots.flatMap { $0 }.compactMap { $0 } + draining.values
+        metrics.mayDuplicate(live.reduce(0) { $0 + $1.openRequests }, cause: "handed_back")
+        for c in live { c.close() }
     }
 
     // MARK: Loop thread

@@ -99,6 +99,15 @@ final class Housekeeper: @unchecked Sendable {
                 args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
             ).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
+            let mayDuplicate = metrics.takeMayDuplicate()
+            if mayDuplicate > 0 {
+                do throws(RedisError) {
+                    _ = try r.command(["HINCRBY", keys.stats, "may_duplicate", String(mayDuplicate)])
+                } catch {
+                    metrics.returnMayDuplicate(mayDuplicate)
+                    throw error
+                }
+            }
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
         }
     }
@@ -110,7 +119,11 @@ final class Housekeeper: @unchecked Sendable {
             r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
             caps: configuration.recordCaps, mode: mode, excludingBatchesOf: excluding)
         if requeued + poisoned > 0 {
-            metrics.record { $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned)) }
+            metrics.record {
+                $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned))
+                // The script counted them in the stats hash.
+                $0.add("apns_resends_may_duplicate_total", .init(("cause", "taken_back")), Double(requeued))
+            }
             logger.warning(
                 "took back the jobs of a worker that stopped renewing its lease",
                 [

@@ -180,6 +180,8 @@ public final class Worker: @unchecked Sendable {
         do {
             let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
             handedBack = try InFlightJobs.handBack(redis, keys, worker: workerID)
+            let mayDuplicate = metrics.takeMayDuplicate()
+            if mayDuplicate > 0 { _ = try redis.command(["HINCRBY", keys.stats, "may_duplicate", String(mayDuplicate)]) }
         } catch {
             logger.error("cannot hand unfinished jobs back; they will be recovered when the lease runs out", ["error": .string("\(error)")])
         }

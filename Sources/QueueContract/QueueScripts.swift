@@ -307,7 +307,11 @@ public enum QueueScripts {
               end
             end
             if ARGV[5] == 'lease' then redis.call('ZREM', KEYS[2], ARGV[1]) end
-            if requeued > 0 then redis.call('HINCRBY', KEYS[5], 'recovered', requeued) end
+            if requeued > 0 then
+              redis.call('HINCRBY', KEYS[5], 'recovered', requeued)
+              -- Its worker may have sent it: the taker's send may be a second one.
+              redis.call('HINCRBY', KEYS[5], 'may_duplicate', requeued)
+            end
             if poisoned > 0 then redis.call('HINCRBY', KEYS[5], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[5], 'poison_pills', poisoned) end
             return {requeued, poisoned}
             """)

@@ -67,6 +67,22 @@ public final class Metrics: Sendable {
 
     private let store = Mutex(Store())
     private let help: [String: (String, String)]
+    /// Sends that may reach a device twice, not yet added to the queue's stats hash.
+    private let unflushedMayDuplicate = Atomic<Int>(0)
+
+    /// `n` jobs go again although APNs may have taken them already (`cause`: what left it
+    /// unknown): counted here, and in the stats hash once the worker moves them there.
+    public func mayDuplicate(_ n: Int, cause: String) {
+        guard n > 0 else { return }
+        record { $0.add("apns_resends_may_duplicate_total", .init(("cause", cause)), Double(n)) }
+        unflushedMayDuplicate.add(n, ordering: .relaxed)
+    }
+
+    /// The count `mayDuplicate` gathered since the last call, for the stats hash.
+    public func takeMayDuplicate() -> Int { unflushedMayDuplicate.exchange(0, ordering: .relaxed) }
+
+    /// Gives back a count taken that could not be written.
+    public func returnMayDuplicate(_ n: Int) { unflushedMayDuplicate.add(n, ordering: .relaxed) }
 
     public init() {
         help = [
@@ -75,6 +91,10 @@ public final class Metrics: Sendable {
             "apns_dead_letters_total": ("counter", "Jobs dead-lettered, by reason"),
             "apns_invalid_tokens_total": ("counter", "Device tokens reported invalid"),
             "apns_recoveries_total": ("counter", "Jobs taken back from workers whose lease ran out"),
+            "apns_resends_may_duplicate_total": (
+                "counter",
+                "Jobs sent again although APNs may have taken them already, by cause (connection_lost, timed_out, stream_reset, handed_back, taken_back)"
+            ),
             "apns_jwt_mints_total": ("counter", "Provider tokens minted"),
             "apns_goaways_total": ("counter", "GOAWAY frames received"),
             "apns_reconnects_total": ("counter", "APNs connections lost and replaced"),
