@@ -25,6 +25,9 @@ public final class AdminContext {
 
     public func say(_ line: String) { output(line) }
 
+    /// A warning, on standard error: it never mixes with `--json` output.
+    public func warn(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+
     /// Prints rows as an aligned table, or as a JSON array of objects with `--json`.
     public func table(_ columns: [String], _ rows: [[String]], jsonRows: [Any]? = nil) {
         if json {
@@ -33,10 +36,16 @@ public final class AdminContext {
             return
         }
         var widths = columns.map(\.count)
-        for row in rows { for (i, cell) in row.enumerated() where i < widths.count { widths[i] = min(60, max(widths[i], cell.count)) } }
+        for row in rows {
+            for (i, cell) in row.enumerated() where i < widths.count {
+                widths[i] = ["token", "id", "job_id"].contains(columns[i]) ? max(widths[i], cell.count) : min(60, max(widths[i], cell.count))
+            }
+        }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, c in
-                let cell = c.count > 60 ? String(c.prefix(57)) + "..." : c
+                // Tokens and ids are never cut: an operator copies them.
+                let whole = ["token", "id", "job_id"].contains(columns[i])
+                let cell = !whole && c.count > 60 ? String(c.prefix(57)) + "..." : c
                 return i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }

@@ -14,6 +14,25 @@ public struct DeadLetterFilter {
     public init() {}
 
     var isEmpty: Bool { reason == nil && app == nil && olderThanMs == nil && newerThanMs == nil && ids.isEmpty && !all }
+    /// Filters or --all, not ids alone: these need `--yes`.
+    var isWide: Bool { all || reason != nil || app != nil || olderThanMs != nil || newerThanMs != nil }
+
+    /// The filters in words, for what a command would do.
+    var summary: String {
+        var parts: [String] = []
+        if let reason { parts.append("reason \(reason)") }
+        if let app { parts.append("app \(app)") }
+        if let olderThanMs { parts.append("older than \(olderThanMs / 1000)s") }
+        if let newerThanMs { parts.append("newer than \(newerThanMs / 1000)s") }
+        if !ids.isEmpty { parts.append("ids \(ids.joined(separator: " "))") }
+        return parts.isEmpty ? "all" : parts.joined(separator: ", ")
+    }
+
+    /// Whether `id` reads as a stream entry id (`1764650000000-0`, or its time alone).
+    public static func isValidID(_ id: String) -> Bool {
+        let parts = id.split(separator: "-", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count) && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+    }
 
     func matches(_ r: StreamRecord, nowMs: Int64) -> Bool {
         if !ids.isEmpty, !ids.contains(r.id) { return false }
@@ -23,6 +42,11 @@ public struct DeadLetterFilter {
         if let newerThanMs, nowMs - r.timeMs > newerThanMs { return false }
         return true
     }
+}
+
+/// What a wide requeue or purge (filters or --all) may do: only what `--yes` confirms.
+public enum Confirmation {
+    case yes, dryRun, missing
 }
 
 public enum DeadLetterCommands {
@@ -74,10 +98,13 @@ public enum DeadLetterCommands {
     }
 
     /// Requeues each selected letter; `edit` may change a job first (nil: drop it from the run).
-    public static func requeue(_ ctx: AdminContext, _ filter: DeadLetterFilter, edit: (([UInt8]) throws -> [UInt8]?)? = nil) throws -> Int {
+    public static func requeue(
+        _ ctx: AdminContext, _ filter: DeadLetterFilter, confirmation: Confirmation = .yes, edit: (([UInt8]) throws -> [UInt8]?)? = nil
+    ) throws -> Int {
         guard !filter.isEmpty else { throw AdminError.usage("say which dead letters: an id, filters, or --all") }
         let records = try select(ctx, filter)
-        guard !records.isEmpty else { throw AdminError.notFound("no dead letter matches") }
+        guard !records.isEmpty else { throw AdminError.notFound("no dead letter matches (\(filter.summary))") }
+        guard try confirmed(ctx, filter, records, verb: "requeue", confirmation) else { return 0 }
         var done = 0
         for r in records {
             var job = try originalJob(r)
@@ -94,20 +121,48 @@ public enum DeadLetterCommands {
         return done
     }
 
-    public static func purge(_ ctx: AdminContext, _ filter: DeadLetterFilter) throws -> Int {
+    public static func purge(_ ctx: AdminContext, _ filter: DeadLetterFilter, confirmation: Confirmation = .yes) throws -> Int {
         guard !filter.isEmpty else { throw AdminError.usage("say which dead letters: an id, filters, or --all") }
+        let records = try select(ctx, filter)
+        guard !records.isEmpty else { throw AdminError.notFound("no dead letter matches (\(filter.summary))") }
+        guard try confirmed(ctx, filter, records, verb: "purge", confirmation) else { return 0 }
         var removed = 0
         if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil {
             removed = Int(try ctx.call(["XLEN", ctx.keys.deadLetters]).integer ?? 0)
             _ = try ctx.call(["DEL", ctx.keys.deadLetters])
         } else {
-            let ids = try select(ctx, filter).map(\.id)
+            let ids = records.map(\.id)
             for chunk in stride(from: 0, to: ids.count, by: 500) {
                 removed += Int(try ctx.call(["XDEL", ctx.keys.deadLetters] + ids[chunk..<min(chunk + 500, ids.count)]).integer ?? 0)
             }
         }
         ctx.say(ctx.json ? AdminContext.encode(["purged": removed]) : "purged \(removed) dead letter(s)")
         return removed
+    }
+
+    /// Ids alone go ahead; filters and --all go ahead with `--yes`, only list what they match with
+    /// `--dry-run`, and are refused (exit 2) with neither, saying what they would do.
+    private static func confirmed(
+        _ ctx: AdminContext, _ filter: DeadLetterFilter, _ records: [StreamRecord], verb: String, _ confirmation: Confirmation
+    ) throws -> Bool {
+        guard filter.isWide else { return true }
+        switch confirmation {
+        case .yes:
+            return true
+        case .missing:
+            throw AdminError.usage(
+                "this would \(verb) \(records.count) dead letter(s) (\(filter.summary)); add --yes to do it, or --dry-run to list them")
+        case .dryRun:
+            if ctx.json {
+                ctx.say(AdminContext.encode(["dry_run": true, "would_\(verb)": records.count, "ids": records.map(\.id)]))
+            } else {
+                ctx.say("would \(verb) \(records.count) dead letter(s) (\(filter.summary)); nothing was changed")
+                ctx.table(
+                    ["id", "age", "reason", "app", "job_id"],
+                    records.map { [$0.id, age($0.timeMs), $0.string("reason"), $0.string("app"), $0.string("job_id")] })
+            }
+            return false
+        }
     }
 
     /// The producer's job as it was: the record's `job` value byte for byte, or `job_text`.

@@ -7,6 +7,9 @@ public enum JobInput {
     public static func fromFlags(_ options: [String: [String]]) throws -> [UInt8] {
         func option(_ name: String) -> String? { options[name]?.last }
         guard let tokens = options["token"], !tokens.isEmpty else { throw AdminError.usage("enqueue needs --token (or --file)") }
+        guard ["payload", "template", "title", "body", "badge", "sound"].contains(where: { options[$0] != nil }) else {
+            throw AdminError.usage("enqueue needs content: --payload JSON, --title and --body, or --template NAME")
+        }
         var w = JSONWriter()
         w.beginObject()
         w.field("v", 1)

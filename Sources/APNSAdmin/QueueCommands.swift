@@ -16,6 +16,8 @@ public enum QueueCommands {
         public var resultsPerSecond: Double = 0
         public var counters: [String: Int64] = [:]
         public var workers: [(id: String, leaseLeftMs: Int64, inFlight: Int64)] = []
+        /// Whether Redis holds any key of the queue: none is most often a misspelt name.
+        public var exists = true
     }
 
     public static func stats(_ ctx: AdminContext) throws -> Stats {
@@ -34,6 +36,8 @@ public enum QueueCommands {
         s.resultsPerSecond = Double(lastTen) / 10
         let counters = try ctx.call(["HGETALL", k.stats]).array.compactMap(\.text)
         for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i]] = Int64(counters[i + 1]) ?? 0 }
+        let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
+        s.exists = try ctx.call(["EXISTS"] + named).integer ?? 0 > 0
         let workers = try ctx.call(["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
         for i in stride(from: 0, to: workers.count - 1, by: 2) {
             let held = try ctx.inFlight(worker: workers[i])
@@ -44,6 +48,9 @@ public enum QueueCommands {
     }
 
     public static func printStats(_ ctx: AdminContext, _ s: Stats) {
+        if !s.exists {
+            ctx.warn("warning: queue \"\(ctx.keys.queue)\" has no keys in Redis at all: is its name right? (--queue, or the configuration's queue)")
+        }
         let apps = Set(s.counters.keys.compactMap { $0.split(separator: ":", maxSplits: 1).count == 2 ? String($0.split(separator: ":")[1]) : nil })
             .sorted()
         if ctx.json {
@@ -55,7 +62,7 @@ public enum QueueCommands {
                 AdminContext.encode(
                     [
                         "queue": ctx.keys.queue, "depth": s.depth, "in_flight": s.inFlight, "scheduled": s.scheduled, "retries": s.retries,
-                        "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond,
+                        "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
                         "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
                         "workers": s.workers.map {
                             ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
@@ -66,7 +73,7 @@ public enum QueueCommands {
         ctx.say(
             "queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(String(format: "%.1f", s.resultsPerSecond)) results/s"
         )
-        let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills"]
+        let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills", "may_duplicate"]
         ctx.table(
             ["app"] + names,
             [["all"] + names.map { String(s.counters[$0] ?? 0) }] + apps.map { app in [app] + names.map { String(s.counters["\($0):\(app)"] ?? 0) } })
@@ -81,10 +88,19 @@ public enum QueueCommands {
     }
 
     /// Checks each job with the worker's own parser, then LPUSHes in pipelined chunks.
-    public static func enqueue(_ ctx: AdminContext, jobs: [[UInt8]], progress: ((Int, Int) -> Void)? = nil) throws -> Int {
+    /// `knownApps`: the configuration's apps, when there is one; a job naming another is refused.
+    public static func enqueue(
+        _ ctx: AdminContext, jobs: [[UInt8]], knownApps: [String]? = nil, progress: ((Int, Int) -> Void)? = nil
+    ) throws -> Int {
         for (i, job) in jobs.enumerated() {
-            do { _ = try Job.parse(job) } catch {
+            let parsed: Job
+            do { parsed = try Job.parse(job) } catch {
                 throw AdminError.invalid("job \(i + 1) is invalid, nothing was enqueued: \(error)")
+            }
+            if let knownApps, let app = parsed.app, !knownApps.contains(app) {
+                throw AdminError.invalid(
+                    "job \(i + 1) names app \"\(app)\", which the configuration does not have (it has \(knownApps.joined(separator: ", "))); nothing was enqueued"
+                )
             }
         }
         var sent = 0
@@ -101,8 +117,11 @@ public enum QueueCommands {
         return sent
     }
 
-    public static func invalidTokens(_ ctx: AdminContext, app: String?, since: String, limit: Int) throws -> Int {
-        let records = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.invalidTokens, since, "+", "COUNT", String(limit)]))
+    /// The feed from the entry after `after` (from the start if nil), so that a script paging
+    /// with the last id it saw gets no row twice.
+    public static func invalidTokens(_ ctx: AdminContext, app: String?, after: String?, limit: Int) throws -> Int {
+        let start = after.map { "(" + $0 } ?? "-"
+        let records = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.invalidTokens, start, "+", "COUNT", String(limit)]))
             .filter { app == nil || $0.string("app") == app }
         ctx.table(
             ["id", "token", "app", "topic", "reason", "apns_timestamp"],

@@ -18,15 +18,15 @@ let help: [String: String] = [
       stats           queue depth, in flight, scheduled and retries, dead letters, results/s, workers, per app
       dead list       list dead letters (--reason, --app, --older-than, --newer-than, --limit)
       dead show ID    one dead letter with its attempts and original job
-      dead requeue    put dead letters back on the queue: ID, filters or --all; --edit or --replace FILE
-      dead purge      delete dead letters: ID, filters or --all
+      dead requeue    put dead letters back on the queue: ID, or filters or --all with --yes (--dry-run lists them)
+      dead purge      delete dead letters: ID, or filters or --all with --yes (--dry-run lists them)
       tokens invalid  read the invalid-token feed (--app, --since ID, --limit)
       check-config    validate the configuration and credentials (needs --config)
 
     Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
     The Redis password is read from the configuration or APNSW_REDIS_PASSWORD, never from a flag.
-    Exit codes: 0 done, 1 nothing matched or invalid input or failed checks, 2 usage, 3 Redis error.
-    Every command takes --help.
+    Exit codes: 0 done, 1 nothing matched or invalid input or failed checks, 2 usage (an unknown
+    flag, a wide requeue or purge without --yes), 3 Redis error. Every command takes --help.
     """,
     "enqueue": """
     usage: apnsctl enqueue --token HEX [--token HEX ...] [--app NAME] [--id ID] [--push-type T] [--priority N]
@@ -40,14 +40,18 @@ let help: [String: String] = [
     "dead list": "usage: apnsctl dead list [--reason R] [--app A] [--older-than 2h] [--newer-than 15m] [--limit 100] [--json]",
     "dead show": "usage: apnsctl dead show ID [--json]",
     "dead requeue":
-        "usage: apnsctl dead requeue (ID | --all | --reason R | --app A | --older-than D | --newer-than D) [--edit | --replace FILE|-]\n  --edit opens each job in $EDITOR before requeueing; an emptied file skips it.",
-    "dead purge": "usage: apnsctl dead purge (ID | --all | --reason R | --app A | --older-than D | --newer-than D)",
+        "usage: apnsctl dead requeue (ID ... | (--all | --reason R | --app A | --older-than D | --newer-than D) (--yes | --dry-run)) [--edit | --replace FILE|-]\n  --edit opens each job in $EDITOR before requeueing; an emptied file skips it.",
+    "dead purge": "usage: apnsctl dead purge (ID ... | (--all | --reason R | --app A | --older-than D | --newer-than D) (--yes | --dry-run))",
     "tokens": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "tokens invalid": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
-    "check-config": "usage: apnsctl --config FILE check-config",
+    "check-config": "usage: apnsctl --config FILE check-config [--json]",
 ]
 
-let booleanFlags: Set<String> = ["json", "all", "edit", "help", "progress"]
+extension Array where Element == String {
+    /// The first two elements, the second empty if there is none.
+    fileprivate var pair: (String, String) { (first ?? "", count > 1 ? self[1] : "") }
+}
+
 @main
 struct APNSCtl {
     static func main() {
@@ -59,7 +63,7 @@ struct APNSCtl {
                 let arg = args.removeFirst()
                 if arg.hasPrefix("--") {
                     let name = String(arg.dropFirst(2))
-                    if booleanFlags.contains(name) { options[name, default: []].append("true"); continue }
+                    if CommandLineSpec.booleans.contains(name) { options[name, default: []].append("true"); continue }
                     guard !args.isEmpty else { FileHandle.standardError.write(Data("apnsctl: --\(name) needs a value\n".utf8)); exit(2) }
                     options[name, default: []].append(args.removeFirst())
                 } else {
@@ -80,6 +84,13 @@ struct APNSCtl {
         if flag("help") || words.isEmpty {
             print(help[commandKey] ?? help[words.first ?? ""] ?? help[""]!)
             exit(words.isEmpty && !flag("help") ? 2 : 0)
+        }
+        // A flag the command does not take is refused before anything is touched.
+        guard let command = CommandLineSpec.command(words) else {
+            fail("unknown command \"\(words.joined(separator: " "))\"\n\(help[""]!)", code: 2)
+        }
+        do { try CommandLineSpec.check(command: command.name, flags: options.keys, rest: command.rest) } catch {
+            fail("\(error.description)\n\(help[command.name] ?? help[""]!)", code: 2)
         }
 
         // Where Redis is: the configuration, then the environment, then flags.
@@ -119,8 +130,17 @@ struct APNSCtl {
 
         if words.first == "check-config" {
             guard let config else { fail("check-config needs --config FILE", code: 2) }
-            let (errors, warnings) = QueueCommands.checkConfig(config) { print($0) }
-            print("\(errors) error(s), \(warnings) warning(s)")
+            var lines: [String] = []
+            let (errors, warnings) = QueueCommands.checkConfig(config) { line in if flag("json") { lines.append(line) } else { print(line) } }
+            if flag("json") {
+                let checks = lines.map { line -> [String: String] in
+                    let (level, message) = line.split(separator: ":", maxSplits: 1).map(String.init).pair
+                    return ["level": level, "message": message.trimmingCharacters(in: .whitespaces)]
+                }
+                print(AdminContext.encode(["ok": errors == 0, "errors": errors, "warnings": warnings, "checks": checks] as [String: Any]))
+            } else {
+                print("\(errors) error(s), \(warnings) warning(s)")
+            }
             exit(errors > 0 ? 1 : 0)
         }
 
@@ -129,6 +149,9 @@ struct APNSCtl {
         let ctx = AdminContext(redis: redis, keys: QueueKeys(queue: queue), json: flag("json"), configuration: config)
 
         func filter(ids: ArraySlice<String>) throws -> DeadLetterFilter {
+            for id in ids where !DeadLetterFilter.isValidID(id) {
+                throw AdminError.invalid("\"\(id)\" is not a dead-letter id (an id reads like 1764650000000-0: see apnsctl dead list)")
+            }
             var f = DeadLetterFilter()
             f.ids = Array(ids)
             f.all = flag("all")
@@ -138,6 +161,8 @@ struct APNSCtl {
             f.newerThanMs = try option("newer-than").map(parseDuration)
             return f
         }
+
+        let confirmation: Confirmation = flag("dry-run") ? .dryRun : flag("yes") ? .yes : .missing
 
         func progressBar(_ done: Int, _ total: Int) {
             let width = 30
@@ -149,29 +174,37 @@ struct APNSCtl {
         do {
             switch (words.first, words.dropFirst().first) {
             case ("enqueue"?, _):
+                if option("file") != nil, options["token"] != nil {
+                    throw AdminError.usage("enqueue takes --file or --token, not both\n\(help["enqueue"]!)")
+                }
                 let jobs: [[UInt8]]
                 if let file = option("file") { jobs = try JobInput.readLines(file) } else { jobs = [try JobInput.fromFlags(options)] }
                 let showProgress = flag("progress") || (jobs.count >= 1000 && isatty(2) == 1)
-                let n = try QueueCommands.enqueue(ctx, jobs: jobs, progress: showProgress ? { progressBar($0, $1) } : nil)
+                let n = try QueueCommands.enqueue(
+                    ctx, jobs: jobs, knownApps: config?.apps.map(\.name), progress: showProgress ? { progressBar($0, $1) } : nil)
                 ctx.say(ctx.json ? AdminContext.encode(["enqueued": n, "queue": queue]) : "enqueued \(n) job(s) onto \(ctx.keys.jobs)")
             case ("stats"?, _):
                 QueueCommands.printStats(ctx, try QueueCommands.stats(ctx))
             case ("dead"?, "list"?):
                 let n = try DeadLetterCommands.list(ctx, try filter(ids: []), limit: Int(option("limit") ?? "100") ?? 100)
-                if n == 0 && !ctx.json { FileHandle.standardError.write(Data("no dead letters match\n".utf8)) }
+                if n == 0 { throw AdminError.notFound("no dead letters match") }
             case ("dead"?, "show"?):
                 guard let id = words.dropFirst(2).first else { throw AdminError.usage(help["dead show"]!) }
-                try DeadLetterCommands.show(ctx, id: id)
+                try DeadLetterCommands.show(ctx, id: try filter(ids: [id]).ids[0])
             case ("dead"?, "requeue"?):
                 let editing = flag("edit") || option("replace") != nil
                 let replacement = option("replace")
                 let editor: (([UInt8]) throws -> [UInt8]?)? = editing ? { job in try JobInput.edit(job, replacement: replacement) } : nil
-                _ = try DeadLetterCommands.requeue(ctx, try filter(ids: words.dropFirst(2)), edit: editor)
+                _ = try DeadLetterCommands.requeue(ctx, try filter(ids: words.dropFirst(2)), confirmation: confirmation, edit: editor)
             case ("dead"?, "purge"?):
-                _ = try DeadLetterCommands.purge(ctx, try filter(ids: words.dropFirst(2)))
+                _ = try DeadLetterCommands.purge(ctx, try filter(ids: words.dropFirst(2)), confirmation: confirmation)
             case ("tokens"?, "invalid"?):
-                _ = try QueueCommands.invalidTokens(
-                    ctx, app: option("app"), since: option("since") ?? "-", limit: Int(option("limit") ?? "1000") ?? 1000)
+                if let since = option("since"), !DeadLetterFilter.isValidID(since) {
+                    throw AdminError.invalid("--since \"\(since)\" is not a stream id (an id reads like 1764650000000-0)")
+                }
+                let n = try QueueCommands.invalidTokens(
+                    ctx, app: option("app"), after: option("since"), limit: Int(option("limit") ?? "1000") ?? 1000)
+                if n == 0 { throw AdminError.notFound("no invalid tokens match") }
             default:
                 throw AdminError.usage("unknown command \"\(words.joined(separator: " "))\"\n\(help[""]!)")
             }

@@ -82,7 +82,7 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(try ctl(f, ["dead", "show", id]).code, 1, "a requeued letter is gone")
         let tokens = try json(try ctl(f, ["--json", "tokens", "invalid"]).out) as! [[String: Any]]
         XCTAssertEqual((tokens.first?["record"] as? [String: Any])?["token"] as? String, WorkerFixture.token(99, prefix: "dead"))
-        XCTAssertEqual(try ctl(f, ["dead", "purge", "--reason", "MalformedJob"]).code, 0)
+        XCTAssertEqual(try ctl(f, ["dead", "purge", "--reason", "MalformedJob", "--yes"]).code, 0)
         XCTAssertEqual(try f.connect().command(["XLEN", f.keys.deadLetters]).integer, 0)
         XCTAssertEqual(try ctl(f, ["dead", "purge"]).code, 2, "purging needs a selection")
         XCTAssertEqual(try ctl(f, ["frobnicate"]).code, 2)
@@ -110,5 +110,73 @@ final class AdminCLITests: XCTestCase {
             ChildProcess.productsDirectory + "/apnsctl", ["--redis", "127.0.0.1:\(freePort())", "stats"],
             outputFile: f.directory.file("down.out"))
         XCTAssertEqual(down.wait(timeout: 30), 3, down.output)
+    }
+
+    /// apnsctl refuses what it cannot do safely (issue 28, item 4): a misspelt flag purged every
+    /// BadPriority dead letter, a filter purged without asking, a malformed id read as a Redis
+    /// error, and paging the invalid-token feed repeated a row.
+    func testApnsctlRefusesWhatItCannotDoSafely() throws {
+        let f = try WorkerFixture()
+        let r = try f.connect()
+        let token = WorkerFixture.token(7)
+        for (i, reason) in ["BadPriority", "BadPriority", "MalformedJob"].enumerated() {
+            let record = #"{"v":1,"reason":"\#(reason)","app":"default","job_id":"j\#(i)","token":"\#(token)","job":{"token":"\#(token)"}}"#
+            _ = try r.command(["XADD", f.keys.deadLetters, "*", "record", record])
+        }
+        func deadCount() throws -> Int64 { try r.command(["XLEN", f.keys.deadLetters]).integer ?? -1 }
+
+        let typo = try ctl(f, ["dead", "purge", "--reason", "BadPriority", "--older-thn", "7d", "--yes"])
+        XCTAssertEqual(typo.code, 2, typo.out)
+        XCTAssertTrue(typo.out.contains("--older-thn"), typo.out)
+        XCTAssertEqual(try deadCount(), 3, "a misspelt flag touches nothing")
+        XCTAssertEqual(try ctl(f, ["stats", "--limit", "3"]).code, 2, "every command refuses flags it does not take")
+        XCTAssertEqual(try ctl(f, ["dead", "list", "extra"]).code, 2)
+
+        let unconfirmed = try ctl(f, ["dead", "purge", "--reason", "BadPriority"])
+        XCTAssertEqual(unconfirmed.code, 2)
+        XCTAssertTrue(unconfirmed.out.contains("would purge 2 dead letter(s)") && unconfirmed.out.contains("--yes"), unconfirmed.out)
+        let dry = try ctl(f, ["dead", "requeue", "--all", "--dry-run"])
+        XCTAssertEqual(dry.code, 0, dry.out)
+        XCTAssertTrue(dry.out.contains("would requeue 3 dead letter(s)") && dry.out.contains("j2"), dry.out)
+        XCTAssertEqual(try deadCount(), 3, "neither asking nor a dry run changes anything")
+        XCTAssertEqual(try r.command(["LLEN", f.keys.jobs]).integer, 0)
+        XCTAssertEqual(try ctl(f, ["dead", "purge", "--reason", "BadPriority", "--yes"]).code, 0)
+        XCTAssertEqual(try deadCount(), 1)
+        XCTAssertEqual(try ctl(f, ["dead", "purge", "--reason", "BadPriority", "--yes"]).code, 1, "nothing matched")
+
+        let malformed = try ctl(f, ["dead", "show", "12ab"])
+        XCTAssertEqual(malformed.code, 1, malformed.out)
+        XCTAssertTrue(malformed.out.contains("is not a dead-letter id"), malformed.out)
+        XCTAssertEqual(try ctl(f, ["dead", "list", "--reason", "Nothing"]).code, 1, "nothing matched is 1")
+        let listed = try ctl(f, ["dead", "list"])
+        XCTAssertTrue(listed.out.contains(token), "tokens are shown whole: \(listed.out)")
+
+        XCTAssertEqual(try ctl(f, ["enqueue", "--token", token]).code, 2, "a job with no content")
+        try WorkerFixture.job(1).write(toFile: f.directory.file("one.jsonl"), atomically: true, encoding: .utf8)
+        XCTAssertEqual(try ctl(f, ["enqueue", "--file", f.directory.file("one.jsonl"), "--token", token, "--title", "x"]).code, 2)
+        let unknownApp = try ctl(f, ["--config", f.configFile, "--queue", f.queue, "enqueue", "--token", token, "--title", "x", "--app", "legacy"])
+        XCTAssertEqual(unknownApp.code, 1, unknownApp.out)
+        XCTAssertTrue(unknownApp.out.contains("legacy") && unknownApp.out.contains("default"), unknownApp.out)
+        XCTAssertEqual(try r.command(["LLEN", f.keys.jobs]).integer, 0, "nothing was enqueued")
+
+        // Paging the invalid-token feed with the last id seen repeats no row.
+        for i in 0..<5 {
+            _ = try r.command(["XADD", f.keys.invalidTokens, "*", "record", #"{"token":"\#(WorkerFixture.token(i))","app":"default"}"#])
+        }
+        let first = try json(try ctl(f, ["--json", "tokens", "invalid", "--limit", "3"]).out) as! [[String: Any]]
+        XCTAssertEqual(first.count, 3)
+        let rest = try json(try ctl(f, ["--json", "tokens", "invalid", "--since", first.last!["id"] as! String]).out) as! [[String: Any]]
+        XCTAssertEqual(rest.count, 2, "the page starts after the id given")
+        XCTAssertEqual(Set((first + rest).map { $0["id"] as! String }).count, 5)
+
+        let checked = try ctl(f, ["--config", f.configFile, "--json", "check-config"])
+        XCTAssertEqual(checked.code, 0, checked.out)
+        let report = try json(checked.out) as! [String: Any]
+        XCTAssertEqual(report["ok"] as? Bool, true)
+        XCTAssertFalse((report["checks"] as? [[String: String]] ?? []).isEmpty)
+
+        let misspelt = try ctl(f, ["--queue", f.queue + "-typo", "stats"])
+        XCTAssertEqual(misspelt.code, 0)
+        XCTAssertTrue(misspelt.out.contains("has no keys in Redis"), misspelt.out)
     }
 }
