@@ -139,6 +139,7 @@ public enum QueueCommands {
         func ok(_ m: String) { say("ok: \(m)") }
         let now = Int64(Date().timeIntervalSince1970)
         for app in config.apps {
+            for w in app.credentialWarnings { warn(w) }
             if app.bundleID.isEmpty || app.bundleID.contains(" ") { fail("app \(app.name): bundle_id \"\(app.bundleID)\" is not a bundle id") }
             switch app.auth {
             case .token(let team, let kid, let file):

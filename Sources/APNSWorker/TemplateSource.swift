@@ -19,7 +19,13 @@ final class TemplateSource {
         key = redisKey
         self.logger = logger
         guard let directory else { return }
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue,
+            let listed = try? FileManager.default.contentsOfDirectory(atPath: directory)
+        else {
+            throw ConfigurationError("templates_dir \(directory) is not a directory this worker can read")
+        }
+        let names = listed.filter { $0.hasSuffix(".json") }.sorted()
         for name in names {
             let path = (directory as NSString).appendingPathComponent(name)
             guard let data = FileManager.default.contents(atPath: path) else { continue }

@@ -98,6 +98,9 @@ public final class Worker: @unchecked Sendable {
 
     public func start() {
         checkCertificates()
+        for warning in configuration.apps.flatMap(\.credentialWarnings) {
+            logger.warning("a private key is not private", ["detail": .string(warning)])
+        }
         housekeeper.recoverPreviousRun()
         housekeeper.start()
         for thread in ioThreads { thread.start() }

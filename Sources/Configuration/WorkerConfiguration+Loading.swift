@@ -10,8 +10,12 @@ extension WorkerConfiguration {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("cannot read configuration file \(path)")
             }
-            guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                throw ConfigurationError("\(path) is not a JSON object")
+            let parsed: Any
+            do { parsed = try JSONSerialization.jsonObject(with: data) } catch {
+                throw ConfigurationError("\(path) is not valid JSON (is it cut short, or is a comma missing?): \(Self.reason(error))")
+            }
+            guard let root = parsed as? [String: Any] else {
+                throw ConfigurationError("\(path) holds JSON, but not an object: the settings go in one {…}")
             }
             try config.apply(file: Fields(root, at: "configuration"))
         }
@@ -153,6 +157,37 @@ extension WorkerConfiguration {
         guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {
             throw ConfigurationError("queue name must be non-empty and must not contain braces")
         }
+        try validateRanges()
+        for app in apps { try app.validate() }
+    }
+
+    /// Every number a setting takes has a range: outside it the worker refuses to start, naming
+    /// the setting, rather than trap or wedge later on (a negative timeout, cap or port).
+    private func validateRanges() throws {
+        var checks: [(String, Int?, ClosedRange<Int>)] = [
+            ("request_timeout_ms", requestTimeoutMs, 100...3_600_000), ("shutdown_grace_ms", shutdownGraceMs, 0...3_600_000),
+            ("credential_pause_ms", credentialPauseMs, 100...86_400_000),
+            ("results_max", resultsMax, 1...1_000_000_000), ("dead_letters_max", deadLettersMax, 1...1_000_000_000),
+            ("invalid_tokens_max", invalidTokensMax, 1...1_000_000_000),
+            ("results_max_age_s", resultsMaxAgeSeconds, 1...315_360_000), ("dead_letters_max_age_s", deadLettersMaxAgeSeconds, 1...315_360_000),
+            ("invalid_tokens_max_age_s", invalidTokensMaxAgeSeconds, 1...315_360_000),
+            ("retry.backoff_cap_ms", retryPolicy.backoffCapMs, retryPolicy.backoffBaseMs...86_400_000),
+            ("retry.server_error_max_delay_ms", retryPolicy.serverErrorDelayMs.upperBound, 0...3_600_000),
+            ("metrics_port", metricsPort, 1...65535), ("redis.database", redis.database, 0...1_000_000),
+        ]
+        if redis.socket == nil { checks.append(("redis.port", redis.port, 1...65535)) }
+        for case let (name, value?, range) in checks where !range.contains(value) {
+            throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
+        }
+        guard redis.socket != nil || !redis.host.isEmpty else { throw ConfigurationError("redis.host must not be empty") }
+        if let workerID, workerID.isEmpty || workerID.contains(where: \.isWhitespace) {
+            throw ConfigurationError("worker_id must be non-empty, without spaces, got \"\(workerID)\"")
+        }
+        guard !metricsHost.isEmpty else { throw ConfigurationError("metrics_host must not be empty") }
+    }
+
+    private static func reason(_ error: Error) -> String {
+        (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
     }
 }
 
@@ -196,6 +231,48 @@ extension AppConfiguration {
         self.init(name: name, bundleID: bundle, endpoint: endpoint, auth: auth)
         truncateBody = try f.bool("truncate_body") ?? false
         maxRate = try f.int("max_rate")
+    }
+
+    /// What the app can start with but should not: a private key file every user can read.
+    public var credentialWarnings: [String] {
+        let files: [String]
+        switch auth {
+        case .token(_, _, let file): files = [file]
+        case .certificate(_, let key): files = [key]
+        case .pkcs12(let file, _): files = [file]
+        }
+        return files.compactMap { file in
+            guard let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o004 != 0 else {
+                return nil
+            }
+            return "app \(name): \(file) is readable by every user of this machine (mode \(String(mode, radix: 8))): chmod 600 it"
+        }
+    }
+
+    /// What no app can work with: an empty or odd name, an empty credential field, a port
+    /// outside 1...65535.
+    func validate() throws {
+        let at = "apps.\(name.isEmpty ? "(unnamed)" : name)"
+        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
+            throw ConfigurationError("apps: an app's name must be letters, digits, '.', '_' or '-', got \"\(name)\"")
+        }
+        guard !bundleID.isEmpty, !bundleID.contains(where: \.isWhitespace) else {
+            throw ConfigurationError("\(at).bundle_id must be a bundle id (like com.example.app), got \"\(bundleID)\"")
+        }
+        guard !endpoint.host.isEmpty else { throw ConfigurationError("\(at).endpoint.host must not be empty") }
+        guard (1...65535).contains(endpoint.port) else { throw ConfigurationError("\(at).endpoint.port must be in 1...65535, got \(endpoint.port)") }
+        switch auth {
+        case .token(let team, let kid, let file):
+            for (field, value) in [("team_id", team), ("key_id", kid), ("key_file", file)] where value.trimmingCharacters(in: .whitespaces).isEmpty {
+                throw ConfigurationError("\(at).token.\(field) must not be empty")
+            }
+        case .certificate(let cert, let key):
+            for (field, value) in [("certificate_file", cert), ("key_file", key)] where value.isEmpty {
+                throw ConfigurationError("\(at).certificate.\(field) must not be empty")
+            }
+        case .pkcs12(let file, _):
+            guard !file.isEmpty else { throw ConfigurationError("\(at).certificate.pkcs12_file must not be empty") }
+        }
     }
 }
 

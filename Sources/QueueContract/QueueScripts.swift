@@ -88,6 +88,11 @@ public enum QueueScripts {
     public static let complete = RedisScript(
         """
         local call = redis.call
+        -- Checked before the first write: Redis keeps what a failing script wrote, and the
+        -- worker would write it all again.
+        for k = 1, 3 do
+          if (tonumber(ARGV[k]) or 0) < 1 then return redis.error_reply('ERR record caps must be whole numbers from 1') end
+        end
         local n_batches = (#KEYS - 6) / 2
         local first_job = 5 + 2 * n_batches
         local first_counter = first_job + 6 * tonumber(ARGV[4])

@@ -7,12 +7,20 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) and checks it is a P-256 EC key.
     public init(pem: [UInt8]) throws(OpenSSLError) {
+        // An encrypted key would have OpenSSL ask for a pass phrase on the terminal, and wait.
+        if pem.count >= 9, (0...(pem.count - 9)).contains(where: { pem[$0..<($0 + 9)].elementsEqual("ENCRYPTED".utf8) }) {
+            throw OpenSSLError(
+                operation: "reading the .p8 key",
+                details:
+                    "the key is encrypted (a pass phrase protects it); Apple's .p8 keys are not: use the file as downloaded, or decrypt it with openssl pkcs8 -in key.p8 -out plain.p8"
+            )
+        }
         if let key = pem.withUnsafeBufferPointer({ apnsw_read_ec_private_key_pem($0.baseAddress, $0.count) }) {
             pkey = key
         } else {
             // Not an EC key: read it as any key, for the error that says what it is.
             OpenSSLError.clear()
-            pkey = try readKey(pem, operation: "reading the .p8 key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
+            pkey = try readKey(pem, operation: "reading the .p8 key") { PEM_read_bio_PrivateKey($0, nil, noPassphrase, nil) }
         }
         try requireP256(pkey, "the .p8 key")
     }
@@ -101,3 +109,6 @@ package func writePEM(_ operation: String, _ write: (OpaquePointer) -> Int32) th
     guard let ptr, n > 0 else { throw OpenSSLError.drain(operation) }
     return String(decoding: UnsafeRawBufferPointer(start: ptr, count: n), as: UTF8.self)
 }
+
+/// A pass phrase callback that gives none: OpenSSL fails instead of prompting on a terminal.
+let noPassphrase: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = { _, _, _, _ in 0 }

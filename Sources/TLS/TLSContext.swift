@@ -102,7 +102,8 @@ public final class TLSContext: @unchecked Sendable {
         switch identity {
         case .pem(let certificateFile, let keyFile):
             try OpenSSLError.check(SSL_CTX_use_certificate_chain_file(ctx, certificateFile), "loading client certificate")
-            try OpenSSLError.check(SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM), "loading client key")
+            SSL_CTX_set_default_passwd_cb(ctx, noPassphrase)  // an encrypted key fails, never prompts
+            try OpenSSLError.check(SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM), "loading client key (it must not be encrypted)")
         case .pkcs12(let file, let password):
             try withPKCS12(file: file, password: password) { (key, cert) throws(OpenSSLError) in
                 try OpenSSLError.check(SSL_CTX_use_certificate(ctx, cert), "using PKCS#12 certificate")
