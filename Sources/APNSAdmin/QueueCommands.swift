@@ -161,7 +161,9 @@ public enum QueueCommands {
                     }
                     _ = try AppRuntime(app, jwt: nil)
                 } catch {
-                    fail("app \(app.name): \(error)")
+                    // AppRuntime's errors name the app already.
+                    let text = "\(error)"
+                    fail(text.hasPrefix("app \(app.name):") ? text : "app \(app.name): \(text)")
                     continue
                 }
                 let days = (info.notAfter - now) / 86_400

@@ -119,7 +119,9 @@ public struct JSONScanner: ~Copyable {
         var b = first
         while true {
             // `b` starts a value, at `index`.
-            guard open < maxDepth else { throw fail("nesting deeper than \(maxDepth)") }
+            guard open < maxDepth else {
+                throw JSONSyntaxError(offset: index, message: "values nest deeper than \(maxDepth) levels, the limit", kind: .tooDeep)
+            }
             if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") {
                 let isObject = b == UInt8(ascii: "{")
                 objects = objects << 1 | (isObject ? 1 : 0)
@@ -222,7 +224,7 @@ public struct JSONScanner: ~Copyable {
     /// Reads an integer value; fractions, exponents and overflow are errors.
     public mutating func readInt() throws(JSONSyntaxError) -> Int64 {
         let (range, isInteger) = try scanNumber()
-        guard isInteger else { throw JSONSyntaxError(offset: range.lowerBound, message: "expected an integer") }
+        guard isInteger else { throw JSONSyntaxError(offset: range.lowerBound, message: "expected a whole number", kind: .notAWholeNumber) }
         // The magnitude, so that Int64.min (one more than Int64.max) reads too.
         var magnitude: UInt64 = 0
         var i = range.lowerBound
@@ -231,13 +233,13 @@ public struct JSONScanner: ~Copyable {
         while i < range.upperBound {
             let (m, o1) = magnitude.multipliedReportingOverflow(by: 10)
             let (s, o2) = m.addingReportingOverflow(UInt64(bytes[i] &- 0x30))
-            guard !o1, !o2 else { throw JSONSyntaxError(offset: range.lowerBound, message: "integer out of range") }
+            guard !o1, !o2 else { throw JSONSyntaxError(offset: range.lowerBound, message: "whole number out of range", kind: .notAWholeNumber) }
             magnitude = s
             i += 1
         }
         if negative, magnitude <= Int64.min.magnitude { return Int64(truncatingIfNeeded: 0 &- magnitude) }
         guard !negative, let value = Int64(exactly: magnitude) else {
-            throw JSONSyntaxError(offset: range.lowerBound, message: "integer out of range")
+            throw JSONSyntaxError(offset: range.lowerBound, message: "whole number out of range", kind: .notAWholeNumber)
         }
         return value
     }
@@ -256,12 +258,32 @@ public struct JSONScanner: ~Copyable {
 
 public enum JSONKind: String, Sendable {
     case object, array, string, number, bool, null
+
+    /// "an object", "a string", "null": for messages.
+    public var withArticle: String {
+        switch self {
+        case .object, .array: "an \(rawValue)"
+        case .null: "null"
+        case .bool: "a boolean"
+        default: "a \(rawValue)"
+        }
+    }
 }
 
 public struct JSONSyntaxError: Error, Equatable, CustomStringConvertible, Sendable {
     public let offset: Int
     public let message: String
+    /// What went wrong: only `.syntax` means the bytes are not JSON.
+    public var kind = Kind.syntax
     public var description: String { "\(message) at byte \(offset)" }
+
+    public enum Kind: Sendable {
+        case syntax
+        /// Valid JSON, but a number where a whole one is wanted, or one out of range.
+        case notAWholeNumber
+        /// Valid JSON, nested deeper than the reader's limit.
+        case tooDeep
+    }
 }
 
 extension JSONScanner {

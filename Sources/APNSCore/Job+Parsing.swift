@@ -49,7 +49,12 @@ extension Job {
                 try fields.read(buf)
             }
         } catch {
-            throw JobRejection(JobRejection.malformedJSON, "the job is not valid JSON: \(error)")
+            switch error.kind {
+            case .syntax: throw JobRejection(JobRejection.malformedJSON, "the job is not valid JSON: \(error)")
+            case .notAWholeNumber:
+                throw JobRejection(JobRejection.wrongType, "the job is valid JSON, but a field that takes a whole number has another: \(error)")
+            case .tooDeep: throw JobRejection(JobRejection.malformedJSON, "the job is valid JSON, but its \(error)")
+            }
         }
         if let error = fields.error { throw error }
         return try fields.build(raw: bytes)
@@ -128,7 +133,7 @@ extension Job {
             func want(_ expected: JSONKind) -> Bool {
                 if kind == expected || kind == .null { return kind == expected }
                 if error == nil {
-                    error = JobRejection(JobRejection.wrongType, "field \"\(field.name)\" must be a \(expected.rawValue), not a \(kind.rawValue)")
+                    error = JobRejection(JobRejection.wrongType, "field \"\(field.name)\" must be \(expected.withArticle), not \(kind.withArticle)")
                 }
                 return false
             }
@@ -149,7 +154,7 @@ extension Job {
                 if want(.array) { tokenList = try readStrings(&s, field.name); return }
             case .payload:
                 if kind == .object { payload = try s.skipValue().range; return }
-                if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not a \(kind.rawValue)") }
+                if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not \(kind.withArticle)") }
             case .notification:
                 if want(.object) { notification = try s.skipValue().range; return }
             case .truncate:
@@ -230,6 +235,8 @@ extension Job {
                 switch consume scanned {
                 case .valid(let t): return t
                 case .absent, .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
+                case .invalid(let n) where n % 2 == 0 && DeviceToken.lengthRange.contains(n):
+                    throw JobRejection(.badDeviceToken, "token must be hex digits (0-9, a-f): its \(n) characters include others")
                 case .invalid(let n):
                     throw JobRejection(
                         .badDeviceToken,

@@ -171,7 +171,7 @@ enum StructuredPayload {
     private static func value(_ s: inout JSONScanner, _ key: String, _ kind: JSONKind) throws(RenderError) -> Range<Int> {
         let (found, range) = try wrap { () throws(JSONSyntaxError) in try s.skipValue() }
         guard found == kind else {
-            throw RenderError(JobRejection.wrongType, "notification.\(key) must be a \(kind.rawValue), not a \(found.rawValue)")
+            throw RenderError(JobRejection.wrongType, "notification.\(key) must be \(kind.withArticle), not \(found.withArticle)")
         }
         return range
     }

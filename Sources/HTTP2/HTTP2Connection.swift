@@ -24,6 +24,8 @@ public final class HTTP2Connection: EventHandler {
     /// A client's addresses not tried yet.
     private var untried: ArraySlice<SocketAddress> = []
     private var peerName = ""
+    /// The address of the socket in hand, in numbers.
+    private var dialled = ""
     private var connectTimeoutMs = 0, connectAttempts = 0
     /// A server's session (nghttp2's, for the mock), nil on a client.
     public private(set) var server: HTTP2ServerSession!
@@ -54,7 +56,7 @@ public final class HTTP2Connection: EventHandler {
         loop: EventLoop, delegate: HTTP2ConnectionDelegate, timeoutMs: Int = 10_000
     ) throws {
         var rest = addresses[...]
-        fd = try Self.connectNext(&rest, serverName)
+        (fd, dialled) = try Self.connectNext(&rest, serverName)
         untried = rest
         peerName = serverName
         do {
@@ -75,22 +77,26 @@ public final class HTTP2Connection: EventHandler {
     }
 
     /// A socket connecting to the first of `addresses` that takes a connect; the rest stay.
-    private static func connectNext(_ addresses: inout ArraySlice<SocketAddress>, _ name: String) throws(SystemError) -> Int32 {
+    private static func connectNext(_ addresses: inout ArraySlice<SocketAddress>, _ name: String) throws(SystemError) -> (Int32, String) {
         var lastError = SystemError(operation: "connect \(name)", code: EHOSTUNREACH, reason: "no address")
         while let address = addresses.popFirst() {
-            do throws(SystemError) { return try Socket.connect(to: address, name: name) } catch { lastError = error }
+            do throws(SystemError) { return (try Socket.connect(to: address, name: name), address.numericHost) } catch { lastError = error }
         }
         throw lastError
     }
+
+    /// The name and the address dialled, for errors: the TLS name alone hid which address failed.
+    private var peer: String { "\(peerName) (\(dialled))" }
 
     /// A refused or unreachable address gives way to the next (an IPv6 address first, say,
     /// where only IPv4 gets through).
     private func connectFailed(_ error: SystemError) throws {
         guard !untried.isEmpty else { throw error }
-        let next = try Self.connectNext(&untried, peerName)  // on failure `shutdown` closes the socket in hand
+        let (next, address) = try Self.connectNext(&untried, peerName)  // on failure `shutdown` closes the socket in hand
         loop.unregister(fd: fd)
         close(fd)
         fd = next
+        dialled = address
         try tls.rebind(fd: fd)
         try loop.register(fd: fd, handler: self, writable: true)
         waitingForWritable = true
@@ -104,12 +110,12 @@ public final class HTTP2Connection: EventHandler {
         let attempt = connectAttempts  // a closed socket's number may come back for the next
         _ = loop.schedule(afterMilliseconds: connectTimeoutMs) { [weak self] in
             guard let self, connectAttempts == attempt else { return }
-            let timedOut = SystemError(operation: "connect \(peerName)", code: ETIMEDOUT)
+            let timedOut = SystemError(operation: "connect \(peer)", code: ETIMEDOUT)
             switch state {
             case .connecting:
                 do { try connectFailed(timedOut) } catch { shutdown(error: error) }
             case .handshaking:
-                shutdown(error: OpenSSLError(operation: "TLS handshake with \(peerName)", details: "no answer in \(connectTimeoutMs) ms"))
+                shutdown(error: OpenSSLError(operation: "TLS handshake with \(peer)", details: "no answer in \(connectTimeoutMs) ms"))
             case .open, .closed:
                 break
             }
@@ -142,7 +148,7 @@ public final class HTTP2Connection: EventHandler {
             switch state {
             case .connecting:
                 let err = Socket.pendingError(fd)
-                guard err == 0 else { return try connectFailed(SystemError(operation: "connect \(peerName)", code: err)) }
+                guard err == 0 else { return try connectFailed(SystemError(operation: "connect \(peer)", code: err)) }
                 state = .handshaking
                 try continueHandshake()
             case .handshaking:

@@ -113,6 +113,8 @@ final class ConnectingTests: XCTestCase {
         withExtendedLifetime(c) { loop.run() }
         XCTAssertFalse(probe.ready)
         XCTAssertTrue(String(describing: probe.closedError).contains("no answer in 300 ms"), String(describing: probe.closedError))
+        // The address dialled, not only the TLS name (issue 28, item 2).
+        XCTAssertTrue(String(describing: probe.closedError).contains("apns.test (127.0.0.1)"), String(describing: probe.closedError))
     }
 
     private final class Probe: ConnectionProbe {

@@ -142,6 +142,34 @@ final class JobParsingTests: XCTestCase {
 
     /// A value HTTP/2 forbids in a header (RFC 9113 §8.2.1) would break the connection that
     /// carries it, and every other job on it: the job is refused with Apple's reason for the field.
+    /// Valid JSON is never called invalid, and each text says what to fix (issue 28, item 2).
+    func testErrorTextsSayWhatToFix() {
+        func detail(_ text: String) -> (String, String) {
+            do {
+                _ = try parse(text)
+                return ("", "")
+            } catch { return (error.reason, error.detail) }
+        }
+        for text in [#"{"v":1.0,"token":"\#(Self.token)","payload":{}}"#, #"{"v":18446744073709551616,"token":"\#(Self.token)","payload":{}}"#] {
+            let (reason, message) = detail(text)
+            XCTAssertEqual(reason, JobRejection.wrongType, message)
+            XCTAssertFalse(message.contains("not valid JSON"), message)
+            XCTAssertTrue(message.contains("whole number"), message)
+        }
+        let deep = #"{"token":"\#(Self.token)","payload":{"a":"# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}}"
+        let (_, nested) = detail(deep)
+        XCTAssertFalse(nested.contains("not valid JSON"), nested)
+        XCTAssertTrue(nested.contains("deeper than 64 levels, the limit"), nested)
+        let (tokenReason, token) = detail(#"{"token":"\#(String(repeating: "zz", count: 32))","payload":{}}"#)
+        XCTAssertEqual(tokenReason, "BadDeviceToken")
+        XCTAssertTrue(token.contains("hex digits (0-9, a-f)") && !token.contains("even number"), token)
+        let (_, odd) = detail(#"{"token":"abc","payload":{}}"#)
+        XCTAssertTrue(odd.contains("even number of hex digits"), odd)
+        let (_, typed) = detail(#"{"tokens":{"a":1},"payload":{}}"#)
+        XCTAssertTrue(typed.contains("must be an array, not an object"), typed)
+        XCTAssertTrue(detail("{oops").1.contains("not valid JSON"))
+    }
+
     func testHeaderValuesWithControlCharactersAreRefusedBeforeSending() {
         let t = Self.token
         for bad in [#"a\u0000b"#, #"a\rb"#, #"a\nb"#, #"a\u001fb"#, #"a\u007fb"#, #" a"#, #"a\t"#] {
