@@ -5,7 +5,7 @@ extension Job {
     /// `"priorty"` cannot silently send with a default.
     enum Field: Int, CaseIterable {
         case v, id, app, token, tokens, topic, pushType, priority, expiration, collapseID, apnsID
-        case payload, notification, template, truncate, sendAt, maxAttempts
+        case payload, notification, template, truncate, sendAt, maxAttempts, meta
 
         /// Matches a key's UTF-8 by its length, then its bytes: no String is built per key.
         init?(utf8 key: UnsafeBufferPointer<UInt8>) {
@@ -15,6 +15,7 @@ extension Job {
             case 1: field = matches("v") ? .v : nil
             case 2: field = matches("id") ? .id : nil
             case 3: field = matches("app") ? .app : nil
+            case 4: field = matches("meta") ? .meta : nil
             case 5: field = matches("token") ? .token : matches("topic") ? .topic : nil
             case 6: field = matches("tokens") ? .tokens : nil
             case 7: field = matches("payload") ? .payload : matches("apns_id") ? .apnsID : matches("send_at") ? .sendAt : nil
@@ -34,7 +35,7 @@ extension Job {
 
     public static let fieldNames: [String] = [
         "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
-        "payload", "notification", "template", "truncate", "send_at", "max_attempts",
+        "payload", "notification", "template", "truncate", "send_at", "max_attempts", "meta",
     ]
 
     public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job { try parse(bytes[...]) }
@@ -94,6 +95,7 @@ extension Job {
         var tokenList: [String]?
         var payload: Range<Int>?
         var notification: Range<Int>?
+        var meta: Range<Int>?
         var templateName: String?, templateLocale: String?, templateData: Range<Int>?, hasTemplate = false
         var truncate: Bool?
         /// Bit i set: the field with raw value i was seen (a Set<String> costs a hash per key).
@@ -157,6 +159,13 @@ extension Job {
                 if error == nil { error = JobRejection(JobRejection.wrongType, "field \"payload\" must be a JSON object, not \(kind.withArticle)") }
             case .notification:
                 if want(.object) { notification = try s.skipValue().range; return }
+            case .meta:
+                guard want(.object) else { break }
+                meta = try s.skipValue().range
+                if meta!.count > Job.maxMetaBytes, error == nil {
+                    error = JobRejection(JobRejection.metaTooLarge, "\"meta\" is \(meta!.count) bytes; the limit is \(Job.maxMetaBytes)")
+                }
+                return
             case .truncate:
                 if want(.bool) { truncate = try s.peek() == UInt8(ascii: "t"); try s.skipValue(); return }
             case .template:
@@ -309,6 +318,7 @@ extension Job {
                 priority: checkedPriority, expiration: expiration, collapseID: collapseID.take(),
                 apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
                 truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
+            job.metaRange = meta.map { (job.raw.startIndex + $0.lowerBound)..<(job.raw.startIndex + $0.upperBound) }
             try RequestRules.check(job: job)
             return job
         }

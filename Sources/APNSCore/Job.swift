@@ -62,6 +62,18 @@ public final class Job: @unchecked Sendable {
     /// The largest fan-out one job may carry.
     public static let maxTokens = 1000
 
+    /// The producer's own `meta` object, copied into every record about the job and never read:
+    /// its range in `raw`.
+    public internal(set) var metaRange: Range<Int>?
+    /// The largest `meta` a job may carry.
+    public static let maxMetaBytes = 1024
+
+    /// Lends `meta`'s JSON bytes, if the job has one.
+    public func withMeta<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        guard let metaRange else { return nil }
+        return raw.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[Self.offsets(of: metaRange, in: raw)])) }
+    }
+
     /// The three ways a job says what to send.
     public enum Content: Sendable, Equatable {
         /// `payload`: an APNs payload object, sent byte for byte.
@@ -170,7 +182,17 @@ public struct JobRejection: Error, Equatable, Sendable, CustomStringConvertible 
     public init(_ reason: APNSReason, _ detail: String) { self.init(reason.rawValue, detail) }
     public var description: String { "\(reason): \(detail)" }
 
+    /// The longest detail a record keeps: a job's own values in it (an app name of a megabyte)
+    /// must not make its records large.
+    public static let maxDetail = 1024
+
+    /// This rejection with its detail cut to `maxDetail` characters.
+    public var bounded: JobRejection {
+        detail.count <= Self.maxDetail ? self : JobRejection(reason, String(detail.prefix(Self.maxDetail)) + "… (cut)")
+    }
+
     public static let malformedJSON = "MalformedJob"
+    public static let metaTooLarge = "MetaTooLarge"
     public static let unknownField = "UnknownField"
     public static let unsupportedVersion = "UnsupportedVersion"
     public static let wrongType = "WrongFieldType"

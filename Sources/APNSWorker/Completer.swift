@@ -201,9 +201,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             marked.groups.append(group)
             if let piece { marked.pieces[i] = piece }
             let decision = OutcomeRecords.decide(f, worker: workerID)
-            let app = f.appName
-            decided.shared.append(decided.fields.fields(app: app, topic: f.topic))
-            decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-"))
+            decided.shared.append(decided.fields.fields(app: f.recordApp, topic: f.recordTopic))
+            decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
             decided.decisions.append(decision)  // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))

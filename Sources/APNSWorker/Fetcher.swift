@@ -293,10 +293,14 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     }
                 } catch {
                     units += 1
+                    // Its records name it as it names itself; it counts under its app only if that is configured.
+                    let raw = opened ?? taken.bytes[range]
+                    let names = JobNames(scanning: raw)
+                    let counted = names.app.map { n in apps.contains { $0.name == n } ? n : nil } ?? defaultApp
                     decided.append(
                         .unsent(
-                            handle: handle, batch: batch, index: index, raw: opened ?? taken.bytes[range], job: nil, appName: nil, topic: nil,
-                            outcome: .deadLetter(error), attempts: meta.attempts, recoveries: meta.recoveries))
+                            handle: handle, batch: batch, index: index, raw: raw, job: nil, appName: counted, topic: nil,
+                            outcome: .deadLetter(error.bounded), attempts: meta.attempts, recoveries: meta.recoveries, names: names))
                 }
             }
         }
@@ -317,6 +321,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         if case .deadLetter(let why) = f.outcome { return why.description }
         return ""
     }
+
+    /// The app of a job that names none: the only one, or the one named "default".
+    private var defaultApp: String? { apps.count == 1 ? apps[0].name : apps.first { $0.name == "default" }?.name }
 
     /// The app a job names (or the only/default app) and the topic it goes to.
     private func resolve(_ job: Job) throws(JobRejection) -> (Int, String) {

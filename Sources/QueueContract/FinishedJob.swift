@@ -20,11 +20,14 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public let outcome: Outcome
         public let attempts: [OutcomeRecord.Attempt]
         public let recoveries: Int
+        /// What a job that failed its checks says about itself, for its records (`job` is nil).
+        public let names: JobNames?
 
         public init(
             handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-            outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int
+            outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int, names: JobNames? = nil
         ) {
+            self.names = names
             self.handle = handle
             self.batch = batch
             self.index = index
@@ -40,12 +43,12 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
 
     public static func unsent(
         handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-        outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int
+        outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int, names: JobNames? = nil
     ) -> FinishedJob {
         .unsent(
             Unsent(
                 handle: handle, batch: batch, index: index, raw: raw, job: job, appName: appName, topic: topic,
-                outcome: outcome, attempts: attempts, recoveries: recoveries))
+                outcome: outcome, attempts: attempts, recoveries: recoveries, names: names))
     }
 
     /// The job's fields, read in place (`Lent`); `f.handle` reads `f.lent.handle`.
@@ -87,8 +90,13 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         /// The job without counting a reference on it.
         public var uncountedJob: UncountedReference<Job>? { read({ UncountedReference($0.job) }, { $0.job.map { UncountedReference($0) } }) }
         public var token: DeviceToken? { readSent({ $0.token }, else: nil) }
+        /// The configured app it counts under (nil: none, counted as "-").
         public var appName: String? { read({ $0.appName }, { $0.appName }) }
         public var topic: String? { read({ $0.topic }, { $0.topic }) }
+        public var names: JobNames? { read({ _ in nil }, { $0.names }) }
+        /// The app and topic its records name: those the job gave, even when no app has them.
+        public var recordApp: String? { read({ $0.appName }, { $0.appName ?? $0.names?.app }) }
+        public var recordTopic: String? { read({ $0.topic }, { $0.topic ?? $0.names?.topic }) }
         public var outcome: Outcome { read({ $0.outcome }, { $0.outcome }) }
         /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
         public var isDelivered: Bool { readSent({ if case .delivered = $0.outcome { true } else { false } }, else: false) }

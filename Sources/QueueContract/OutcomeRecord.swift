@@ -22,6 +22,8 @@ public enum OutcomeRecord {
         /// mostly share; `owner` keeps them when they are not lent.
         @usableFromInline let shared: UnsafeBufferPointer<UInt8>
         private let owner: SharedFields?
+        /// What a job that failed its checks says about itself (`job` is nil then).
+        public var names: JobNames?
 
         public init(handle: Int64, jobID: String?, token: DeviceToken?, shared: SharedFields) {
             self.handle = handle
@@ -35,8 +37,11 @@ public enum OutcomeRecord {
         /// A context that borrows `job` and `shared` (`SharedFields.jsonBytes`): the caller keeps
         /// both alive while the context is used. The completer writes a batch's records this way:
         /// counting references to them took three atomic operations per record (perf uprobes).
-        public init(handle: Int64, lending job: UncountedReference<Job>?, token: DeviceToken?, shared: UnsafeBufferPointer<UInt8>) {
+        public init(
+            handle: Int64, lending job: UncountedReference<Job>?, token: DeviceToken?, shared: UnsafeBufferPointer<UInt8>, names: JobNames? = nil
+        ) {
             self.handle = handle
+            self.names = names
             self.jobID = nil
             self.job = job
             self.token = token ?? .absent
@@ -221,13 +226,30 @@ public enum OutcomeRecord {
                 }
             }
         } else {
-            w.fieldIfPresent(literal: "job_id", c.jobID)
+            w.fieldIfPresent(literal: "job_id", c.jobID ?? c.names?.id)
         }
         w.key(literal: "handle")
         w.quoted(c.handle)
         if !c.token.isAbsent {
             w.key(literal: "token")
             c.token.withHex { w.string(plain: $0) }
+        } else {
+            w.fieldIfPresent(literal: "token", c.names?.token)
+        }
+        // The producer's meta, byte for byte, in every record about the job.
+        var wroteMeta = false
+        if let job = c.job {
+            _ = job.withObject { j in
+                j.withMeta { bytes in
+                    w.key(literal: "meta")
+                    w.raw(bytes)
+                    wroteMeta = true
+                }
+            }
+        }
+        if !wroteMeta, let meta = c.names?.meta {
+            w.key(literal: "meta")
+            meta.withUnsafeBufferPointer { w.raw($0) }
         }
         w.raw(c.shared)
     }
@@ -239,6 +261,7 @@ extension OutcomeRecord.Context {
     @inlinable
     public var room: Int {
         ((job.map { $0.withObject(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
-            + token.utf8Count + 2 + 22 + shared.count + 128
+            + token.utf8Count + 2 + 22 + shared.count + 128 + (job?.withObject { $0.metaRange?.count } ?? 0)
+            + (names.map { n in [n.id, n.token].reduce(n.meta?.count ?? 0) { $0 + JSONCursor.room(for: $1) } } ?? 0)
     }
 }

@@ -298,6 +298,7 @@ public enum QueueScripts {
                   for _, f in ipairs({{'job_id', j.id}, {'app', j.app}, {'token', token}}) do
                     if type(f[2]) == 'string' then named = named .. ',"' .. f[1] .. '":' .. cjson.encode(f[2]) end
                   end
+                  if type(j.meta) == 'table' and next(j.meta) ~= nil then named = named .. ',"meta":' .. cjson.encode(j.meta) end
                 end
                 if handles[k] and handles[k] > 0 then named = named .. ',"handle":"' .. string.format('%d', handles[k]) .. '"' end
                 local rec = '{"v":1,"worker":' .. cjson.encode(ARGV[1]) .. named .. ',"time_ms":' .. now_ms ..
