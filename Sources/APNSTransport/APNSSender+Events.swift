@@ -106,19 +106,29 @@ extension APNSSender {
         let p = poolOf[r.app]
         let now = MonotonicClock.nowMilliseconds()
         var answer = RejectionPolicy.Answer.unanswered
+        var first = false
         switch event {
-        case .refused: _ = troubles[p].note(.refused, nowMs: now)
-        case .timedOut: _ = troubles[p].note(.timedOut, nowMs: now)
+        case .refused: first = troubles[p].note(.refused, nowMs: now)
+        case .timedOut: first = troubles[p].note(.timedOut, nowMs: now)
         case .reset(let code):
-            _ = troubles[p].note(.reset, nowMs: now)
+            first = troubles[p].note(.reset, nowMs: now)
             if let c, c.lastAnswerMs + 5000 > now {
                 r.resetsAlone += 1
                 answer = .resetAlone(code: code.description, times: r.resetsAlone)
             }
         case .cutByGoAway, .connectionLost: break
         }
+        // The first of a row is logged here; the rest go into the pool's trouble summary.
+        if first {
+            var fields = jobFields(r)
+            fields["event"] = .string("\(event)")
+            logger.warning("APNs did not answer a notification; sending it again", fields)
+        }
         if breakers[p].isOpen { breakers[p].failed(.transport, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) }
         if case .finish(let verdict) = decide(answer, for: r) {
+            var fields = jobFields(r)
+            fields["resets"] = .int(r.resetsAlone)
+            logger.warning("APNs kept resetting a notification's stream; dead-lettered as StreamReset", fields)
             decided(r, outcome: .rejected(RejectionPolicy.streamReset, verdict))
             return
         }
@@ -135,6 +145,7 @@ extension APNSSender {
     /// expiration passed while it waited is given up instead.
     func requeue(_ r: SendRequest, afterMs: Int = 0) {
         if let expiration = r.job.expiration, expiration > 0, expiration * 1000 <= WallClock.nowMilliseconds() {
+            logger.warning("a notification's expiration passed while it waited to be sent again; dead-lettered as Expired", jobFields(r))
             decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "its expiration (\(expiration)) passed before APNs took it")))
             return
         }
@@ -185,13 +196,13 @@ extension APNSSender {
     func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
         let p = poolOf[r.app]
         lastProgressMs[p] = MonotonicClock.nowMilliseconds()
-        logger.log(
-            rejection.status >= 500 ? .warning : .info, "APNs rejected a notification",
-            [
-                "app": .string(apps[r.app].name), "token": .string(r.token.hex), "status": .int(rejection.status),
-                "reason": .string(rejection.reason.rawValue), "apns_id": .string(rejection.apnsID ?? ""),
-                "apns_timestamp": .int(Int(rejection.timestamp ?? 0)),
-            ])
+        var fields = jobFields(r)
+        fields["status"] = .int(rejection.status)
+        fields["reason"] = .string(rejection.reason.rawValue)
+        fields["apns_id"] = .string(rejection.apnsID ?? "")
+        fields["apns_timestamp"] = .int(Int(rejection.timestamp ?? 0))
+        rejectionLog.note(
+            "APNs rejected a notification", fields, key: "\(apps[r.app].name)/\(rejection.status)/\(rejection.reason.rawValue)", logger: logger)
         switch decide(.rejected(rejection), for: r) {
         case .refreshTokenAndResend:
             // The connection is wedged after this error: new JWT, new connection, same job.
@@ -228,4 +239,11 @@ extension APNSSender {
 private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
     if !r.attempts.isEmpty { r.attempts.removeLast() }
     return r
+}
+
+extension APNSSender {
+    /// What every log line about one notification carries.
+    func jobFields(_ r: SendRequest) -> [String: LogValue] {
+        ["app": .string(apps[r.app].name), "token": .string(rejectionLog.show(r.token)), "job_id": .string(r.job.id ?? "")]
+    }
 }

@@ -44,6 +44,10 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         public var heldWhilePaused = 100
         /// Seconds between the summary lines of a pool's connection trouble.
         public var troubleLogIntervalMs = 10_000
+        /// Each refusal on a line of its own ("each"), or a summary per interval ("summary").
+        public var logRejections = "each"
+        /// Tokens whole in logs (the default), or cut to their first 8 and last 4 digits.
+        public var logWholeTokens = true
         /// Requests a second on one connection at most; nil for no cap (Apple documents none).
         public var ratePerConnection: Int?
 
@@ -91,6 +95,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     var lastProgressMs: [UInt64]
     private var busyAtLastScan: [Bool]
     var troubles: [TroubleLog]
+    var rejectionLog: RejectionLog
     /// Sends decided this turn, and the apps with a delivery among them: readiness is told once
     /// per turn, not per push.
     var decidedThisTurn = 0
@@ -146,6 +151,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         lastProgressMs = pools.map { _ in 0 }
         busyAtLastScan = pools.map { _ in false }
         troubles = pools.map { _ in TroubleLog() }
+        rejectionLog = RejectionLog(mode: RejectionLog.Mode(rawValue: settings.logRejections) ?? .each, wholeTokens: settings.logWholeTokens)
         restToOpen = pools.map { _ in true }
         poolRates = pools.indices.map { p in
             let caps = apps.indices.filter { poolOf[$0] == p }.compactMap { apps[$0].configuration.maxRate }
@@ -294,6 +300,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
                 c?.checkLiveness(now: now, pingAfterMs: UInt64(settings.pingIntervalMs), timeoutMs: UInt64(settings.pingTimeoutMs))
             }
             for c in draining.values { c.expireRequests(olderThan: timeout, now: now) }
+            rejectionLog.flush(nowMs: now, everyMs: UInt64(settings.troubleLogIntervalMs), logger: logger)
             for p in pools.indices { watch(pool: p, now: now) }
             publishGauges()
             if !stopping { scheduleScan() }

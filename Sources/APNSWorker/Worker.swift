@@ -55,6 +55,8 @@ public final class Worker: @unchecked Sendable {
             connectTimeoutMs: configuration.connectTimeoutMs,
             rejections: RejectionPolicy(retry: configuration.retryPolicy))
         settings.ratePerConnection = configuration.ratePerConnection
+        settings.logRejections = configuration.logRejections
+        settings.logWholeTokens = configuration.logTokens == "whole"
         let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
         let lease = LeaseGuard(leaseMs: configuration.leaseMs)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop.

@@ -31,7 +31,7 @@ extension WorkerConfiguration {
             "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
-            "templates_dir", "metrics_port", "metrics_host", "rate_per_connection",
+            "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "socket", "password", "database"])
@@ -68,6 +68,8 @@ extension WorkerConfiguration {
         templatesDirectory = try f.string("templates_dir")
         metricsPort = try f.int("metrics_port")
         metricsHost = try f.string("metrics_host") ?? metricsHost
+        logRejections = try f.string("log_rejections") ?? logRejections
+        logTokens = try f.string("log_tokens") ?? logTokens
         if let r = try f.object("retry") {
             try r.rejectUnknown([
                 "backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
@@ -184,6 +186,10 @@ extension WorkerConfiguration {
             throw ConfigurationError("worker_id must be non-empty, without spaces, got \"\(workerID)\"")
         }
         guard !metricsHost.isEmpty else { throw ConfigurationError("metrics_host must not be empty") }
+        guard ["each", "summary"].contains(logRejections) else {
+            throw ConfigurationError("log_rejections must be each or summary, got \(logRejections)")
+        }
+        guard ["whole", "short"].contains(logTokens) else { throw ConfigurationError("log_tokens must be whole or short, got \(logTokens)") }
     }
 
     private static func reason(_ error: Error) -> String {

@@ -52,6 +52,10 @@ public struct WorkerConfiguration: Sendable {
     /// Serve /metrics, /healthz and /readyz on this port (nil: off).
     public var metricsPort: Int?
     public var metricsHost = "0.0.0.0"
+    /// "each": a warning line per APNs refusal; "summary": one per app, status and reason per 10 s.
+    public var logRejections = "each"
+    /// "whole" tokens in logs, or "short" (first 8 and last 4 digits): tokens are personal data.
+    public var logTokens = "whole"
 
     public init() {}
 
