@@ -18,6 +18,8 @@ public enum QueueCommands {
         public var workers: [(id: String, leaseLeftMs: Int64, inFlight: Int64)] = []
         /// Whether Redis holds any key of the queue: none is most often a misspelt name.
         public var exists = true
+        /// Apps live workers have paused because APNs refused their credentials.
+        public var paused: [(app: String, worker: String, reason: String)] = []
     }
 
     public static func stats(_ ctx: AdminContext) throws -> Stats {
@@ -44,6 +46,14 @@ public enum QueueCommands {
             s.inFlight += held
             s.workers.append((workers[i], (Int64(Double(workers[i + 1]) ?? 0)) - now, held))
         }
+        let pauses = try ctx.call(["HVALS", k.paused]).array.compactMap(\.text)
+        let live = Set(s.workers.filter { $0.leaseLeftMs > 0 }.map(\.id))
+        for text in pauses {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                let app = o["app"] as? String, let worker = o["worker"] as? String, live.contains(worker)
+            else { continue }
+            s.paused.append((app, worker, o["reason"] as? String ?? ""))
+        }
         return s
     }
 
@@ -63,6 +73,7 @@ public enum QueueCommands {
                     [
                         "queue": ctx.keys.queue, "depth": s.depth, "in_flight": s.inFlight, "scheduled": s.scheduled, "retries": s.retries,
                         "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
+                        "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
                         "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
                         "workers": s.workers.map {
                             ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
@@ -73,6 +84,7 @@ public enum QueueCommands {
         ctx.say(
             "queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(String(format: "%.1f", s.resultsPerSecond)) results/s"
         )
+        for p in s.paused { ctx.say("PAUSED: app \(p.app) on worker \(p.worker): \(p.reason)") }
         let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills", "may_duplicate"]
         ctx.table(
             ["app"] + names,

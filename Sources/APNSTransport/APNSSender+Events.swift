@@ -221,6 +221,7 @@ extension APNSSender {
             // job costs no attempt. One outage is one pause: answers to requests sent before it
             // change nothing. TooManyProviderTokenUpdates also retires the connection.
             let now = MonotonicClock.nowMilliseconds()
+            pauseReasons[p] = rejection.reason.rawValue
             if let pause = breakers[p].failed(.credential, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) {
                 metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
                 logger.error(

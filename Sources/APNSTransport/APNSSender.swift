@@ -96,6 +96,8 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     private var busyAtLastScan: [Bool]
     var troubles: [TroubleLog]
     var rejectionLog: RejectionLog
+    /// The reason APNs gave for the last credential pause of each pool.
+    var pauseReasons: [String]
     /// Sends decided this turn, and the apps with a delivery among them: readiness is told once
     /// per turn, not per push.
     var decidedThisTurn = 0
@@ -151,6 +153,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         lastProgressMs = pools.map { _ in 0 }
         busyAtLastScan = pools.map { _ in false }
         troubles = pools.map { _ in TroubleLog() }
+        pauseReasons = pools.map { _ in "" }
         rejectionLog = RejectionLog(mode: RejectionLog.Mode(rawValue: settings.logRejections) ?? .each, wholeTokens: settings.logWholeTokens)
         restToOpen = pools.map { _ in true }
         poolRates = pools.indices.map { p in
@@ -344,6 +347,13 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
                 m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), Double(live.reduce(0) { $0 + $1.liveStreamLimit }))
             }
         }
-        health.update(loop: name, readyConnections: ready)
+        // An app paused on its credentials is not ready, and says why.
+        var paused: [String: String] = [:]
+        for (a, app) in apps.enumerated() where breakers[poolOf[a]].isOpen && breakers[poolOf[a]].cause == .credential {
+            paused[app.name] = "APNs refused its credentials (\(pauseReasons[poolOf[a]])); sending one probe at a time"
+        }
+        metrics.record { m in for app in apps { m.set("apns_app_paused", .init(("app", app.name), ("loop", name)), paused[app.name] == nil ? 0 : 1) }
+        }
+        health.update(loop: name, readyConnections: ready, paused: paused)
     }
 }

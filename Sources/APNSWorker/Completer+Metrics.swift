@@ -63,9 +63,12 @@ extension Completer {
                         latencies.append(AppLatencies(app: app)); return latencies.count - 1
                     }()
             }
-            if f.sentAtNs >= f.takenAtNs { latencies[current].waits.observe(Double(f.sentAtNs - f.takenAtNs) / 1e9) }
-            if f.sentAtNs > 0, f.answeredAtNs >= f.sentAtNs { latencies[current].trips.observe(Double(f.answeredAtNs - f.sentAtNs) / 1e9) }
-            if now >= f.takenAtNs { latencies[current].totals.observe(Double(now - f.takenAtNs) / 1e9) }
+            // Every sample counts: a send stamped with the loop's turn time can read a little
+            // earlier than its take, and is then a wait of 0 (dropping those lost five in six).
+            let sent = f.sentAtNs, answered = f.answeredAtNs
+            if sent > 0 { latencies[current].waits.observe(Double(sent &- min(sent, f.takenAtNs)) / 1e9) }
+            if sent > 0, answered > 0 { latencies[current].trips.observe(Double(answered &- min(answered, sent)) / 1e9) }
+            latencies[current].totals.observe(Double(now &- min(now, f.takenAtNs)) / 1e9)
         }
         if let key = runKey { series[key, default: 0] += runCount }
         metrics.record { m in

@@ -75,6 +75,9 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     /// Loop thread: connects.
     func start() { redis.start() }
 
+    /// Tells `health` of its Redis connection's state, as `name`.
+    func reportRedis(to health: HealthState, as name: String) { redis.report(to: health, as: name) }
+
     /// Outcomes to write. From the loop's thread (its answers) directly; from any other, through
     /// the loop.
     func submit(_ batch: [FinishedJob]) {

@@ -32,6 +32,9 @@ final class EventLoopRedisConnection: EventHandler {
     /// Since when a reply has been awaited (or the connect has been under way).
     private var waitingSinceMs: UInt64 = 0
     private var closed = false
+    /// Where its state goes, for /readyz and apns_redis_up (`report(to:as:)`).
+    private var health: HealthState?
+    private var label = ""
     /// A reply not read this long after its request (a blocking wait is 1 s) means a Redis that
     /// hangs.
     /// A reply later than this drops the connection: well within the lease (a third of it, 5 s
@@ -44,6 +47,13 @@ final class EventLoopRedisConnection: EventHandler {
         self.resolver = resolver
         self.loop = loop
         self.logger = logger
+    }
+
+    /// Tells `health` of each connect and failure, as `name`.
+    func report(to health: HealthState, as name: String) {
+        self.health = health
+        label = name
+        health.redis(name, error: "not connected yet")
     }
 
     /// Connects, and checks for late replies once a second.
@@ -125,6 +135,7 @@ final class EventLoopRedisConnection: EventHandler {
 
     private func failed(_ error: RedisError) {
         drop(abandoning: true)
+        if !closed { health?.redis(label, error: error.description) }
         let delay = backoff.nextDelayMs()
         if !closed {
             logger.warning(
@@ -157,6 +168,7 @@ final class EventLoopRedisConnection: EventHandler {
                 let connecting = !pipe.isConnected
                 try pipe.writable()
                 if connecting {
+                    health?.redis(label, error: nil)
                     if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
                     backoff.reset()
                     owner.redisConnected()

@@ -79,6 +79,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// Loop thread: connects and starts fetching.
     func start() { redis.start() }
 
+    /// Tells `health` of its Redis connection's state, as `name`.
+    func reportRedis(to health: HealthState, as name: String) { redis.report(to: health, as: name) }
+
     /// Stops taking jobs; returns once the batch being fetched, if any, is routed. Any thread
     /// but the loop's.
     func stop() {

@@ -65,11 +65,33 @@ final class HealthServer: @unchecked Sendable {
         _ = out.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
     }
 
+    /// The oldest queued job when last scraped, and since when it has been the oldest.
+    private var oldest: (job: [UInt8], sinceMs: Int64)?
+
     private func metrics() -> String {
-        let depth = (try? withRedis { r throws(RedisError) in try r.command(["LLEN", worker.keys.jobs]).integer }) ?? nil
+        let queue = Metrics.Labels(("queue", worker.keys.queue))
+        let read = try? withRedis { r throws(RedisError) in
+            let replies = try r.pipeline([["LLEN", worker.keys.jobs], ["LINDEX", worker.keys.jobs, "-1"]].map { $0.map { Array($0.utf8) } })
+            guard case .string(let tail) = replies[1] else { return (replies[0].integer ?? 0, [UInt8]?.none) }
+            return (replies[0].integer ?? 0, tail)
+        }
+        let now = WallClock.nowMilliseconds()
+        // The list holds no times: the oldest job's age is how long it has been at the end, at least.
+        if let tail = read?.1 {
+            if oldest?.job != tail { oldest = (tail, now) }
+        } else {
+            oldest = nil
+        }
         worker.metrics.record { m in
             m.set("apns_in_flight", .init(), Double(worker.inFlight))
-            if let depth { m.set("apns_queue_depth", .init(("queue", worker.keys.queue)), Double(depth)) }
+            m.set("apns_redis_up", .init(), worker.health.redisProblems.isEmpty ? 1 : 0)
+            if let (depth, _) = read {
+                m.set("apns_queue_depth", queue, Double(depth))
+                m.set("apns_queue_oldest_age_seconds", queue, Double(now - (oldest?.sinceMs ?? now)) / 1000)
+            } else {
+                m.unset("apns_queue_depth", queue)
+                m.unset("apns_queue_oldest_age_seconds", queue)
+            }
         }
         return worker.metrics.render()
     }
@@ -77,10 +99,21 @@ final class HealthServer: @unchecked Sendable {
     /// Not ready when Redis does not answer, an app has no usable connection, or a JWT is stale.
     private func readiness() -> (Bool, String) {
         var checks: [(String, Bool, String)] = []
-        let pong = (try? withRedis { r throws(RedisError) in try r.command(["PING"]) }) ?? nil
-        checks.append(("redis", pong == .status("PONG"), worker.configuration.redis.description))
+        // The worker's own connections, each with its error: any answer from Redis proved little.
+        let problems = worker.health.redisProblems
+        checks.append(
+            (
+                "redis", problems.isEmpty,
+                problems.isEmpty
+                    ? "every connection to \(worker.configuration.redis.description) is up"
+                    : problems.map { "\($0.connection): \($0.error)" }.joined(separator: "; ")
+            ))
         let now = Int64(Date().timeIntervalSince1970)
         for app in worker.appRuntimes {
+            if let why = worker.health.pauseReason(app: app.name) {
+                checks.append(("app:\(app.name)", false, "paused: \(why)"))
+                continue
+            }
             checks.append(("app:\(app.name)", worker.health.isUsable(app: app.name), "a ready connection or a success in the last minute"))
             if let jwt = app.jwt {
                 let age = now - jwt.issuedAt

@@ -59,6 +59,36 @@ final class Housekeeper: @unchecked Sendable {
 
     func start() { runner.start(name: "apns-housekeeper") { [self] in run() } }
 
+    /// Tells `health` of its Redis connection's state, and publishes its paused apps from it.
+    func reportRedis(to health: HealthState) {
+        redis.health = health
+        self.health = health
+        health.redis(redis.label, error: "not connected yet")
+    }
+
+    private var health: HealthState?
+    /// The paused apps last written to the queue's paused hash, and why.
+    private var publishedPauses: [String: String] = [:]
+
+    /// Writes this worker's credential pauses to `apns:{Q}:paused` (field app/worker) when they
+    /// change, for `apnsctl stats`.
+    private func publishPauses(_ r: BlockingRedisConnection) throws(RedisError) {
+        guard let health else { return }
+        var now: [String: String] = [:]
+        for app in configuration.apps { if let why = health.pauseReason(app: app.name) { now[app.name] = why } }
+        guard now != publishedPauses else { return }
+        var commands: [[String]] = []
+        for app in publishedPauses.keys where now[app] == nil { commands.append(["HDEL", keys.paused, "\(app)/\(workerID)"]) }
+        for (app, why) in now where publishedPauses[app] != why {
+            var w = JSONWriter()
+            w.beginObject(); w.field("app", app); w.field("worker", workerID); w.field("reason", why)
+            w.field("time_ms", WallClock.nowMilliseconds()); w.endObject()
+            commands.append(["HSET", keys.paused, "\(app)/\(workerID)", String(decoding: w.bytes, as: UTF8.self)])
+        }
+        _ = try r.pipeline(commands.map { $0.map { Array($0.utf8) } })
+        publishedPauses = now
+    }
+
     func stop() { runner.stop() }
 
     private func run() {
@@ -109,6 +139,7 @@ final class Housekeeper: @unchecked Sendable {
                 }
             }
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
+            try publishPauses(r)
         }
     }
 

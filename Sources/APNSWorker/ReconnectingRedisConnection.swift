@@ -11,6 +11,9 @@ final class ReconnectingRedisConnection {
     private let logger: Logger
     private var connection: BlockingRedisConnection?
     private var backoff = Backoff(baseMs: 100, capMs: 5000)
+    /// Where its state goes, for /readyz and apns_redis_up.
+    var health: HealthState?
+    var label = "housekeeper"
 
     init(_ endpoint: RedisEndpoint, timeoutMs: Int, logger: Logger) {
         self.endpoint = endpoint
@@ -27,9 +30,12 @@ final class ReconnectingRedisConnection {
                 if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
                 backoff.reset()
             }
-            return try body(connection!)
+            let result = try body(connection!)
+            health?.redis(label, error: nil)
+            return result
         } catch {
             if error.isConnectionLost { connection = nil }
+            health?.redis(label, error: error.isConnectionLost ? error.description : nil)
             let delay = backoff.nextDelayMs()
             logger.warning(
                 "Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])

@@ -74,11 +74,14 @@ public final class Worker: @unchecked Sendable {
                 keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
                 gate: gate, batchIDs: batchIDs, lease: lease, loop: loop, logger: logger
             ) { [unowned sender] in sender.accept($0) }
+            thread.fetcher?.reportRedis(to: health, as: "fetcher \(name)")
+            completer.reportRedis(to: health, as: "completer \(name)")
             return thread
         }
         housekeeper = Housekeeper(
             keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
             lease: lease)
+        housekeeper.reportRedis(to: health)
     }
 
     /// Serves /metrics, /healthz and /readyz if the configuration names a port. Returns the port.
@@ -185,6 +188,7 @@ public final class Worker: @unchecked Sendable {
         do {
             let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
             handedBack = try InFlightJobs.handBack(redis, keys, worker: workerID)
+            _ = try redis.command(["HDEL", keys.paused] + configuration.apps.map { "\($0.name)/\(workerID)" })
             let mayDuplicate = metrics.takeMayDuplicate()
             if mayDuplicate > 0 { _ = try redis.command(["HINCRBY", keys.stats, "may_duplicate", String(mayDuplicate)]) }
         } catch {

@@ -20,6 +20,7 @@ public struct QueueKeys: Sendable, Equatable {
         scheduled = prefix + ":scheduled"
         templates = prefix + ":templates"
         stats = prefix + ":stats"
+        paused = prefix + ":paused"
     }
 
     /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
@@ -51,4 +52,7 @@ public struct QueueKeys: Sendable, Equatable {
     public let templates: String
     /// HASH of counters (taken, delivered, failed, dead, …).
     public let stats: String
+    /// HASH `app/worker` → JSON (app, worker, reason, time_ms): apps a worker has paused because
+    /// APNs refused their credentials. Written by that worker's housekeeper, removed when it stops.
+    public let paused: String
 }

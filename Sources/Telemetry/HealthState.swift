@@ -2,18 +2,24 @@ import Foundation
 import IOLoop
 import Synchronization
 
-/// What /readyz needs from the I/O threads: ready connections and the last success per app.
+/// What /readyz and the gauges need from the threads: ready connections, the last success and
+/// any credential pause per app, and the state of each of the worker's own Redis connections.
 public final class HealthState: Sendable {
     private struct State {
         var ready: [String: [String: Int]] = [:]  // loop → app → ready connections
+        var paused: [String: [String: String]] = [:]  // loop → app → why
         var lastSuccessMs: [String: Int64] = [:]
+        var redis: [String: String?] = [:]  // connection → nil (up) or its last error
     }
     private let state = Mutex(State())
 
     public init() {}
 
-    public func update(loop: String, readyConnections: [String: Int]) {
-        state.withLock { $0.ready[loop] = readyConnections }
+    public func update(loop: String, readyConnections: [String: Int], paused: [String: String] = [:]) {
+        state.withLock {
+            $0.ready[loop] = readyConnections
+            $0.paused[loop] = paused
+        }
     }
 
     public func succeeded(app: String) {
@@ -27,5 +33,20 @@ public final class HealthState: Sendable {
             let ready = s.ready.values.reduce(0) { $0 + ($1[app] ?? 0) }
             return ready > 0 || (s.lastSuccessMs[app].map { nowMs - $0 < 60_000 } ?? false)
         }
+    }
+
+    /// Why the app is paused (APNs refused its credentials), or nil.
+    public func pauseReason(app: String) -> String? {
+        state.withLock { s in s.paused.values.lazy.compactMap { $0[app] }.first }
+    }
+
+    /// One of the worker's Redis connections is up (`error` nil), or failed with `error`.
+    public func redis(_ connection: String, error: String?) {
+        state.withLock { $0.redis[connection] = .some(error) }
+    }
+
+    /// Each Redis connection's trouble, by name (empty: all up).
+    public var redisProblems: [(connection: String, error: String)] {
+        state.withLock { s in s.redis.compactMap { name, error in error.map { (name, $0) } }.sorted { $0.connection < $1.connection } }
     }
 }

@@ -58,6 +58,10 @@ public final class Metrics: Sendable {
         public mutating func set(_ name: String, _ labels: Labels = Labels(), _ value: Double) {
             gauges[name, default: [:]][labels] = value
         }
+        /// Drops a gauge's series: a value that can no longer be read must not stay as if current.
+        public mutating func unset(_ name: String, _ labels: Labels = Labels()) {
+            gauges[name]?[labels] = nil
+        }
         /// Adds samples observed elsewhere (a batch's, outside the lock).
         public mutating func add(_ name: String, _ labels: Labels, _ samples: Histogram) {
             guard samples.count > 0 else { return }
@@ -102,7 +106,12 @@ public final class Metrics: Sendable {
             "apns_in_flight": ("gauge", "Jobs taken from Redis and not yet recorded"),
             "apns_stream_limit": ("gauge", "Sum of the live stream limits of the app's connections"),
             "apns_connections": ("gauge", "Ready APNs connections"),
-            "apns_queue_depth": ("gauge", "Jobs waiting in the queue's list"),
+            "apns_queue_depth": ("gauge", "Jobs waiting in the queue's list (absent while Redis does not answer)"),
+            "apns_queue_oldest_age_seconds": (
+                "gauge", "How long the oldest queued job has been the oldest, at least (absent while Redis does not answer)"
+            ),
+            "apns_redis_up": ("gauge", "1 when every Redis connection of the worker is up"),
+            "apns_app_paused": ("gauge", "1 while the app is paused because APNs refused its credentials"),
             "apns_queue_wait_seconds": ("histogram", "Time from taking a job from Redis to sending it"),
             "apns_round_trip_seconds": ("histogram", "Time from sending a request to APNs' answer"),
             "apns_end_to_end_seconds": ("histogram", "Time from taking a job from Redis to its outcome being decided"),

@@ -37,8 +37,14 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(throttled, Double(mock.byStatus[429] ?? 0))
         XCTAssertEqual(value(metrics.body, #"apns_retries_total{app="default"}"#), 5)
         XCTAssertEqual(value(metrics.body, #"apns_invalid_tokens_total{app="default",reason="Unregistered"}"#), 20)
-        XCTAssertEqual(value(metrics.body, #"apns_dead_letters_total{app="-",reason="MalformedJob"}"#), 1)
+        // A job that names no app counts under the only one (issue 28, item 1).
+        XCTAssertEqual(value(metrics.body, #"apns_dead_letters_total{app="default",reason="MalformedJob"}"#), 1)
         XCTAssertEqual(value(metrics.body, #"apns_round_trip_seconds_count{app="default"}"#), 330)
+        // Every send's wait is recorded (issue 28, item 5: about one in six was).
+        XCTAssertEqual(value(metrics.body, #"apns_queue_wait_seconds_count{app="default"}"#), 330)
+        XCTAssertEqual(value(metrics.body, "apns_redis_up"), 1)
+        XCTAssertTrue(metrics.body.contains(#"apns_app_paused{app="default",loop="apns-io-0"} 0"#), metrics.body)
+        XCTAssertTrue(metrics.body.contains("apns_queue_oldest_age_seconds{queue="), metrics.body)
         XCTAssertGreaterThan(value(metrics.body, #"apns_connections{loop="apns-io-0",pool="default"}"#), 0)
         XCTAssertTrue(metrics.body.contains("# TYPE apns_end_to_end_seconds histogram"))
         XCTAssertTrue(metrics.body.contains("apns_queue_depth"))
@@ -82,6 +88,11 @@ final class OperationsTests: XCTestCase {
         XCTAssertTrue(waitUntil(timeout: 5) { httpGet(port: port, path: "/readyz")?.status == 503 }, "not ready without Redis")
         let report = httpGet(port: port, path: "/readyz")?.body ?? ""
         XCTAssertTrue(report.contains(#""redis":{"ok":false"#), report)
+        // The worker's own connections, with their error (issue 28, item 5).
+        XCTAssertTrue(report.contains("fetcher apns-io-0:") || report.contains("completer apns-io-0:") || report.contains("housekeeper:"), report)
+        let down = httpGet(port: port, path: "/metrics")?.body ?? ""
+        XCTAssertTrue(down.contains("apns_redis_up 0"), down)
+        XCTAssertFalse(down.contains("apns_queue_depth{"), "no stale depth while Redis does not answer")
         XCTAssertEqual(httpGet(port: port, path: "/healthz")?.status, 200, "still alive")
         try redis.restart()
         XCTAssertTrue(waitUntil(timeout: 10) { httpGet(port: port, path: "/readyz")?.status == 200 }, "ready again")
@@ -119,5 +130,38 @@ final class OperationsTests: XCTestCase {
                 try f.connect().command(["XLEN", f.keys.deadLetters]).integer == 0 && f.connect().command(["XLEN", f.keys.results]).integer == 0
             }, "entries older than the cap are dropped")
         XCTAssertEqual(try f.finalStats(), ["delivered": 1, "dead_lettered": 1], "the counters stay")
+    }
+
+    /// An app paused on its credentials is not ready, and says why (issue 28, item 5: /readyz
+    /// said ok 70 s into an InvalidProviderToken pause).
+    func testAnAppPausedOnItsCredentialsIsNotReady() throws {
+        let port = freePort()
+        let f = try WorkerFixture(settings: ["metrics_port": port, "credential_pause_ms": 2000])
+        try f.startWorker()
+        try f.enqueue([WorkerFixture.job(1)])
+        try f.waitForOutcomes(1)
+        XCTAssertTrue(waitUntil(timeout: 5) { httpGet(port: port, path: "/readyz")?.status == 200 })
+        f.mock.server.revoke(keyID: f.mock.files.keyID)
+        try f.enqueue([WorkerFixture.job(2)])
+        XCTAssertTrue(waitUntil(timeout: 10) { httpGet(port: port, path: "/readyz")?.status == 503 }, "not ready while paused")
+        let report = httpGet(port: port, path: "/readyz")?.body ?? ""
+        XCTAssertTrue(report.contains("paused") && report.contains("InvalidProviderToken"), report)
+        let metrics = httpGet(port: port, path: "/metrics")?.body ?? ""
+        XCTAssertTrue(metrics.contains(#"apns_app_paused{app="default",loop="apns-io-0"} 1"#), metrics)
+        // apnsctl stats shows the pause and why.
+        func stats() throws -> String {
+            let p = try ChildProcess(
+                ChildProcess.productsDirectory + "/apnsctl",
+                ["--redis", "\(f.redis.endpoint.host):\(f.redis.endpoint.port)", "--queue", f.queue, "stats"],
+                outputFile: f.directory.file("stats-\(UInt32.random(in: 0...UInt32.max)).out"))
+            _ = p.wait(timeout: 30)
+            return p.output
+        }
+        let shown = try waitUntil(timeout: 5) { try stats().contains("PAUSED: app default") }
+        XCTAssertTrue(shown, "apnsctl stats shows the pause")
+        XCTAssertTrue(try stats().contains("InvalidProviderToken"))
+        f.mock.server.revoke(keyID: f.mock.files.keyID, false)
+        XCTAssertTrue(waitUntil(timeout: 30) { httpGet(port: port, path: "/readyz")?.status == 200 }, "ready once the probe succeeds")
+        XCTAssertTrue(try waitUntil(timeout: 5) { try !stats().contains("PAUSED") }, "the pause is gone from stats")
     }
 }
