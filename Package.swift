@@ -1,5 +1,20 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
+
+// The commit `--version` prints: APNSW_COMMIT (scripts/build-release and the image set it), else
+// what .git says when the manifest is read.
+let commit: String = {
+    if let given = ProcessInfo.processInfo.environment["APNSW_COMMIT"], !given.isEmpty { return given }
+    let git = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(".git")
+    guard let head = try? String(contentsOf: git.appendingPathComponent("HEAD"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    else { return "unknown" }
+    guard head.hasPrefix("ref: ") else { return String(head.prefix(12)) }
+    let ref = String(head.dropFirst(5))
+    if let id = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) { return String(id.prefix(12)) }
+    let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""
+    return packed.split(separator: "\n").first { $0.hasSuffix(" " + ref) }.map { String($0.prefix(12)) } ?? "unknown"
+}()
 
 // Release builds skip the run-time exclusivity checks on the hot path (each class property access
 // took a thread-local lookup); debug builds, which the tests use, keep them.
@@ -23,6 +38,8 @@ let package = Package(
         // (the header lists every one).
         // DWARF 4: Debian 12's valgrind (scripts/bench's callgrind) cannot read clang's DWARF 5.
         .target(name: "CHiredisIO", dependencies: ["CHiredis"], cSettings: [.unsafeFlags(["-gdwarf-4"])]),
+        // The commit the programs were built from, for --version.
+        .target(name: "CBuildInfo", cSettings: [.define("APNSW_COMMIT", to: "\"\(commit)\"")]),
 
         // Bytes the modules below write into: requests, frames, transactions, records.
         .target(name: "Buffers", swiftSettings: hotPath),
@@ -43,7 +60,7 @@ let package = Package(
         // job envelopes and in-flight bookkeeping, shared by the worker and apnsctl.
         .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "PointerTricks", "RedisClient"], swiftSettings: hotPath),
         // Logs, metrics and readiness, passed to whoever reports.
-        .target(name: "Telemetry", dependencies: ["APNSCore", "IOLoop"], swiftSettings: hotPath),
+        .target(name: "Telemetry", dependencies: ["APNSCore", "IOLoop", "CBuildInfo"], swiftSettings: hotPath),
         // The worker's settings: read from the file and the environment, and checked.
         .target(name: "Configuration", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Telemetry"], swiftSettings: hotPath),
         // The APNs transport: connections, pools, stream budget, circuit breaker, backoff, JWT.
@@ -67,9 +84,9 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock"]),
 
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
-        .executableTarget(name: "apns-mock", dependencies: ["APNSMock"]),
+        .executableTarget(name: "apns-mock", dependencies: ["APNSMock", "Telemetry"]),
         .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
-        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration"]),
+        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration", "Telemetry"]),
 
         // Pure: no sockets, no services.
         .testTarget(

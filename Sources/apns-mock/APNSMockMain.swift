@@ -1,5 +1,6 @@
 import APNSMock
 import Foundation
+import Telemetry
 
 // apns-mock: a strict mock of Apple's push service for tests, demos and benchmarks.
 // This file parses arguments and wires things up; state lives in `main()`, not in globals.
@@ -24,6 +25,8 @@ struct APNSMockMain {
     static func main() {
         var args = Array(CommandLine.arguments.dropFirst())
         guard let command = args.first else { print(usage); exit(2) }
+        if command == "--help" || command == "-h" || command == "help" { print(usage); exit(0) }
+        if command == "--version" { print(BuildInfo.line("apns-mock")); exit(0) }
         args.removeFirst()
         var options: [String: String] = [:]
         while !args.isEmpty {

@@ -9,7 +9,7 @@ import Telemetry
 @main
 struct APNSWorkerMain {
     static let usage = """
-        usage: apns-worker [--config FILE]
+        usage: apns-worker [--config FILE] | --version
           Runs a worker until SIGTERM or SIGINT. Settings come from FILE (JSON) and APNSW_* environment
           variables; see README.md "Configuration". Exit codes: 0 stopped cleanly, 2 bad configuration.
         """
@@ -26,6 +26,7 @@ struct APNSWorkerMain {
             args.removeFirst()
             switch arg {
             case "--help", "-h": print(usage); exit(0)
+            case "--version": print(BuildInfo.line("apns-worker")); exit(0)
             case "--config":
                 guard let value = args.first else { fail("--config needs a file") }
                 configPath = value

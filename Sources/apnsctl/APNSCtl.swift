@@ -4,6 +4,7 @@ import Configuration
 import Foundation
 import QueueContract
 import RedisClient
+import Telemetry
 
 // apnsctl: operate an apns-worker queue (enqueue, stats, dead letters, invalid tokens, config).
 // The commands live in APNSAdmin; this file parses arguments and wires them up. Everything runs
@@ -12,6 +13,7 @@ import RedisClient
 let help: [String: String] = [
     "": """
     usage: apnsctl [--config FILE] [--redis HOST:PORT|/SOCKET] [--db N] [--queue NAME] [--json] COMMAND ...
+           apnsctl --version
 
     commands:
       enqueue         add one job from flags, or JSON lines from --file FILE (or - for stdin)
@@ -81,6 +83,10 @@ struct APNSCtl {
         }
 
         let commandKey = words.prefix(2).joined(separator: " ")
+        if flag("version") {
+            print(BuildInfo.line("apnsctl"))
+            exit(0)
+        }
         if flag("help") || words.isEmpty {
             print(help[commandKey] ?? help[words.first ?? ""] ?? help[""]!)
             exit(words.isEmpty && !flag("help") ? 2 : 0)

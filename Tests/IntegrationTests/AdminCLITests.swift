@@ -179,4 +179,22 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(misspelt.code, 0)
         XCTAssertTrue(misspelt.out.contains("has no keys in Redis"), misspelt.out)
     }
+
+    /// Every program says its version and commit, and apns-mock has --help (issue 28, item 4).
+    func testEveryProgramHasVersionAndHelp() throws {
+        let dir = try TemporaryDirectory("apnsw-version")
+        for program in ["apns-worker", "apnsctl", "apns-mock"] {
+            for flag in ["--version", "--help"] {
+                let p = try ChildProcess(ChildProcess.productsDirectory + "/" + program, [flag], outputFile: dir.file("\(program)\(flag).out"))
+                XCTAssertEqual(p.wait(timeout: 10), 0, "\(program) \(flag): \(p.output)")
+                if flag == "--version" {
+                    let line = p.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                    XCTAssertNotNil(
+                        line.range(of: #"^\#(program) \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40}|unknown)\)$"#, options: .regularExpression), line)
+                } else {
+                    XCTAssertTrue(p.output.contains("usage"), p.output)
+                }
+            }
+        }
+    }
 }
