@@ -34,11 +34,12 @@ extension WorkerConfiguration {
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens",
         ])
         if let r = try f.object("redis") {
-            try r.rejectUnknown(["host", "port", "socket", "password", "database"])
+            try r.rejectUnknown(["host", "port", "socket", "password", "password_file", "database"])
             redis.host = try r.string("host") ?? redis.host
             redis.port = try r.int("port") ?? redis.port
             redis.socket = try r.string("socket")
             redis.password = try r.string("password")
+            if let file = try r.string("password_file") { redis.password = try Self.secret(from: file, for: "redis.password_file") }
             redis.database = try r.int("database") ?? redis.database
         }
         queue = try f.string("queue") ?? queue
@@ -97,6 +98,7 @@ extension WorkerConfiguration {
         redis.port = try int("APNSW_REDIS_PORT") ?? redis.port
         redis.socket = env["APNSW_REDIS_SOCKET"] ?? redis.socket
         redis.password = env["APNSW_REDIS_PASSWORD"] ?? redis.password
+        if let file = env["APNSW_REDIS_PASSWORD_FILE"] { redis.password = try Self.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") }
         redis.database = try int("APNSW_REDIS_DB") ?? redis.database
         queue = env["APNSW_QUEUE"] ?? queue
         workerID = env["APNSW_WORKER_ID"] ?? workerID
@@ -106,6 +108,7 @@ extension WorkerConfiguration {
         batchSize = try int("APNSW_BATCH_SIZE") ?? batchSize
         leaseMs = try int("APNSW_LEASE_MS") ?? leaseMs
         metricsPort = try int("APNSW_METRICS_PORT") ?? metricsPort
+        metricsHost = env["APNSW_METRICS_HOST"] ?? metricsHost
         if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }
         // Overrides for the single app of a simple deployment.
         let appKeys = [
@@ -190,6 +193,15 @@ extension WorkerConfiguration {
             throw ConfigurationError("log_rejections must be each or summary, got \(logRejections)")
         }
         guard ["whole", "short"].contains(logTokens) else { throw ConfigurationError("log_tokens must be whole or short, got \(logTokens)") }
+    }
+
+    /// A secret kept in a file (a Docker or Kubernetes secret), without its final newline.
+    public static func secret(from file: String, for setting: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: file) else { throw ConfigurationError("\(setting): cannot read \(file)") }
+        var text = String(decoding: data, as: UTF8.self)
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        guard !text.isEmpty else { throw ConfigurationError("\(setting): \(file) is empty") }
+        return text
     }
 
     private static func reason(_ error: Error) -> String {

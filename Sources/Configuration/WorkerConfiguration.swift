@@ -51,7 +51,9 @@ public struct WorkerConfiguration: Sendable {
     public var templatesDirectory: String?
     /// Serve /metrics, /healthz and /readyz on this port (nil: off).
     public var metricsPort: Int?
-    public var metricsHost = "0.0.0.0"
+    /// The address /metrics, /healthz and /readyz listen on: this machine only unless set (the
+    /// image and the Kubernetes manifests set 0.0.0.0, for their probes).
+    public var metricsHost = "127.0.0.1"
     /// "each": a warning line per APNs refusal; "summary": one per app, status and reason per 10 s.
     public var logRejections = "each"
     /// "whole" tokens in logs, or "short" (first 8 and last 4 digits): tokens are personal data.

@@ -26,7 +26,8 @@ let help: [String: String] = [
       check-config    validate the configuration and credentials (needs --config)
 
     Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
-    The Redis password is read from the configuration or APNSW_REDIS_PASSWORD, never from a flag.
+    The Redis password is read from the configuration, APNSW_REDIS_PASSWORD or the file
+    APNSW_REDIS_PASSWORD_FILE names, never from a flag.
     Exit codes: 0 done, 1 nothing matched or invalid input or failed checks, 2 usage (an unknown
     flag, a wide requeue or purge without --yes), 3 Redis error. Every command takes --help.
     """,
@@ -118,6 +119,11 @@ struct APNSCtl {
             endpoint.port = environment["APNSW_REDIS_PORT"].flatMap(Int.init) ?? endpoint.port
             endpoint.socket = environment["APNSW_REDIS_SOCKET"]
             endpoint.password = environment["APNSW_REDIS_PASSWORD"]
+            if let file = environment["APNSW_REDIS_PASSWORD_FILE"] {
+                do { endpoint.password = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") } catch {
+                    fail("\(error)", code: 2)
+                }
+            }
             endpoint.database = environment["APNSW_REDIS_DB"].flatMap(Int.init) ?? 0
             queue = environment["APNSW_QUEUE"] ?? queue
         }

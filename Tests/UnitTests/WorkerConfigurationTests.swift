@@ -42,6 +42,29 @@ final class WorkerConfigurationTests: XCTestCase {
         XCTAssertFalse(local.redis.description.contains("s3cret"))
     }
 
+    /// Secrets from files (Docker and Kubernetes secrets), and the metrics address defaults to
+    /// this machine (issue 28, item 7).
+    func testSecretsComeFromFilesAndMetricsListenLocallyByDefault() throws {
+        let dir = NSTemporaryDirectory() + "cfg-secret-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "from-a-file\n".write(toFile: dir + "/redis_password", atomically: true, encoding: .utf8)
+        let app = #"{"name":"a","bundle_id":"com.a","token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}"#
+        try #"{"redis":{"password_file":"\#(dir)/redis_password"},"apps":[\#(app)]}"#.write(
+            toFile: dir + "/w.json", atomically: true, encoding: .utf8)
+        let c = try WorkerConfiguration.load(path: dir + "/w.json", environment: [:])
+        XCTAssertEqual(c.redis.password, "from-a-file", "the final newline is not part of it")
+        XCTAssertEqual(c.metricsHost, "127.0.0.1")
+        try "other\n".write(toFile: dir + "/env_password", atomically: true, encoding: .utf8)
+        let e = try WorkerConfiguration.load(
+            path: dir + "/w.json", environment: ["APNSW_REDIS_PASSWORD_FILE": dir + "/env_password", "APNSW_METRICS_HOST": "0.0.0.0"])
+        XCTAssertEqual(e.redis.password, "other")
+        XCTAssertEqual(e.metricsHost, "0.0.0.0")
+        XCTAssertThrowsError(try WorkerConfiguration.load(path: dir + "/w.json", environment: ["APNSW_REDIS_PASSWORD_FILE": dir + "/missing"])) {
+            XCTAssertTrue("\($0)".contains("APNSW_REDIS_PASSWORD_FILE: cannot read"), "\($0)")
+        }
+    }
+
     func testConfigurationErrorsAreClear() throws {
         let path = NSTemporaryDirectory() + "cfg-bad-\(getpid()).json"
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -1,0 +1,83 @@
+import Configuration
+import Foundation
+import TestSupport
+import XCTest
+
+/// The deployment kit (issue 28, item 7), checked offline with the tools that read it: the
+/// Kubernetes manifests rendered by kustomize and matched against Kubernetes's schemas, the
+/// systemd unit verified by systemd-analyze, the image and compose files read for what they promise.
+final class DeploymentKitTests: XCTestCase {
+    private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    private func run(_ tool: String, _ args: [String], in dir: TemporaryDirectory) throws -> (code: Int32?, out: String) {
+        let path =
+            tool.hasPrefix("/")
+            ? tool : (["/usr/bin/", "/usr/local/bin/", "/bin/"].map { $0 + tool }.first { FileManager.default.isExecutableFile(atPath: $0) } ?? tool)
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestSupportError("\(tool) is not installed: scripts/install-deps test installs it")
+        }
+        let p = try ChildProcess(
+            path, args, outputFile: dir.file("\(URL(fileURLWithPath: tool).lastPathComponent)-\(UInt32.random(in: 0...UInt32.max)).out"))
+        return (p.wait(timeout: 60), p.output)
+    }
+
+    private func text(_ path: String) throws -> String { try String(contentsOfFile: root + "/" + path, encoding: .utf8) }
+
+    func testTheKubernetesManifestsRenderAndMatchTheSchemas() throws {
+        let dir = try TemporaryDirectory("apnsw-k8s")
+        let rendered = try run("kubectl", ["kustomize", root + "/docker/kubernetes"], in: dir)
+        XCTAssertEqual(rendered.code, 0, rendered.out)
+        try rendered.out.write(toFile: dir.file("all.yaml"), atomically: true, encoding: .utf8)
+        let validated = try run(root + "/.build/tools/kv/bin/kubernetes-validate", ["--strict", "-k", "1.30.0", dir.file("all.yaml")], in: dir)
+        XCTAssertEqual(validated.code, 0, validated.out)
+        for kind in ["configmap", "secret", "deployment", "poddisruptionbudget"] {
+            XCTAssertTrue(validated.out.contains("passed for resource \(kind)/"), validated.out)
+        }
+        XCTAssertFalse(validated.out.contains("failed"), validated.out)
+        let all = rendered.out
+        XCTAssertTrue(all.contains("path: /readyz") && all.contains("path: /healthz"), "readiness and liveness probes")
+
+        // The settings it ships load, and the grace outlasts shutdown_grace_ms.
+        var settings = try JSONSerialization.jsonObject(with: Data(try text("docker/kubernetes/worker.json").utf8)) as! [String: Any]
+        try "pw\n".write(toFile: dir.file("redis_password"), atomically: true, encoding: .utf8)
+        var redis = settings["redis"] as! [String: Any]
+        redis["password_file"] = dir.file("redis_password")
+        settings["redis"] = redis
+        try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: dir.file("worker.json")))
+        let config = try WorkerConfiguration.load(path: dir.file("worker.json"), environment: [:])
+        let grace = try XCTUnwrap(
+            all.range(of: #"terminationGracePeriodSeconds: (\d+)"#, options: .regularExpression).map { Int(all[$0].split(separator: " ")[1])! })
+        XCTAssertGreaterThanOrEqual(grace * 1000, config.shutdownGraceMs + 5000, "SIGKILL comes after the grace and the hand-back")
+        XCTAssertEqual(config.metricsHost, "0.0.0.0", "the probes reach the pod's address")
+    }
+
+    func testTheSystemdUnitVerifies() throws {
+        let dir = try TemporaryDirectory("apnsw-systemd")
+        let unit = try text("docker/systemd/apns-worker.service")
+        XCTAssertTrue(unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict") && unit.contains("NoNewPrivileges=yes"))
+        // As installed, with the binary where ExecStart says it is.
+        let local = unit.replacingOccurrences(of: "/usr/local/bin/apns-worker", with: ChildProcess.productsDirectory + "/apns-worker")
+        try local.write(toFile: dir.file("apns-worker.service"), atomically: true, encoding: .utf8)
+        let verified = try run("systemd-analyze", ["verify", dir.file("apns-worker.service")], in: dir)
+        XCTAssertEqual(verified.code, 0, verified.out)
+        XCTAssertEqual(verified.out.trimmingCharacters(in: .whitespacesAndNewlines), "", "no warning either (an unknown key is one)")
+    }
+
+    func testTheImageAndComposeFilesSayWhatTheyShould() throws {
+        let dockerfile = try text("docker/Dockerfile")
+        XCTAssertTrue(dockerfile.contains("GET /readyz"), "the health check asks /readyz")
+        XCTAssertTrue(dockerfile.contains("${APNSW_METRICS_PORT}"), "on the configured port")
+        XCTAssertFalse(dockerfile.contains("9090"), "9090 is Prometheus's own")
+        XCTAssertTrue(dockerfile.contains("AS mock"), "the mock in a stage of its own")
+        let worker = try XCTUnwrap(dockerfile.components(separatedBy: "AS worker").last)
+        XCTAssertTrue(
+            worker.contains("/dist/apns-worker /dist/apnsctl") && !worker.contains("apns-mock"), "the worker image ships the worker and apnsctl only")
+        XCTAssertTrue(try text(".dockerignore").split(separator: "\n").contains(".build"), ".build stays out of the build context")
+        XCTAssertTrue(try text("scripts/build-release").contains("strip "), "binaries are stripped")
+        let compose = try text("docker/compose.yaml")
+        XCTAssertEqual(
+            compose.components(separatedBy: "condition: service_healthy").count - 1, 3, "the worker waits for Redis and the mock, ctl for Redis")
+        XCTAssertEqual(compose.components(separatedBy: "target: worker").count - 1, 1, "the worker image is built once")
+        XCTAssertTrue(compose.contains("APNSW_REDIS_PASSWORD_FILE: /run/secrets/redis_password") && compose.contains("secrets:"))
+    }
+}
