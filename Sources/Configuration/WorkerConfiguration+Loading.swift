@@ -34,7 +34,9 @@ extension WorkerConfiguration {
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens",
         ])
         if let r = try f.object("redis") {
-            try r.rejectUnknown(["host", "port", "socket", "password", "password_file", "database"])
+            try r.rejectUnknown(["host", "port", "socket", "username", "username_file", "password", "password_file", "database"])
+            redis.username = try r.string("username")
+            if let file = try r.string("username_file") { redis.username = try Self.secret(from: file, for: "redis.username_file") }
             redis.host = try r.string("host") ?? redis.host
             redis.port = try r.int("port") ?? redis.port
             redis.socket = try r.string("socket")
@@ -99,6 +101,8 @@ extension WorkerConfiguration {
         redis.socket = env["APNSW_REDIS_SOCKET"] ?? redis.socket
         redis.password = env["APNSW_REDIS_PASSWORD"] ?? redis.password
         if let file = env["APNSW_REDIS_PASSWORD_FILE"] { redis.password = try Self.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") }
+        redis.username = env["APNSW_REDIS_USERNAME"] ?? redis.username
+        if let file = env["APNSW_REDIS_USERNAME_FILE"] { redis.username = try Self.secret(from: file, for: "APNSW_REDIS_USERNAME_FILE") }
         redis.database = try int("APNSW_REDIS_DB") ?? redis.database
         queue = env["APNSW_QUEUE"] ?? queue
         workerID = env["APNSW_WORKER_ID"] ?? workerID
@@ -185,6 +189,9 @@ extension WorkerConfiguration {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
         guard redis.socket != nil || !redis.host.isEmpty else { throw ConfigurationError("redis.host must not be empty") }
+        guard redis.username == nil || redis.password != nil else {
+            throw ConfigurationError("redis.username needs redis.password (or password_file): Redis's AUTH takes both")
+        }
         if let workerID, workerID.isEmpty || workerID.contains(where: \.isWhitespace) {
             throw ConfigurationError("worker_id must be non-empty, without spaces, got \"\(workerID)\"")
         }

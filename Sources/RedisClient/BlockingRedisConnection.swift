@@ -42,8 +42,13 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
     /// costs both sides less CPU per command this way than over TCP.
     public var socket: String?
     public var password: String?
+    /// An ACL user (Redis 6): `AUTH username password`; nil is the `default` user.
+    public var username: String?
     public var database: Int
-    public init(host: String = "127.0.0.1", port: Int = 6379, socket: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 6379, socket: String? = nil, password: String? = nil, database: Int = 0, username: String? = nil
+    ) {
+        self.username = username
         self.host = host
         self.port = port
         self.socket = socket
@@ -51,8 +56,15 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
         self.database = database
     }
     public var description: String {
-        if let socket { return "redis+unix://\(socket)?db=\(database)" }
-        return "redis://\(host):\(port)/\(database)"
+        let user = username.map { "\($0)@" } ?? ""
+        if let socket { return "redis+unix://\(user)\(socket)?db=\(database)" }
+        return "redis://\(user)\(host):\(port)/\(database)"
+    }
+
+    /// The AUTH command this endpoint needs, if any.
+    public var auth: [String]? {
+        guard let password else { return nil }
+        return username.map { ["AUTH", $0, password] } ?? ["AUTH", password]
     }
 }
 
@@ -86,10 +98,10 @@ public final class BlockingRedisConnection {
         }
         context = ctx
         _ = apnsw_redis_set_timeout(ctx, timeoutMs)
-        if let password = endpoint.password {
-            if case .error = try command(["AUTH", password]) {
+        if let auth = endpoint.auth {
+            if case .error = try command(auth) {
                 // The server's message never contains the password; ours does not either.
-                throw .server("authentication to \(endpoint) failed")
+                throw .server("authentication to \(endpoint) failed (wrong password, or no such user)")
             }
         }
         if endpoint.database != 0 {

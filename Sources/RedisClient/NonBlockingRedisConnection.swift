@@ -48,7 +48,7 @@ public final class NonBlockingRedisConnection {
         context = ctx
         if apnsw_redis_context_error(ctx) != 0 { throw .io("\(endpoint): \(String(cString: apnsw_redis_context_errstr(ctx)))") }
         var handshake: [RedisArgs] = []
-        if let password = endpoint.password { handshake.append(RedisArgs(["AUTH", password])) }
+        if let auth = endpoint.auth { handshake.append(RedisArgs(auth)) }
         if endpoint.database != 0 { handshake.append(RedisArgs(["SELECT", String(endpoint.database)])) }
         if !handshake.isEmpty {
             try send(handshake, skipping: handshake.count)

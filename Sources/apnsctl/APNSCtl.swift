@@ -119,6 +119,12 @@ struct APNSCtl {
             endpoint.port = environment["APNSW_REDIS_PORT"].flatMap(Int.init) ?? endpoint.port
             endpoint.socket = environment["APNSW_REDIS_SOCKET"]
             endpoint.password = environment["APNSW_REDIS_PASSWORD"]
+            endpoint.username = environment["APNSW_REDIS_USERNAME"]
+            if let file = environment["APNSW_REDIS_USERNAME_FILE"] {
+                do { endpoint.username = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_USERNAME_FILE") } catch {
+                    fail("\(error)", code: 2)
+                }
+            }
             if let file = environment["APNSW_REDIS_PASSWORD_FILE"] {
                 do { endpoint.password = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") } catch {
                     fail("\(error)", code: 2)
