@@ -204,8 +204,11 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             marked.groups.append(group)
             if let piece { marked.pieces[i] = piece }
             let decision = OutcomeRecords.decide(f, worker: workerID)
-            decided.shared.append(decided.fields.fields(app: f.recordApp, topic: f.recordTopic))
-            decided.pairs.append(decided.counters.count(stat: decision.stat, app: f.appName ?? "-"))
+            // The app read once: each read copies its string, an atomic retain and release.
+            // Records name the app a job gave even when no app is configured by that name.
+            let app = f.appName
+            decided.shared.append(decided.fields.fields(app: app ?? f.names?.app, topic: f.recordTopic))
+            decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-"))
             decided.decisions.append(decision)  // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))

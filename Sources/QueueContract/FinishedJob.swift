@@ -94,8 +94,7 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public var appName: String? { read({ $0.appName }, { $0.appName }) }
         public var topic: String? { read({ $0.topic }, { $0.topic }) }
         public var names: JobNames? { read({ _ in nil }, { $0.names }) }
-        /// The app and topic its records name: those the job gave, even when no app has them.
-        public var recordApp: String? { read({ $0.appName }, { $0.appName ?? $0.names?.app }) }
+        /// The topic its records name: the one the job gave, even when it was refused.
         public var recordTopic: String? { read({ $0.topic }, { $0.topic ?? $0.names?.topic }) }
         public var outcome: Outcome { read({ $0.outcome }, { $0.outcome }) }
         /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
