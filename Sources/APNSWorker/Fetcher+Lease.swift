@@ -25,12 +25,7 @@ extension Fetcher {
     /// The confirmation's answer: a batch no longer there was taken back, and its unsent jobs
     /// are dropped (the I/O thread drops them before sending again).
     func confirmed(_ reply: RedisFlatReply, sentAtMs: UInt64, batches: [TakenBatch]) throws(RedisError) {
-        if let message = reply.error {
-            guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
-            // A restarted Redis: load the script and ask again, in one write.
-            send(
-                [RedisArgs(["SCRIPT", "LOAD", QueueScripts.confirmLease.source]), confirmArgs(batches)], skipping: 1,
-                expecting: .confirm(sentAtMs: sentAtMs, batches: batches))
+        if try loadedAndSentAgain(reply, QueueScripts.confirmLease, [confirmArgs(batches)], .confirm(sentAtMs: sentAtMs, batches: batches)) {
             return
         }
         guard reply.isArray(0), reply.count == batches.count + 1 else { throw .server("the lease confirmation answered no list") }

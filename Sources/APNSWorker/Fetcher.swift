@@ -170,13 +170,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         case .confirm(let sentAtMs, let batches):
             try confirmed(reply, sentAtMs: sentAtMs, batches: batches)
         case .fetch(let batch, let size, let sentAtMs):
-            if let message = reply.error {
-                guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
-                // A restarted Redis: load the script and fetch again, in one write.
-                send(
-                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.fetch.source]), fetchArgs(batch, size: size, holdsNothing: false), listArgs(batch)],
-                    skipping: 1,
-                    expecting: .fetch(batch: batch, size: size, sentAtMs: MonotonicClock.nowMilliseconds()))
+            let again: Expected = .fetch(batch: batch, size: size, sentAtMs: MonotonicClock.nowMilliseconds())
+            if try loadedAndSentAgain(reply, QueueScripts.fetch, [fetchArgs(batch, size: size, holdsNothing: false), listArgs(batch)], again) {
                 return
             }
             // The script renewed the lease.
@@ -196,13 +191,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             }
             route(taken, batch: completer.unfinished.open(id: batch, jobs: taken.count))
         case .lost(let batch):
-            if let message = reply.error {
-                guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
-                send(
-                    [RedisArgs(["SCRIPT", "LOAD", QueueScripts.lookUpLost.source]), lookUpArgs(batch), listArgs(batch)], skipping: 1,
-                    expecting: .lost(batch: batch))
-                return
-            }
+            if try loadedAndSentAgain(reply, QueueScripts.lookUpLost, [lookUpArgs(batch), listArgs(batch)], .lost(batch: batch)) { return }
             let taken = try TakenJobs(reply)
             guard !taken.isEmpty else { return }
             logger.warning("found jobs taken by a fetch whose reply was lost; sending them", ["count": .int(taken.count)])
@@ -223,6 +212,15 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         args.append(id)
         args.append(holdsNothing ? 1 : 0)
         return args
+    }
+
+    /// A restarted Redis has lost the scripts: on NOSCRIPT, `script` is loaded and `commands`
+    /// sent again, in one write, and the answer is true. Another error is thrown.
+    func loadedAndSentAgain(_ reply: RedisFlatReply, _ script: RedisScript, _ commands: [RedisArgs], _ again: Expected) throws(RedisError) -> Bool {
+        guard let message = reply.error else { return false }
+        guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
+        send([RedisArgs(["SCRIPT", "LOAD", script.source])] + commands, skipping: 1, expecting: again)
+        return true
     }
 
     private func lookUpArgs(_ id: String) -> RedisArgs {
