@@ -59,6 +59,19 @@ final class Housekeeper: @unchecked Sendable {
 
     func start() { runner.start(name: "apns-housekeeper") { [self] in run() } }
 
+    /// Moves the resends that may duplicate, counted in this process, to the stats hash; what
+    /// Redis does not take is kept for the next call.
+    func writeMayDuplicate(_ r: BlockingRedisConnection) throws(RedisError) {
+        let n = metrics.takeMayDuplicate()
+        guard n > 0 else { return }
+        do throws(RedisError) {
+            _ = try r.command(["HINCRBY", keys.stats, "may_duplicate", String(n)])
+        } catch {
+            metrics.returnMayDuplicate(n)
+            throw error
+        }
+    }
+
     /// Tells `health` of its Redis connection's state, and publishes its paused apps from it.
     func reportRedis(to health: HealthState) {
         redis.health = health
@@ -129,15 +142,7 @@ final class Housekeeper: @unchecked Sendable {
                 args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
             ).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
-            let mayDuplicate = metrics.takeMayDuplicate()
-            if mayDuplicate > 0 {
-                do throws(RedisError) {
-                    _ = try r.command(["HINCRBY", keys.stats, "may_duplicate", String(mayDuplicate)])
-                } catch {
-                    metrics.returnMayDuplicate(mayDuplicate)
-                    throw error
-                }
-            }
+            try writeMayDuplicate(r)
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
             try publishPauses(r)
         }

@@ -189,8 +189,7 @@ public final class Worker: @unchecked Sendable {
             let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
             handedBack = try InFlightJobs.handBack(redis, keys, worker: workerID)
             _ = try redis.command(["HDEL", keys.paused] + configuration.apps.map { "\($0.name)/\(workerID)" })
-            let mayDuplicate = metrics.takeMayDuplicate()
-            if mayDuplicate > 0 { _ = try redis.command(["HINCRBY", keys.stats, "may_duplicate", String(mayDuplicate)]) }
+            try housekeeper.writeMayDuplicate(redis)
         } catch {
             logger.error("cannot hand unfinished jobs back; they will be recovered when the lease runs out", ["error": .string("\(error)")])
         }
