@@ -36,16 +36,16 @@ public final class AdminContext {
             return
         }
         var widths = columns.map(\.count)
+        // Tokens and ids are never cut: an operator copies them.
+        let whole = columns.map { ["token", "id", "job_id"].contains($0) }
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count {
-                widths[i] = ["token", "id", "job_id"].contains(columns[i]) ? max(widths[i], cell.count) : min(60, max(widths[i], cell.count))
+                widths[i] = whole[i] ? max(widths[i], cell.count) : min(60, max(widths[i], cell.count))
             }
         }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, c in
-                // Tokens and ids are never cut: an operator copies them.
-                let whole = ["token", "id", "job_id"].contains(columns[i])
-                let cell = !whole && c.count > 60 ? String(c.prefix(57)) + "..." : c
+                let cell = i < whole.count && !whole[i] && c.count > 60 ? String(c.prefix(57)) + "..." : c
                 return i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
         }
