@@ -18,15 +18,6 @@ final class RedisLinkTests: XCTestCase {
         }
     }
 
-    private func assertOneResultEach(_ f: WorkerFixture, jobs: Int, file: StaticString = #filePath, line: UInt = #line) throws {
-        var perJob: [String: Int] = [:]
-        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
-        XCTAssertEqual(perJob.count, jobs, "every job has a result", file: file, line: line)
-        let twice = perJob.filter { $0.value > 1 }
-        XCTAssertTrue(twice.isEmpty, "\(twice.count) jobs have more than one result", file: file, line: line)
-        XCTAssertEqual(try f.finalStats(), ["delivered": jobs], file: file, line: line)
-    }
-
     /// A completion transaction held in a dead connection's path reaches Redis after the worker
     /// wrote the same outcomes again on a new one: it must change nothing (item 5: two results
     /// per job, 11 s after the network came back).
@@ -51,7 +42,7 @@ final class RedisLinkTests: XCTestCase {
         try f.waitForOutcomes(jobs, timeout: 60)
         XCTAssertEqual(proxy!.held, 1, "a transaction was held")
         usleep(5_000_000)  // the held copy has arrived
-        try assertOneResultEach(f, jobs: jobs)
+        try f.assertOneResultEach(jobs)
     }
 
     /// A fetch held in a dead connection's path reaches Redis after the worker looked its batch
@@ -71,7 +62,7 @@ final class RedisLinkTests: XCTestCase {
         usleep(5_000_000)  // the held fetch has arrived
         XCTAssertEqual(try f.connect().command(["LLEN", f.keys.jobs]).integer, 0)
         XCTAssertEqual(try f.inFlight("w-late-fetch"), 0, "no batch of the live worker is stranded")
-        try assertOneResultEach(f, jobs: jobs)
+        try f.assertOneResultEach(jobs)
     }
 
     /// A 2 s cut of one worker's link to Redis, with a 3 s lease: the worker notices the dead
@@ -92,7 +83,7 @@ final class RedisLinkTests: XCTestCase {
         proxy!.stall(forMs: 2000)
         try f.waitForOutcomes(jobs, timeout: 60)
         XCTAssertEqual(try f.stats()["recovered"] ?? 0, 0, "the peer took nothing back")
-        try assertOneResultEach(f, jobs: jobs)
+        try f.assertOneResultEach(jobs)
         let cut = f.workers[0].output
         XCTAssertTrue(cut.contains("Redis call failed"), "the cut was seen")
         XCTAssertFalse(cut.contains("were taken back"), cut.suffix(2000).description)

@@ -144,14 +144,8 @@ final class ReliabilityTests: XCTestCase {
         sleeper.signal(SIGCONT)
         try f.waitForOutcomes(jobs, timeout: 60)
         usleep(500_000)
-        var perJob: [String: Int] = [:]
-        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
-        XCTAssertEqual(perJob.count, jobs)
-        XCTAssertTrue(perJob.values.allSatisfy { $0 == 1 }, "one final result each")
-        var sends: [String: Int] = [:]
-        for e in try f.mock.logEntries() where e["status"] as? Int == 200 { sends[e["token"] as! String, default: 0] += 1 }
-        let twice = sends.values.reduce(0) { $0 + $1 - 1 }
-        XCTAssertLessThanOrEqual(twice, 5, "only what was on the wire at the stop went twice")
+        try f.assertOneResultEach(jobs)
+        XCTAssertLessThanOrEqual(try f.acceptedTwice(), 5, "only what was on the wire at the stop went twice")
         XCTAssertTrue(sleeper.output.contains("lease lapsed"), sleeper.output.suffix(2000).description)
     }
 
@@ -219,7 +213,7 @@ final class ReliabilityTests: XCTestCase {
         try f.startWorker("w-stop")
         try f.waitForOutcomes(60, timeout: 60)
         XCTAssertEqual(try f.finalStats(), ["delivered": 60])
-        let twice = try acceptedTwice(f)
+        let twice = try f.acceptedTwice()
         XCTAssertLessThanOrEqual(twice, 2, "every second delivery was counted as one that may happen")
     }
 
@@ -235,24 +229,14 @@ final class ReliabilityTests: XCTestCase {
         try f.enqueue((0..<jobs).map { WorkerFixture.job($0) })
         let w = try f.startWorker("w-drops")
         try f.waitForOutcomes(jobs, timeout: 90)
-        XCTAssertEqual(try f.finalStats(), ["delivered": jobs])
-        var perJob: [String: Int] = [:]
-        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
-        XCTAssertTrue(perJob.count == jobs && perJob.values.allSatisfy { $0 == 1 }, "one result each")
+        try f.assertOneResultEach(jobs)
         XCTAssertTrue(try waitUntil(timeout: 5) { try f.stats()["may_duplicate"] ?? 0 > 0 }, "the housekeeper moved the count")
         let counted = try f.stats()["may_duplicate"] ?? 0
-        let twice = try acceptedTwice(f)
+        let twice = try f.acceptedTwice()
         XCTAssertGreaterThan(twice, 0, "answers were lost with their connections")
         XCTAssertLessThanOrEqual(twice, counted, "each second delivery was counted")
         XCTAssertTrue(w.output.contains("APNs connection"), "the drops were seen")
         print("dropped connections: \(twice) delivered twice, \(counted) counted as may duplicate")
-    }
-
-    /// How many deliveries the mock accepted beyond one per token.
-    private func acceptedTwice(_ f: WorkerFixture) throws -> Int {
-        var sends: [String: Int] = [:]
-        for e in try f.mock.logEntries() where e["status"] as? Int == 200 { sends[e["token"] as! String, default: 0] += 1 }
-        return sends.values.reduce(0) { $0 + $1 - 1 }
     }
 
     /// A job that kills every worker that takes it becomes the only PoisonPill: the 49 others of

@@ -143,6 +143,23 @@ final class WorkerFixture: @unchecked Sendable {
         }
     }
 
+    /// Every one of `jobs` jobs has exactly one result record, and each was delivered.
+    func assertOneResultEach(_ jobs: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        var perJob: [String: Int] = [:]
+        for r in try records(keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        XCTAssertEqual(perJob.count, jobs, "every job has a result", file: file, line: line)
+        let twice = perJob.filter { $0.value > 1 }
+        XCTAssertTrue(twice.isEmpty, "\(twice.count) jobs have more than one result", file: file, line: line)
+        XCTAssertEqual(try finalStats(), ["delivered": jobs], file: file, line: line)
+    }
+
+    /// How many deliveries the mock accepted beyond one per token.
+    func acceptedTwice() throws -> Int {
+        var sends: [String: Int] = [:]
+        for e in try mock.logEntries() where e["status"] as? Int == 200 { sends[e["token"] as! String, default: 0] += 1 }
+        return sends.values.reduce(0) { $0 + $1 - 1 }
+    }
+
     static func token(_ i: Int, prefix: String = "") -> String {
         let hex = String(i, radix: 16)
         return prefix + String(repeating: "0", count: 64 - prefix.count - hex.count) + hex
