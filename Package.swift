@@ -50,7 +50,7 @@ let package = Package(
         // Edges: one module per C library family.
         .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis", "CHiredisIO"], swiftSettings: hotPath),
         // The event loop: epoll, sockets, the resolver, clocks, system errors.
-        .target(name: "IOLoop", dependencies: ["CLinux"], swiftSettings: hotPath),
+        .target(name: "IOLoop", dependencies: ["CLinux", "PointerTricks"], swiftSettings: hotPath),
         // TLS: OpenSSL contexts and streams, certificates, ES256 keys, OpenSSL's errors.
         .target(name: "TLS", dependencies: ["COpenSSL", "PointerTricks"], swiftSettings: hotPath),
         // HTTP/2: our client session and HPACK encoder, frames, nghttp2's server session, and the
@@ -83,10 +83,10 @@ let package = Package(
         // Helpers for the test tiers: a real redis-server, the mock in-process, child processes.
         .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock"]),
 
-        .executableTarget(name: "apns-worker", dependencies: ["APNSWorker"]),
+        .executableTarget(name: "apns-worker", dependencies: ["APNSWorker", "Configuration", "IOLoop", "Telemetry"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock", "Telemetry"]),
         .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
-        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration", "Telemetry"]),
+        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration", "IOLoop", "Telemetry"]),
 
         // Pure: no sockets, no services.
         .testTarget(

@@ -1,6 +1,6 @@
 import APNSCore
 import Configuration
-import Foundation
+import IOLoop
 import QueueContract
 import RedisClient
 
@@ -26,7 +26,7 @@ public final class AdminContext {
     public func say(_ line: String) { output(line) }
 
     /// A warning, on standard error: it never mixes with `--json` output.
-    public func warn(_ line: String) { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    public func warn(_ line: String) { FileStream.standardError.write(line + "\n") }
 
     /// Prints rows as an aligned table, or as a JSON array of objects with `--json`.
     public func table(_ columns: [String], _ rows: [[String]], jsonRows: [Any]? = nil) {
@@ -46,7 +46,7 @@ public final class AdminContext {
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, c in
                 let cell = i < whole.count && !whole[i] && c.count > 60 ? String(c.prefix(57)) + "..." : c
-                return i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                return i == cells.count - 1 ? cell : cell.padded(to: widths[i])
             }.joined(separator: "  ")
         }
         say(line(columns.map { $0.uppercased() }))
@@ -54,8 +54,7 @@ public final class AdminContext {
     }
 
     public static func encode(_ value: Any) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
+        JSONValue(any: value).text
     }
 
     /// Runs a command; a server error becomes an AdminError.
@@ -97,7 +96,7 @@ public enum AdminError: Error, CustomStringConvertible {
 public struct StreamRecord {
     public let id: String
     public let raw: [UInt8]
-    public let fields: [String: Any]
+    public let fields: [String: JSONValue]
 
     public var timeMs: Int64 { Int64(id.split(separator: "-").first ?? "") ?? 0 }
 
@@ -107,13 +106,18 @@ public struct StreamRecord {
             guard parts.count == 2, let id = parts[0].text else { return nil }
             let kv = parts[1].array
             guard kv.count >= 2, case .string(let raw) = kv[1],
-                let object = try? JSONSerialization.jsonObject(with: Data(raw)) as? [String: Any]
+                case .object(let object)? = try? JSONValue.parse(raw)
             else { return nil }
             return StreamRecord(id: id, raw: raw, fields: object)
         }
     }
 
-    func string(_ key: String) -> String { (fields[key] as? String) ?? (fields[key].map { "\($0)" } ?? "") }
+    func string(_ key: String) -> String { fields[key]?.display ?? "" }
+}
+
+extension String {
+    /// The text with spaces after it to `width` characters; a longer text stays whole.
+    func padded(to width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
 }
 
 /// "90s", "15m", "2h", "7d" → milliseconds.
@@ -123,4 +127,10 @@ public func parseDuration(_ text: String) throws -> Int64 {
         throw AdminError.usage("durations look like 90s, 15m, 2h or 7d, not \(text)")
     }
     return n * factor
+}
+
+/// `x` with one decimal, as the tables show rates.
+func oneDecimal(_ x: Double) -> String {
+    let tenths = Int((x * 10).rounded())
+    return (tenths < 0 ? "-" : "") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
 }

@@ -1,5 +1,5 @@
 import APNSCore
-import Foundation
+import FoundationEssentials
 import RedisClient
 
 /// `apnsctl dead list|show|requeue|purge`.
@@ -89,10 +89,10 @@ public enum DeadLetterCommands {
         }
         ctx.say("id:      \(r.id) (\(age(r.timeMs)) ago)")
         for key in ["reason", "detail", "app", "job_id", "token", "topic", "worker", "handle"] where r.fields[key] != nil {
-            ctx.say("\((key + ":").padding(toLength: 9, withPad: " ", startingAt: 0))\(r.string(key))")
+            ctx.say("\((key + ":").padded(to: 9))\(r.string(key))")
         }
-        for a in (r.fields["attempts"] as? [[String: Any]]) ?? [] {
-            ctx.say("attempt: status \(a["status"] ?? "?") \(a["reason"] ?? "") at \(a["time_ms"] ?? "?")")
+        for a in r.fields["attempts"]?.array ?? [] {
+            ctx.say("attempt: status \(a["status"]?.display ?? "?") \(a["reason"]?.display ?? "") at \(a["time_ms"]?.display ?? "?")")
         }
         ctx.say("job:     \(String(decoding: try originalJob(r), as: UTF8.self))")
     }
@@ -167,7 +167,7 @@ public enum DeadLetterCommands {
 
     /// The producer's job as it was: the record's `job` value byte for byte, or `job_text`.
     static func originalJob(_ r: StreamRecord) throws -> [UInt8] {
-        if let text = r.fields["job_text"] as? String { return Array(text.utf8) }
+        if let text = r.fields["job_text"]?.string { return Array(text.utf8) }
         var found: Range<Int>?
         r.raw.withUnsafeBufferPointer { buf in
             var s = JSONScanner(buf)

@@ -1,5 +1,7 @@
 import APNSCore
-import Foundation
+import FoundationEssentials
+import Glibc
+import IOLoop
 
 /// Jobs as an operator gives them to `apnsctl`: flags, JSON lines, or an edited dead letter.
 public enum JobInput {
@@ -43,12 +45,12 @@ public enum JobInput {
 
     /// Non-blank lines of a file, or of standard input for "-".
     public static func readLines(_ path: String) throws -> [[UInt8]] {
-        let data: Data
+        let data: [UInt8]
         if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            do { data = try FileStream.standardInput.readToEnd() } catch { throw AdminError.usage("cannot read standard input: \(error)") }
         } else {
             guard let d = FileManager.default.contents(atPath: path) else { throw AdminError.usage("cannot read \(path)") }
-            data = d
+            data = [UInt8](d)
         }
         return data.split(separator: 0x0A).map { Array($0) }.filter { !$0.allSatisfy { $0 == 0x20 || $0 == 0x0D } }
     }
@@ -57,15 +59,12 @@ public enum JobInput {
     /// (an emptied file skips it). An edited job must pass the worker's parser.
     public static func edit(_ job: [UInt8], replacement: String?) throws -> [UInt8]? {
         if let replacement { return try readLines(replacement).first }
-        let path = NSTemporaryDirectory() + "apnsctl-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json"
+        let directory = ProcessInfo.processInfo.environment["TMPDIR"].map { $0.hasSuffix("/") ? $0 : $0 + "/" } ?? "/tmp/"
+        let path = directory + "apnsctl-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json"
         try Data(job).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let editor = ProcessInfo.processInfo.environment["EDITOR"] ?? "vi"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", "\(editor) \"$1\"", "sh", path]
-        try p.run()
-        p.waitUntilExit()
+        _ = try Spawn.run(["/bin/sh", "-c", "\(editor) \"$1\"", "sh", path])
         guard let first = try readLines(path).first else { return nil }
         do { _ = try Job.parse(first) } catch { throw AdminError.invalid("the edited job is invalid: \(error)") }
         return first

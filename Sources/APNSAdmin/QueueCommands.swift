@@ -1,7 +1,7 @@
 import APNSCore
 import APNSTransport
 import Configuration
-import Foundation
+import FoundationEssentials
 import RedisClient
 import TLS
 
@@ -49,10 +49,9 @@ public enum QueueCommands {
         let pauses = try ctx.call(["HVALS", k.paused]).array.compactMap(\.text)
         let live = Set(s.workers.filter { $0.leaseLeftMs > 0 }.map(\.id))
         for text in pauses {
-            guard let o = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                let app = o["app"] as? String, let worker = o["worker"] as? String, live.contains(worker)
+            guard let o = try? JSONValue.parse(text.utf8), let app = o["app"]?.string, let worker = o["worker"]?.string, live.contains(worker)
             else { continue }
-            s.paused.append((app, worker, o["reason"] as? String ?? ""))
+            s.paused.append((app, worker, o["reason"]?.string ?? ""))
         }
         return s
     }
@@ -82,7 +81,7 @@ public enum QueueCommands {
             return
         }
         ctx.say(
-            "queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(String(format: "%.1f", s.resultsPerSecond)) results/s"
+            "queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(oneDecimal(s.resultsPerSecond)) results/s"
         )
         for p in s.paused { ctx.say("PAUSED: app \(p.app) on worker \(p.worker): \(p.reason)") }
         let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills", "may_duplicate"]
@@ -195,7 +194,7 @@ public enum QueueCommands {
             if names.isEmpty { warn("templates_dir \(dir) holds no .json templates") }
             for name in names {
                 do {
-                    let data = try Data(contentsOf: URL(fileURLWithPath: (dir as NSString).appendingPathComponent(name)))
+                    let data = try Data(contentsOf: URL(fileURLWithPath: dir.hasSuffix("/") ? dir + name : dir + "/" + name))
                     try lib.set(String(name.dropLast(5)), source: [UInt8](data))
                 } catch {
                     fail("template \(name): \(error)")

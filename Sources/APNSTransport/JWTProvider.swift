@@ -1,6 +1,6 @@
 import APNSCore
 import Configuration
-import Foundation
+import FoundationEssentials
 import Synchronization
 import TLS
 

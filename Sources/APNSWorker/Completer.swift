@@ -2,7 +2,7 @@ import APNSCore
 import APNSTransport
 import Buffers
 import Configuration
-import Foundation
+import FoundationEssentials
 import HTTP2
 import IOLoop
 import PointerTricks

@@ -1,7 +1,8 @@
 import APNSCore
 import APNSTransport
 import Configuration
-import Foundation
+import Dispatch
+import FoundationEssentials
 import IOLoop
 import QueueContract
 import RedisClient

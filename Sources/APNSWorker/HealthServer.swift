@@ -1,5 +1,5 @@
 import APNSCore
-import Foundation
+import FoundationEssentials
 import Glibc
 import IOLoop
 import RedisClient

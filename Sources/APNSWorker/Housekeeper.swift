@@ -1,6 +1,7 @@
 import APNSCore
 import Configuration
-import Foundation
+import FoundationEssentials
+import Glibc
 import IOLoop
 import QueueContract
 import RedisClient

@@ -1,5 +1,6 @@
 import APNSTransport
-import Foundation
+import Dispatch
+import FoundationEssentials
 import IOLoop
 import QueueContract
 
@@ -49,15 +50,12 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
     }
 
     func start() {
-        let t = Thread { [self] in
-            nameCurrentThread(name)
+        OSThread.start(name: name) { [self] in
             transport.start()
             fetcher?.start()
             completer?.start()
             loop.run()
         }
-        t.name = name
-        t.start()
     }
 
     /// Closes every connection, lets the completer write what it holds, and ends the thread;

@@ -1,4 +1,4 @@
-import Foundation
+import IOLoop
 
 /// Counts the jobs a process holds, in two stages, and holds the fetcher back when either is
 /// full (DESIGN.md §1):
@@ -9,7 +9,7 @@ import Foundation
 /// Counting the stages apart keeps a completion backlog from stalling the connections, and a
 /// slow Redis from piling up outcomes: the process never holds more than the two limits.
 final class InFlightGate: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var sending = 0
     private var recording = 0
     let sendingCapacity: Int
@@ -97,14 +97,14 @@ final class InFlightGate: @unchecked Sendable {
     }
 
     /// Waits until nothing is held, or `timeout` passes. Returns whether it drained.
-    func waitUntilEmpty(timeout: TimeInterval) -> Bool {
+    func waitUntilEmpty(timeout: Double) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = MonotonicClock.nowNanoseconds() + UInt64(max(0, timeout) * 1e9)
         awaitingDrain = true
         defer { awaitingDrain = false }
         while sending + recording > 0 {
-            if !condition.wait(until: deadline) { return sending + recording == 0 }
+            if !condition.wait(untilNanoseconds: deadline) { return sending + recording == 0 }
         }
         return true
     }

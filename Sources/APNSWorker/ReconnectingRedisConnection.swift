@@ -1,5 +1,6 @@
 import APNSTransport
-import Foundation
+import FoundationEssentials
+import Glibc
 import RedisClient
 import Telemetry
 

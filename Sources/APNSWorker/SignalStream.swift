@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// Delivers the given signals as an async stream (the control plane's shutdown trigger).
 public enum SignalStream {

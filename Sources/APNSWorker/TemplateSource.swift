@@ -1,6 +1,6 @@
 import APNSCore
 import Configuration
-import Foundation
+import FoundationEssentials
 import RedisClient
 import Telemetry
 
@@ -19,15 +19,15 @@ final class TemplateSource {
         key = redisKey
         self.logger = logger
         guard let directory else { return }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue,
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory,
             let listed = try? FileManager.default.contentsOfDirectory(atPath: directory)
         else {
             throw ConfigurationError("templates_dir \(directory) is not a directory this worker can read")
         }
         let names = listed.filter { $0.hasSuffix(".json") }.sorted()
         for name in names {
-            let path = (directory as NSString).appendingPathComponent(name)
+            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             let templateKey = String(name.dropLast(".json".count))
             do {

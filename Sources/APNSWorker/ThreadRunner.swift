@@ -1,23 +1,19 @@
-import CLinux
-import Foundation
+import IOLoop
 
 /// Runs one long-lived body on its own thread, and stops it: the stop request is a flag the
 /// body polls, and `stop` waits until the body has returned.
 final class ThreadRunner: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var running = true
     private var done = false
 
     var isRunning: Bool { condition.lock(); defer { condition.unlock() }; return running }
 
     func start(name: String, _ body: @escaping @Sendable () -> Void) {
-        let t = Thread { [self] in
-            nameCurrentThread(name)
+        OSThread.start(name: name) { [self] in
             body()
             condition.lock(); done = true; condition.broadcast(); condition.unlock()
         }
-        t.name = name
-        t.start()
     }
 
     /// Asks the body to return, calls `wake` so a waiting body notices, and waits for it.
@@ -30,9 +26,4 @@ final class ThreadRunner: @unchecked Sendable {
         while !done { condition.wait() }
         condition.unlock()
     }
-}
-
-/// Names the OS thread (at most 15 bytes), so `top -H`, `perf` and /proc tell the threads apart.
-func nameCurrentThread(_ name: String) {
-    apnsw_name_thread(name)
 }

@@ -2,7 +2,8 @@ import APNSCore
 import APNSTransport
 import CLinux
 import Configuration
-import Foundation
+import FoundationEssentials
+import Glibc
 import IOLoop
 import QueueContract
 import RedisClient

@@ -1,4 +1,6 @@
-import Foundation
+import APNSCore
+import FoundationEssentials
+import Glibc
 import RedisClient
 import Telemetry
 
@@ -10,11 +12,11 @@ extension WorkerConfiguration {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("cannot read configuration file \(path)")
             }
-            let parsed: Any
-            do { parsed = try JSONSerialization.jsonObject(with: data) } catch {
-                throw ConfigurationError("\(path) is not valid JSON (is it cut short, or is a comma missing?): \(Self.reason(error))")
+            let parsed: JSONValue
+            do { parsed = try JSONValue.parse(data) } catch {
+                throw ConfigurationError("\(path) is not valid JSON (is it cut short, or is a comma missing?): \(Self.reason(error, in: data))")
             }
-            guard let root = parsed as? [String: Any] else {
+            guard case .object(let root) = parsed else {
                 throw ConfigurationError("\(path) holds JSON, but not an object: the settings go in one {…}")
             }
             try config.apply(file: Fields(root, at: "configuration"))
@@ -211,8 +213,12 @@ extension WorkerConfiguration {
         return text
     }
 
-    private static func reason(_ error: Error) -> String {
-        (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+    /// The parser's message, at a line and column a person can find.
+    private static func reason(_ error: JSONSyntaxError, in data: Data) -> String {
+        let before = data.prefix(error.offset)
+        let line = before.count(where: { $0 == 0x0A }) + 1
+        let column = before.count - (before.lastIndex(of: 0x0A).map { before.distance(from: before.startIndex, to: $0) + 1 } ?? 0) + 1
+        return "\(error.message), at line \(line), column \(column)"
     }
 }
 
@@ -267,9 +273,9 @@ extension AppConfiguration {
         case .pkcs12(let file, _): files = [file]
         }
         return files.compactMap { file in
-            guard let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o004 != 0 else {
-                return nil
-            }
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_mode & 0o004 != 0 else { return nil }
+            let mode = Int(info.st_mode & 0o7777)
             return "app \(name): \(file) is readable by every user of this machine (mode \(String(mode, radix: 8))): chmod 600 it"
         }
     }
@@ -288,7 +294,7 @@ extension AppConfiguration {
         guard (1...65535).contains(endpoint.port) else { throw ConfigurationError("\(at).endpoint.port must be in 1...65535, got \(endpoint.port)") }
         switch auth {
         case .token(let team, let kid, let file):
-            for (field, value) in [("team_id", team), ("key_id", kid), ("key_file", file)] where value.trimmingCharacters(in: .whitespaces).isEmpty {
+            for (field, value) in [("team_id", team), ("key_id", kid), ("key_file", file)] where value.allSatisfy(\.isWhitespace) {
                 throw ConfigurationError("\(at).token.\(field) must not be empty")
             }
         case .certificate(let cert, let key):
@@ -303,9 +309,9 @@ extension AppConfiguration {
 
 /// Typed access to one JSON object of the configuration, with its path for error messages.
 struct Fields {
-    let values: [String: Any]
+    let values: [String: JSONValue]
     let path: String
-    init(_ values: [String: Any], at path: String) {
+    init(_ values: [String: JSONValue], at path: String) {
         self.values = values
         self.path = path
     }
@@ -316,44 +322,46 @@ struct Fields {
         }
     }
 
+    /// The value at `key`; null counts as absent.
+    private func value(_ key: String) -> JSONValue? {
+        guard let v = values[key], v != .null else { return nil }
+        return v
+    }
+
     func string(_ key: String) throws -> String? {
-        guard let v = values[key], !(v is NSNull) else { return nil }
-        guard let s = v as? String else { throw ConfigurationError("\(path).\(key) must be a string") }
+        guard let v = value(key) else { return nil }
+        guard case .string(let s) = v else { throw ConfigurationError("\(path).\(key) must be a string") }
         return s
     }
 
     func int(_ key: String) throws -> Int? {
-        guard let v = values[key], !(v is NSNull) else { return nil }
-        guard !Self.isBoolean(v), let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded() else {
-            throw ConfigurationError("\(path).\(key) must be a whole number")
+        switch value(key) {
+        case nil: return nil
+        case .integer(let n): return Int(n)
+        case .number(let d) where d == d.rounded() && abs(d) < 9.0e15: return Int(d)
+        default: throw ConfigurationError("\(path).\(key) must be a whole number")
         }
-        return n.intValue
     }
 
     func bool(_ key: String) throws -> Bool? {
-        guard let v = values[key], !(v is NSNull) else { return nil }
-        guard Self.isBoolean(v), let b = v as? Bool else {
-            throw ConfigurationError("\(path).\(key) must be true or false")
-        }
+        guard let v = value(key) else { return nil }
+        guard case .bool(let b) = v else { throw ConfigurationError("\(path).\(key) must be true or false") }
         return b
     }
 
-    /// JSON true/false arrive as a boolean NSNumber subclass; 0 and 1 as plain NSNumbers (which
-    /// `is Bool` would also match on Linux), so the concrete type tells. Compared as a type:
-    /// its name, through String(describing:), cost 0.2 ms of the start per field.
-    private static func isBoolean(_ v: Any) -> Bool { type(of: v) == booleanType }
-    private static let booleanType = type(of: NSNumber(value: true))
-
     func object(_ key: String) throws -> Fields? {
-        guard let v = values[key], !(v is NSNull) else { return nil }
-        guard let o = v as? [String: Any] else { throw ConfigurationError("\(path).\(key) must be an object") }
+        guard let v = value(key) else { return nil }
+        guard case .object(let o) = v else { throw ConfigurationError("\(path).\(key) must be an object") }
         return Fields(o, at: "\(path).\(key)")
     }
 
     func objects(_ key: String) throws -> [Fields] {
-        guard let v = values[key], !(v is NSNull) else { return [] }
-        guard let list = v as? [[String: Any]] else { throw ConfigurationError("\(path).\(key) must be a list of objects") }
-        return list.enumerated().map { Fields($1, at: "\(path).\(key)[\($0)]") }
+        guard let v = value(key) else { return [] }
+        guard case .array(let list) = v else { throw ConfigurationError("\(path).\(key) must be a list of objects") }
+        return try list.enumerated().map { (i, item) in
+            guard case .object(let o) = item else { throw ConfigurationError("\(path).\(key)[\(i)] must be an object") }
+            return Fields(o, at: "\(path).\(key)[\(i)]")
+        }
     }
 }
 

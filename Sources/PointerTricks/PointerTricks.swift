@@ -80,3 +80,15 @@ public enum StableBytes {
         slice.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[offsets]) }
     }
 }
+
+/// An object handed through a C call that starts something (a thread) as one retained pointer:
+/// the receiver takes it exactly once, with `take`.
+public enum HandOff {
+    public static func pointer(retaining object: AnyObject) -> UnsafeMutableRawPointer {
+        Unmanaged.passRetained(object).toOpaque()
+    }
+
+    public static func take<Object: AnyObject>(_ pointer: UnsafeMutableRawPointer, as type: Object.Type) -> Object {
+        Unmanaged<Object>.fromOpaque(pointer).takeRetainedValue()
+    }
+}

@@ -1,5 +1,6 @@
 import APNSCore
-import Foundation
+import Glibc
+import IOLoop
 import Synchronization
 
 public enum LogLevel: Int, Sendable, Comparable {
@@ -25,9 +26,9 @@ public enum LogLevel: Int, Sendable, Comparable {
 /// Callers never hand it secrets (keys, JWTs, passwords).
 public final class Logger: Sendable {
     public let level: LogLevel
-    private let output: Mutex<FileHandle>
+    private let output: Mutex<FileStream>
 
-    public init(level: LogLevel, output: FileHandle = .standardError) {
+    public init(level: LogLevel, output: FileStream = .standardError) {
         self.level = level
         self.output = Mutex(output)
     }
@@ -47,8 +48,7 @@ public final class Logger: Sendable {
         }
         w.endObject()
         w.bytes.append(0x0A)
-        let line = Data(w.bytes)
-        output.withLock { $0.write(line) }
+        output.withLock { $0.write(w.bytes) }
     }
 
     public func debug(_ m: String, _ f: [String: LogValue] = [:]) { log(.debug, m, f) }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Prometheus-style counters, gauges and histograms, shared by the worker's threads.
@@ -12,11 +12,23 @@ public final class Metrics: Sendable {
             guard !pairs.isEmpty else { return "" }
             var parts: [String] = []
             for i in stride(from: 0, to: pairs.count, by: 2) {
-                let value = pairs[i + 1].replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                    .replacingOccurrences(of: "\n", with: "\\n")
-                parts.append("\(pairs[i])=\"\(value)\"")
+                parts.append("\(pairs[i])=\"\(Labels.escaped(pairs[i + 1]))\"")
             }
             return "{" + parts.joined(separator: ",") + "}"
+        }
+
+        /// A label value as the exposition format quotes it: backslash, quote and newline escaped.
+        static func escaped(_ value: String) -> String {
+            var out = ""
+            for c in value.unicodeScalars {
+                switch c {
+                case "\\": out += "\\\\"
+                case "\"": out += "\\\""
+                case "\n": out += "\\n"
+                default: out.unicodeScalars.append(c)
+                }
+            }
+            return out
         }
     }
 

@@ -1,6 +1,8 @@
 import APNSWorker
 import Configuration
-import Foundation
+import FoundationEssentials
+import Glibc
+import IOLoop
 import Telemetry
 
 // apns-worker: takes notification jobs from Redis and delivers them to APNs.
@@ -15,7 +17,7 @@ struct APNSWorkerMain {
         """
 
     static func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("apns-worker: \(message)\n".utf8))
+        FileStream.standardError.write("apns-worker: \(message)\n")
         exit(2)
     }
 
@@ -58,7 +60,7 @@ struct APNSWorkerMain {
         }
         maintenance.cancel()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
+            OSThread.start(name: "shutdown") {
                 worker.shutdown()
                 done.resume()
             }

@@ -1,7 +1,9 @@
 import APNSAdmin
 import APNSCore
 import Configuration
-import Foundation
+import FoundationEssentials
+import Glibc
+import IOLoop
 import QueueContract
 import RedisClient
 import Telemetry
@@ -67,7 +69,7 @@ struct APNSCtl {
                 if arg.hasPrefix("--") {
                     let name = String(arg.dropFirst(2))
                     if CommandLineSpec.booleans.contains(name) { options[name, default: []].append("true"); continue }
-                    guard !args.isEmpty else { FileHandle.standardError.write(Data("apnsctl: --\(name) needs a value\n".utf8)); exit(2) }
+                    guard !args.isEmpty else { FileStream.standardError.write("apnsctl: --\(name) needs a value\n"); exit(2) }
                     options[name, default: []].append(args.removeFirst())
                 } else {
                     words.append(arg)
@@ -79,7 +81,7 @@ struct APNSCtl {
         func option(_ name: String) -> String? { options[name]?.last }
         func flag(_ name: String) -> Bool { options[name] != nil }
         func fail(_ message: String, code: Int32) -> Never {
-            FileHandle.standardError.write(Data("apnsctl: \(message)\n".utf8))
+            FileStream.standardError.write("apnsctl: \(message)\n")
             exit(code)
         }
 
@@ -153,7 +155,7 @@ struct APNSCtl {
             if flag("json") {
                 let checks = lines.map { line -> [String: String] in
                     let (level, message) = line.split(separator: ":", maxSplits: 1).map(String.init).pair
-                    return ["level": level, "message": message.trimmingCharacters(in: .whitespaces)]
+                    return ["level": level, "message": String(message.drop(while: \.isWhitespace))]
                 }
                 print(AdminContext.encode(["ok": errors == 0, "errors": errors, "warnings": warnings, "checks": checks] as [String: Any]))
             } else {
@@ -186,7 +188,7 @@ struct APNSCtl {
             let width = 30
             let filled = total == 0 ? width : done * width / total
             let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-            FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)\(done == total ? "\n" : "")".utf8))
+            FileStream.standardError.write("\r[\(bar)] \(done)/\(total)\(done == total ? "\n" : "")")
         }
 
         do {

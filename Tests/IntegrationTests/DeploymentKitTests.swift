@@ -80,4 +80,20 @@ final class DeploymentKitTests: XCTestCase {
         XCTAssertEqual(compose.components(separatedBy: "target: worker").count - 1, 1, "the worker image is built once")
         XCTAssertTrue(compose.contains("APNSW_REDIS_PASSWORD_FILE: /run/secrets/redis_password") && compose.contains("secrets:"))
     }
+
+    /// The programs that ship link Foundation's essentials only: no ICU, whose data was 34 MB of
+    /// each binary. Read from the files: a dynamic build names libFoundation.so as needed, a
+    /// static one carries ICU's data, whose name starts "icudt".
+    func testTheShippedProgramsCarryNoICU() throws {
+        for program in ["apns-worker", "apnsctl"] {
+            let path = ChildProcess.productsDirectory + "/" + program
+            let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path), path)
+            for marker in ["libFoundation.so\0", "lib_FoundationICU", "libFoundationInternationalization", "icudt"] {
+                XCTAssertNil(bytes.range(of: Data(marker.utf8)), "\(path) holds \"\(marker)\"")
+            }
+        }
+        // The check can see ICU: the mock, which keeps Foundation, shows it.
+        let mock = try XCTUnwrap(FileManager.default.contents(atPath: ChildProcess.productsDirectory + "/apns-mock"))
+        XCTAssertTrue(["libFoundation.so\0", "icudt"].contains { mock.range(of: Data($0.utf8)) != nil }, "the mock links Foundation")
+    }
 }

@@ -3,6 +3,7 @@ import APNSTransport
 import APNSWorker
 import Configuration
 import Foundation
+import IOLoop
 import TLS
 import Telemetry
 import XCTest
@@ -27,11 +28,10 @@ final class CertificateCheckTests: XCTestCase {
         }
         var config = WorkerConfiguration()
         config.apps = apps
-        XCTAssertTrue(FileManager.default.createFile(atPath: "\(dir)/log", contents: nil))
-        let log = try XCTUnwrap(FileHandle(forWritingAtPath: "\(dir)/log"))
+        let log = try FileStream.appending(to: "\(dir)/log")
         let worker = try Worker(configuration: config, logger: Logger(level: .info, output: log))
         XCTAssertEqual(worker.checkCertificates(), ["expired"])
-        try log.close()
+        log.close()
         let lines = try String(contentsOfFile: "\(dir)/log", encoding: .utf8).split(separator: "\n")
         XCTAssertTrue(lines.contains { $0.contains("expires within 30 days") && $0.contains("\"app\":\"soon\"") })
         XCTAssertTrue(lines.contains { $0.contains("has expired") && $0.contains("\"app\":\"expired\"") })
