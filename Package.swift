@@ -48,7 +48,7 @@ let package = Package(
         // Domain: jobs, tokens, push types, reasons, keys, JSON scanning. No C import.
         .target(name: "APNSCore", dependencies: ["Buffers", "PointerTricks"], swiftSettings: hotPath),
         // Edges: one module per C library family.
-        .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis", "CHiredisIO"], swiftSettings: hotPath),
+        .target(name: "RedisClient", dependencies: ["Buffers", "CHiredis", "CHiredisIO", "PointerTricks", "TLS"], swiftSettings: hotPath),
         // The event loop: epoll, sockets, the resolver, clocks, system errors.
         .target(name: "IOLoop", dependencies: ["CLinux", "PointerTricks"], swiftSettings: hotPath),
         // TLS: OpenSSL contexts and streams, certificates, ES256 keys, OpenSSL's errors.
@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "COpenSSL"], swiftSettings: hotPath),
 
         // Helpers for the test tiers: a real redis-server, the mock in-process, child processes.
-        .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock"]),
+        .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock", "TLS"]),
 
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker", "Configuration", "IOLoop", "Telemetry"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock", "Telemetry"]),

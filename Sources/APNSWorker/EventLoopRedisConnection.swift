@@ -105,6 +105,8 @@ final class EventLoopRedisConnection: EventHandler {
                 // IPv4 first, as hiredis orders a name's addresses itself.
                 let addresses = found.filter(\.isIPv4) + found.filter { !$0.isIPv4 }
                 var numeric = endpoint
+                // TLS checks the certificate against the name, not the address dialled.
+                numeric.tls?.serverName = endpoint.tls?.serverName ?? endpoint.host
                 numeric.host = addresses[attempts % addresses.count].numericHost
                 attempts += 1
                 open(numeric)

@@ -6,24 +6,62 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int apnsw_redis_send(redisContext *c, const char *buf, size_t len, int connected) {
+/* One write or read, on the socket or through the stream. Like write(2) and read(2): -1 with
+   errno EAGAIN when it must wait; -1 with errno 0 and the text in errstr for a stream's error. */
+static ssize_t apnsw_io_write(redisContext *c, const apnsw_redis_io *io, const char *buf, size_t len) {
+    if (io == NULL) return write(c->fd, buf, len);
+    long n = io->write(io->stream, buf, len, c->errstr, sizeof(c->errstr));
+    if (n == -1) errno = EAGAIN;
+    if (n == -2) { errno = 0; return -1; }
+    if (n == 0) { errno = EPIPE; return -1; }
+    return n;
+}
+
+static ssize_t apnsw_io_read(redisContext *c, const apnsw_redis_io *io, char *buf, size_t len) {
+    if (io == NULL) return read(c->fd, buf, len);
+    long n = io->read(io->stream, buf, len, c->errstr, sizeof(c->errstr));
+    if (n == -1) errno = EAGAIN;
+    if (n == -2) { errno = 0; return -1; }
+    return n;
+}
+
+/* An I/O error on the context, with errno's text unless a stream wrote its own. */
+static int apnsw_io_failed(redisContext *c, ssize_t n, const char *zero) {
+    c->err = n == 0 && zero == NULL ? REDIS_ERR_EOF : REDIS_ERR_IO;
+    if (n == 0) snprintf(c->errstr, sizeof(c->errstr), "%s", zero ? zero : "Server closed the connection");
+    else if (errno != 0) snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(errno));
+    return REDIS_ERR;
+}
+
+int apnsw_redis_flush(redisContext *c, const apnsw_redis_io *io, int *done) {
+    if (c->err) return REDIS_ERR;
+    while (sdslen(c->obuf) > 0) {
+        ssize_t n = apnsw_io_write(c, io, c->obuf, sdslen(c->obuf));
+        if (n > 0) { sdsrange(c->obuf, (int)n, -1); continue; }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN && !(c->flags & REDIS_BLOCK)) break;
+        return apnsw_io_failed(c, n < 0 ? -1 : 0, "write returned 0");
+    }
+    if (done) *done = sdslen(c->obuf) == 0;
+    return REDIS_OK;
+}
+
+int apnsw_redis_send(redisContext *c, const apnsw_redis_io *io, const char *buf, size_t len, int connected) {
     if (c->err) return REDIS_ERR;
     size_t done = 0;
     if (connected && sdslen(c->obuf) == 0) {
         while (done < len) {
-            ssize_t n = write(c->fd, buf + done, len - done);
+            ssize_t n = apnsw_io_write(c, io, buf + done, len - done);
             if (n > 0) { done += (size_t)n; continue; }
             if (n < 0 && errno == EINTR) continue;
             if (n < 0 && errno == EAGAIN && !(c->flags & REDIS_BLOCK)) break;
-            c->err = REDIS_ERR_IO;
-            snprintf(c->errstr, sizeof(c->errstr), "%s", n < 0 ? strerror(errno) : "write returned 0");
-            return REDIS_ERR;
+            return apnsw_io_failed(c, n < 0 ? -1 : 0, "write returned 0");
         }
     }
     return done < len ? redisAppendFormattedCommand(c, buf + done, len - done) : REDIS_OK;
 }
 
-int apnsw_redis_buffer_read(redisContext *c) {
+int apnsw_redis_buffer_read(redisContext *c, const apnsw_redis_io *io) {
     enum { chunk = 256 * 1024 };
     if (c->err) return REDIS_ERR;
     redisReader *r = c->reader;
@@ -37,28 +75,40 @@ int apnsw_redis_buffer_read(redisContext *c) {
         r->buf = grown;
     }
     ssize_t n;
-    do { n = read(c->fd, r->buf + sdslen(r->buf), sdsavail(r->buf)); } while (n < 0 && errno == EINTR);
+    do { n = apnsw_io_read(c, io, r->buf + sdslen(r->buf), sdsavail(r->buf)); } while (n < 0 && errno == EINTR);
     if (n > 0) {
         sdsIncrLen(r->buf, (int)n);
         r->len = sdslen(r->buf);
+        if (io == NULL || (c->flags & REDIS_BLOCK)) return REDIS_OK;
+        /* A stream that does not block reads on until it must wait, with room for a record each time. */
+        for (;;) {
+            if (sdsavail(r->buf) < 16 * 1024) {
+                sds grown = sdsMakeRoomFor(r->buf, chunk);
+                if (grown == NULL) break;
+                r->buf = grown;
+            }
+            n = apnsw_io_read(c, io, r->buf + sdslen(r->buf), sdsavail(r->buf));
+            if (n > 0) { sdsIncrLen(r->buf, (int)n); r->len = sdslen(r->buf); continue; }
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 && errno == EAGAIN) return REDIS_OK;
+            return apnsw_io_failed(c, n, NULL);
+        }
         return REDIS_OK;
     }
     if (n < 0 && errno == EAGAIN && !(c->flags & REDIS_BLOCK)) return REDIS_OK;
-    c->err = n == 0 ? REDIS_ERR_EOF : REDIS_ERR_IO;
-    snprintf(c->errstr, sizeof(c->errstr), "%s", n == 0 ? "Server closed the connection" : strerror(errno));
-    return REDIS_ERR;
+    return apnsw_io_failed(c, n, NULL);
 }
 
-int apnsw_redis_get_reply(redisContext *c, void **reply) {
+int apnsw_redis_get_reply(redisContext *c, const apnsw_redis_io *io, void **reply) {
     void *aux = NULL;
     if (redisGetReplyFromReader(c, &aux) == REDIS_ERR) return REDIS_ERR;
     if (aux == NULL && (c->flags & REDIS_BLOCK)) {
         int done = 0;
         do {
-            if (redisBufferWrite(c, &done) == REDIS_ERR) return REDIS_ERR;
+            if (apnsw_redis_flush(c, io, &done) == REDIS_ERR) return REDIS_ERR;
         } while (!done);
         do {
-            if (apnsw_redis_buffer_read(c) == REDIS_ERR) return REDIS_ERR;
+            if (apnsw_redis_buffer_read(c, io) == REDIS_ERR) return REDIS_ERR;
             if (redisGetReplyFromReader(c, &aux) == REDIS_ERR) return REDIS_ERR;
         } while (aux == NULL);
     }
@@ -207,7 +257,7 @@ int apnsw_redis_scan_buffered(redisContext *c, apnsw_scan_state *s, apnsw_reply_
     return 1;
 }
 
-int apnsw_redis_scan_replies(redisContext *c, long count, apnsw_reply_sink *k) {
+int apnsw_redis_scan_replies(redisContext *c, const apnsw_redis_io *io, long count, apnsw_reply_sink *k) {
     redisReader *r = c->reader;
     if (c->err) return REDIS_ERR;
     if (r->ridx != -1 || r->err) { /* hiredis stopped inside a reply (a timeout): what follows is not a reply's start */
@@ -217,13 +267,13 @@ int apnsw_redis_scan_replies(redisContext *c, long count, apnsw_reply_sink *k) {
     }
     int done = 0;
     do {
-        if (redisBufferWrite(c, &done) == REDIS_ERR) return REDIS_ERR;
+        if (apnsw_redis_flush(c, io, &done) == REDIS_ERR) return REDIS_ERR;
     } while (!done);
     apnsw_scan_state s = { count, 0 };
     for (;;) {
         int scanned = apnsw_redis_scan_buffered(c, &s, k);
         if (scanned > 0) return REDIS_OK;
-        if (scanned < 0 || apnsw_redis_buffer_read(c) == REDIS_ERR) return REDIS_ERR;
+        if (scanned < 0 || apnsw_redis_buffer_read(c, io) == REDIS_ERR) return REDIS_ERR;
     }
 }
 
@@ -239,18 +289,18 @@ int apnsw_redis_connect_result(redisContext *c) {
 
 size_t apnsw_redis_output_len(const redisContext *c) { return sdslen(c->obuf); }
 
-int apnsw_redis_skip_replies(redisContext *c, long count, apnsw_reply_summary *summary) {
+int apnsw_redis_skip_replies(redisContext *c, const apnsw_redis_io *io, long count, apnsw_reply_summary *summary) {
     apnsw_reply_sink k = { summary, NULL };
-    return apnsw_redis_scan_replies(c, count, &k);
+    return apnsw_redis_scan_replies(c, io, count, &k);
 }
 
-int apnsw_redis_read_flat(redisContext *c, apnsw_flat_reply *reply, int append) {
+int apnsw_redis_read_flat(redisContext *c, const apnsw_redis_io *io, apnsw_flat_reply *reply, int append) {
     if (!append) {
         reply->bytes_len = 0;
         reply->items_len = 0;
     }
     apnsw_reply_sink k = { NULL, reply };
-    return apnsw_redis_scan_replies(c, 1, &k);
+    return apnsw_redis_scan_replies(c, io, 1, &k);
 }
 
 void apnsw_flat_reply_free(apnsw_flat_reply *reply) {

@@ -36,7 +36,7 @@ extension WorkerConfiguration {
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens",
         ])
         if let r = try f.object("redis") {
-            try r.rejectUnknown(["host", "port", "socket", "username", "username_file", "password", "password_file", "database"])
+            try r.rejectUnknown(["host", "port", "socket", "username", "username_file", "password", "password_file", "database", "tls"])
             redis.username = try r.string("username")
             if let file = try r.string("username_file") { redis.username = try Self.secret(from: file, for: "redis.username_file") }
             redis.host = try r.string("host") ?? redis.host
@@ -45,6 +45,14 @@ extension WorkerConfiguration {
             redis.password = try r.string("password")
             if let file = try r.string("password_file") { redis.password = try Self.secret(from: file, for: "redis.password_file") }
             redis.database = try r.int("database") ?? redis.database
+            if case .bool(let on)? = r.values["tls"] {
+                redis.tls = on ? RedisTLS() : nil
+            } else if let t = try r.object("tls") {
+                try t.rejectUnknown(["ca_file", "server_name", "certificate_file", "key_file"])
+                redis.tls = RedisTLS(
+                    caFile: try t.string("ca_file"), serverName: try t.string("server_name"), certificateFile: try t.string("certificate_file"),
+                    keyFile: try t.string("key_file"))
+            }
         }
         queue = try f.string("queue") ?? queue
         workerID = try f.string("worker_id")
@@ -98,14 +106,7 @@ extension WorkerConfiguration {
             guard let v = Int(text) else { throw ConfigurationError("\(name) must be a whole number") }
             return v
         }
-        redis.host = env["APNSW_REDIS_HOST"] ?? redis.host
-        redis.port = try int("APNSW_REDIS_PORT") ?? redis.port
-        redis.socket = env["APNSW_REDIS_SOCKET"] ?? redis.socket
-        redis.password = env["APNSW_REDIS_PASSWORD"] ?? redis.password
-        if let file = env["APNSW_REDIS_PASSWORD_FILE"] { redis.password = try Self.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") }
-        redis.username = env["APNSW_REDIS_USERNAME"] ?? redis.username
-        if let file = env["APNSW_REDIS_USERNAME_FILE"] { redis.username = try Self.secret(from: file, for: "APNSW_REDIS_USERNAME_FILE") }
-        redis.database = try int("APNSW_REDIS_DB") ?? redis.database
+        try redis.apply(environment: env)
         queue = env["APNSW_QUEUE"] ?? queue
         workerID = env["APNSW_WORKER_ID"] ?? workerID
         connections = try int("APNSW_CONNECTIONS") ?? connections
@@ -191,6 +192,7 @@ extension WorkerConfiguration {
             throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
         }
         guard redis.socket != nil || !redis.host.isEmpty else { throw ConfigurationError("redis.host must not be empty") }
+        try redis.validateTLS()
         guard redis.username == nil || redis.password != nil else {
             throw ConfigurationError("redis.username needs redis.password (or password_file): Redis's AUTH takes both")
         }

@@ -1,6 +1,7 @@
 import Buffers
 import CHiredis
 import CHiredisIO
+import TLS
 
 /// A Redis reply, copied out of hiredis.
 public enum RedisReply: Equatable, Sendable {
@@ -45,9 +46,13 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
     /// An ACL user (Redis 6): `AUTH username password`; nil is the `default` user.
     public var username: String?
     public var database: Int
+    /// TLS over TCP (not over a unix socket); nil: plain TCP.
+    public var tls: RedisTLS?
     public init(
-        host: String = "127.0.0.1", port: Int = 6379, socket: String? = nil, password: String? = nil, database: Int = 0, username: String? = nil
+        host: String = "127.0.0.1", port: Int = 6379, socket: String? = nil, password: String? = nil, database: Int = 0, username: String? = nil,
+        tls: RedisTLS? = nil
     ) {
+        self.tls = tls
         self.username = username
         self.host = host
         self.port = port
@@ -58,7 +63,7 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
     public var description: String {
         let user = username.map { "\($0)@" } ?? ""
         if let socket { return "redis+unix://\(user)\(socket)?db=\(database)" }
-        return "redis://\(user)\(host):\(port)/\(database)"
+        return "\(tls == nil ? "redis" : "rediss")://\(user)\(host):\(port)/\(database)"
     }
 
     /// The AUTH command this endpoint needs, if any.
@@ -75,6 +80,10 @@ public final class BlockingRedisConnection {
     public let endpoint: RedisEndpoint
     /// The last command in RESP, kept to reuse its capacity.
     private var encoded = ByteBuffer(capacity: 1024)
+    /// The TLS session over the socket, when the endpoint asks for TLS.
+    private var link: RedisTLSLink?
+    /// Where the C side reads and writes: the TLS session, or the socket (nil).
+    var io: UnsafePointer<apnsw_redis_io>? { link.map { UnsafePointer($0.io) } }
     /// Buffers for replies read flat (`run(_:_:flat:)`), reused from call to call.
     let flat: UnsafeMutablePointer<apnsw_flat_reply> = {
         let p = UnsafeMutablePointer<apnsw_flat_reply>.allocate(capacity: 1)
@@ -98,18 +107,37 @@ public final class BlockingRedisConnection {
         }
         context = ctx
         _ = apnsw_redis_set_timeout(ctx, timeoutMs)
-        if let auth = endpoint.auth {
-            if case .error = try command(auth) {
-                // The server's message never contains the password; ours does not either.
-                throw .server("authentication to \(endpoint) failed (wrong password, or no such user)")
-            }
+        if let tls = endpoint.tls, endpoint.socket == nil {
+            let done: Bool
+            do {
+                let link = try RedisTLSLink(tls, fd: apnsw_redis_context_fd(ctx), host: endpoint.host)
+                self.link = link
+                done = try link.handshake()
+            } catch { throw .io("\(endpoint): \(error)") }
+            // A socket that blocks finishes the handshake in one call, or times out.
+            guard done else { throw .timeout("\(endpoint): the TLS handshake timed out") }
         }
-        if endpoint.database != 0 {
-            if case .error(let m) = try command(["SELECT", String(endpoint.database)]) { throw .server(m) }
+        do throws(RedisError) {
+            if let auth = endpoint.auth {
+                if case .error = try command(auth) {
+                    // The server's message never contains the password; ours does not either.
+                    throw .server("authentication to \(endpoint) failed (wrong password, or no such user)")
+                }
+            }
+            if endpoint.database != 0 {
+                if case .error(let m) = try command(["SELECT", String(endpoint.database)]) { throw .server(m) }
+            } else if endpoint.tls != nil, endpoint.auth == nil {
+                // TLS 1.3 servers refuse a client's certificate after the handshake: ask now,
+                // so that a refusal is this call's error, not a later command's.
+                _ = try command(["PING"])
+            }
+        } catch  where error.code != .server {
+            throw error.at(endpoint)
         }
     }
 
     deinit {
+        link?.closeNotify()
         redisFree(context)
         apnsw_flat_reply_free(flat)
         flat.deallocate()
@@ -129,7 +157,7 @@ public final class BlockingRedisConnection {
     public func command(_ args: RedisArgs) throws(RedisError) -> RedisReply {
         try append(args)
         var raw: UnsafeMutableRawPointer?
-        guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw contextError }
+        guard apnsw_redis_get_reply(context, io, &raw) == REDIS_OK, let raw else { throw contextError }
         defer { freeReplyObject(raw) }
         return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
     }
@@ -145,7 +173,7 @@ public final class BlockingRedisConnection {
     /// completion's transaction) is written at once from `resp`, not copied into hiredis first.
     func appendEncoded(_ resp: UnsafeRawBufferPointer) throws(RedisError) {
         let p = resp.baseAddress?.assumingMemoryBound(to: CChar.self)
-        let rc = resp.count >= 16 * 1024 ? apnsw_redis_send(context, p, resp.count, 1) : redisAppendFormattedCommand(context, p, resp.count)
+        let rc = resp.count >= 16 * 1024 ? apnsw_redis_send(context, io, p, resp.count, 1) : redisAppendFormattedCommand(context, p, resp.count)
         guard rc == REDIS_OK else { throw contextError }
     }
 
@@ -160,7 +188,7 @@ public final class BlockingRedisConnection {
         replies.reserveCapacity(commands.count)
         for _ in commands {
             var raw: UnsafeMutableRawPointer?
-            guard apnsw_redis_get_reply(context, &raw) == REDIS_OK, let raw else { throw contextError }
+            guard apnsw_redis_get_reply(context, io, &raw) == REDIS_OK, let raw else { throw contextError }
             replies.append(RedisReply(raw.assumingMemoryBound(to: redisReply.self)))
             freeReplyObject(raw)
         }

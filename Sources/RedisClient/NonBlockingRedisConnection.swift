@@ -2,6 +2,7 @@ import Buffers
 import CHiredis
 import CHiredisIO
 import Glibc
+import TLS
 
 /// A Redis connection that never blocks, for a thread that waits on epoll: its owner watches
 /// `fd`, calls `writable()` and `readable()` when epoll says so, and takes each group's replies
@@ -30,6 +31,12 @@ public final class NonBlockingRedisConnection {
     private var encoded = ByteBuffer(capacity: 1024)
     /// Whether the connect has finished (the socket was writable once).
     public private(set) var isConnected = false
+    /// The TLS session over the socket, when the endpoint asks for TLS: its handshake follows
+    /// the connect, and commands wait in hiredis's buffer until it is done.
+    private var link: RedisTLSLink?
+    private var io: UnsafePointer<apnsw_redis_io>? { link.map { UnsafePointer($0.io) } }
+    /// Connected, and the TLS handshake (if any) done: commands can go.
+    private var isOpen: Bool { isConnected && link?.handshakeDone != false }
 
     /// Commands sent together. The replies of the first `skipped` are checked for errors and
     /// dropped; those of the rest are handed over.
@@ -47,6 +54,9 @@ public final class NonBlockingRedisConnection {
         guard let ctx = made else { throw .io("cannot allocate a context") }
         context = ctx
         if apnsw_redis_context_error(ctx) != 0 { throw .io("\(endpoint): \(String(cString: apnsw_redis_context_errstr(ctx)))") }
+        if let tls = endpoint.tls, endpoint.socket == nil {
+            do { link = try RedisTLSLink(tls, fd: apnsw_redis_context_fd(ctx), host: endpoint.host) } catch { throw .io("\(endpoint): \(error)") }
+        }
         var handshake: [RedisArgs] = []
         if let auth = endpoint.auth { handshake.append(RedisArgs(auth)) }
         if endpoint.database != 0 { handshake.append(RedisArgs(["SELECT", String(endpoint.database)])) }
@@ -57,6 +67,7 @@ public final class NonBlockingRedisConnection {
     }
 
     deinit {
+        link?.closeNotify()
         redisFree(context)
         apnsw_flat_reply_free(flat)
         flat.deallocate()
@@ -74,7 +85,11 @@ public final class NonBlockingRedisConnection {
     public var fd: Int32 { apnsw_redis_context_fd(context) }
 
     /// Whether the pipe waits for the socket to be writable: to finish connecting, or to send.
-    public var wantsWrite: Bool { !isConnected || apnsw_redis_output_len(context) > 0 }
+    public var wantsWrite: Bool {
+        guard isConnected else { return true }
+        if let link, !link.handshakeDone { return link.handshakeWantsWrite }
+        return apnsw_redis_output_len(context) > 0
+    }
 
     /// Whether sent commands still await replies.
     public var isWaiting: Bool { next < groups.count }
@@ -90,7 +105,7 @@ public final class NonBlockingRedisConnection {
     /// answered only to be checked. With nothing else queued, what the socket takes is written
     /// straight from `resp` (a completion's transaction is hundreds of kilobytes).
     func send(resp: UnsafeRawBufferPointer, commands: Int, skipping: Int) throws(RedisError) {
-        let rc = apnsw_redis_send(context, resp.baseAddress?.assumingMemoryBound(to: CChar.self), resp.count, isConnected ? 1 : 0)
+        let rc = apnsw_redis_send(context, io, resp.baseAddress?.assumingMemoryBound(to: CChar.self), resp.count, isOpen ? 1 : 0)
         guard rc == REDIS_OK else { throw contextError }
         groups.append(Group(skipped: skipping, kept: commands - skipping))
     }
@@ -102,17 +117,25 @@ public final class NonBlockingRedisConnection {
             guard apnsw_redis_connect_result(context) == REDIS_OK else { throw contextError.at(endpoint) }
             isConnected = true
         }
-        var done: Int32 = 0
-        while apnsw_redis_output_len(context) > 0 {
-            let before = apnsw_redis_output_len(context)
-            guard redisBufferWrite(context, &done) == REDIS_OK else { throw contextError }
-            if done != 0 || apnsw_redis_output_len(context) == before { break }  // the socket is full
-        }
+        guard try handshakeIfDue() else { return }
+        guard apnsw_redis_flush(context, io, nil) == REDIS_OK else { throw contextError }
     }
 
     /// The socket is readable: reads what has arrived (an error once the server has closed).
     public func readable() throws(RedisError) {
-        guard apnsw_redis_buffer_read(context) == REDIS_OK else { throw contextError }
+        guard try handshakeIfDue() else { return }
+        guard apnsw_redis_buffer_read(context, io) == REDIS_OK else { throw contextError }
+    }
+
+    /// Takes the TLS handshake a step on, if it is not done; true once it is. When it has just
+    /// finished, the commands that waited for it go.
+    private func handshakeIfDue() throws(RedisError) -> Bool {
+        guard let link, !link.handshakeDone else { return true }
+        do {
+            guard try link.handshake() else { return false }
+        } catch { throw .io("\(endpoint): \(error)") }
+        guard apnsw_redis_flush(context, io, nil) == REDIS_OK else { throw contextError }
+        return true
     }
 
     /// The oldest group's replies once they have all arrived, read flat (valid until the next

@@ -96,7 +96,7 @@ extension BlockingRedisConnection {
     private func commandsFlat(_ commands: [RedisArgs]) throws(RedisError) -> RedisFlatReply {
         for args in commands { try append(args) }
         for i in commands.indices {
-            guard apnsw_redis_read_flat(context, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw contextError }
+            guard apnsw_redis_read_flat(context, io, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw contextError }
         }
         return RedisFlatReply(flat)
     }

@@ -80,11 +80,11 @@ extension BlockingRedisConnection {
         try appendEncoded(t.encoded.bytes())
         var summary = apnsw_reply_summary()
         // MULTI, each command's QUEUED, EXEC
-        guard apnsw_redis_skip_replies(context, t.count + 2, &summary) == REDIS_OK else { throw contextError }
+        guard apnsw_redis_skip_replies(context, io, t.count + 2, &summary) == REDIS_OK else { throw contextError }
         let ran = summary.top_type == REDIS_REPLY_ARRAY
         var answers: [Int64?] = []
         for _ in next {
-            guard apnsw_redis_skip_replies(context, 1, &summary) == REDIS_OK else { throw contextError }
+            guard apnsw_redis_skip_replies(context, io, 1, &summary) == REDIS_OK else { throw contextError }
             answers.append(summary.top_type == REDIS_REPLY_INTEGER ? summary.top_value : nil)
         }
         if summary.errors > 0 {

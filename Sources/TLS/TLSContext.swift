@@ -22,8 +22,9 @@ public final class TLSContext: @unchecked Sendable {
         case pkcs12(file: String, password: String)
     }
 
-    /// A client context. `caFile` nil means the system trust store.
-    public init(clientWithCAFile caFile: String?, identity: ClientIdentity? = nil) throws(OpenSSLError) {
+    /// A client context. `caFile` nil means the system trust store; `alpn` is offered in order
+    /// (HTTP/2 for APNs, nothing for Redis).
+    public init(clientWithCAFile caFile: String?, identity: ClientIdentity? = nil, alpn: [String] = ["h2"]) throws(OpenSSLError) {
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLError.drain("SSL_CTX_new") }
         self.ctx = ctx
         isServer = false
@@ -39,9 +40,11 @@ public final class TLSContext: @unchecked Sendable {
         try OpenSSLError.check(
             SSL_CTX_set_ciphersuites(ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"),
             "setting the TLS 1.3 cipher suites")
-        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        let protocols = alpn.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
         // Unlike most of OpenSSL, this returns 0 on success.
-        guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else { throw OpenSSLError.drain("SSL_CTX_set_alpn_protos") }
+        if !protocols.isEmpty, SSL_CTX_set_alpn_protos(ctx, protocols, UInt32(protocols.count)) != 0 {
+            throw OpenSSLError.drain("SSL_CTX_set_alpn_protos")
+        }
         if let identity { try use(identity) }
         _ = apnsw_ssl_ctx_cache_client_sessions(ctx)
         SSL_CTX_set_ex_data(ctx, 0, CallbackContext.pointer(to: self))

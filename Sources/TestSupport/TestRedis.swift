@@ -1,5 +1,7 @@
+import APNSMock
 import Foundation
 import RedisClient
+import TLS
 
 /// A real redis-server for tests: the one scripts/test started (APNSW_TEST_REDIS=host:port),
 /// or one started here on a free port. A test that cannot reach Redis fails; it never skips.
@@ -13,13 +15,39 @@ public final class TestRedis: @unchecked Sendable {
     /// `persistent` turns on the append-only file so a restart keeps the data.
     private let password: String?
 
+    /// A dedicated server's TLS: its files, made by a test CA, and whether it asks clients for
+    /// certificates of that CA (`--tls-auth-clients`).
+    public struct TLSFiles: Sendable {
+        public let caFile: String
+        public let certificateFile: String
+        public let keyFile: String
+        /// A client certificate and key the CA signed, for mutual TLS.
+        public let clientCertificateFile: String
+        public let clientKeyFile: String
+        public let requiresClientCertificates: Bool
+    }
+    public private(set) var tlsFiles: TLSFiles?
+
     /// `password` turns on `requirepass` (dedicated servers only); `unixSocket` starts a dedicated
-    /// server that listens on a unix socket only, with no TCP port.
-    public init(dedicated: Bool = false, persistent: Bool = false, password: String? = nil, unixSocket: Bool = false) throws {
+    /// server that listens on a unix socket only, with no TCP port. `tls` starts a dedicated
+    /// server that speaks TLS only, with a certificate for 127.0.0.1 and `localhost` from a new
+    /// CA; `clientCertificates` makes it refuse clients without one of that CA's certificates.
+    public init(
+        dedicated: Bool = false, persistent: Bool = false, password: String? = nil, unixSocket: Bool = false, tls: Bool = false,
+        clientCertificates: Bool = false
+    ) throws {
         directory = try TemporaryDirectory("apnsw-redis")
         self.persistent = persistent
         self.password = password
-        if unixSocket {
+        if tls {
+            let files = try Self.makeTLSFiles(in: directory, clientCertificates: clientCertificates)
+            tlsFiles = files
+            let client = clientCertificates ? (files.clientCertificateFile, files.clientKeyFile) : nil
+            endpoint = RedisEndpoint(
+                host: "127.0.0.1", port: freePort(), password: password,
+                tls: RedisTLS(caFile: files.caFile, certificateFile: client?.0, keyFile: client?.1))
+            try startServer()
+        } else if unixSocket {
             endpoint = RedisEndpoint(socket: directory.file("redis.sock"), password: password)
             try startServer()
         } else if !dedicated, password == nil, let shared = ProcessInfo.processInfo.environment["APNSW_TEST_REDIS"] {
@@ -37,9 +65,15 @@ public final class TestRedis: @unchecked Sendable {
     private func startServer() throws {
         let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let binary else { throw TestSupportError("redis-server is not installed; scripts/test installs it") }
-        let listen =
+        var listen =
             endpoint.socket.map { ["--port", "0", "--unixsocket", $0, "--unixsocketperm", "700"] }
             ?? ["--port", String(endpoint.port), "--bind", "127.0.0.1"]
+        if let t = tlsFiles {
+            listen = [
+                "--port", "0", "--tls-port", String(endpoint.port), "--bind", "127.0.0.1", "--tls-cert-file", t.certificateFile,
+                "--tls-key-file", t.keyFile, "--tls-ca-cert-file", t.caFile, "--tls-auth-clients", t.requiresClientCertificates ? "yes" : "no",
+            ]
+        }
         server = try ChildProcess(
             binary,
             listen + [
@@ -48,6 +82,24 @@ public final class TestRedis: @unchecked Sendable {
             ]
                 + (password.map { ["--requirepass", $0] } ?? []),
             outputFile: directory.file("redis.log"))
+    }
+
+    private static func makeTLSFiles(in directory: TemporaryDirectory, clientCertificates: Bool) throws -> TLSFiles {
+        let pki = try TestPKI(commonName: "apns-worker test Redis CA")
+        let serverKey = try ES256PrivateKey(), clientKey = try ES256PrivateKey()
+        let files = TLSFiles(
+            caFile: directory.file("ca.pem"), certificateFile: directory.file("redis.pem"), keyFile: directory.file("redis.key"),
+            clientCertificateFile: directory.file("client.pem"), clientKeyFile: directory.file("client.key"),
+            requiresClientCertificates: clientCertificates)
+        try pki.caCertificatePEM().write(toFile: files.caFile, atomically: true, encoding: .utf8)
+        try pki.issue(key: serverKey, commonName: "localhost", dnsNames: ["localhost"], ips: ["127.0.0.1"])
+            .write(toFile: files.certificateFile, atomically: true, encoding: .utf8)
+        try serverKey.pkcs8PEM().write(toFile: files.keyFile, atomically: true, encoding: .utf8)
+        try pki.issue(key: clientKey, commonName: "apns-worker", serial: 3).write(
+            toFile: files.clientCertificateFile, atomically: true, encoding: .utf8)
+        try clientKey.pkcs8PEM().write(toFile: files.clientKeyFile, atomically: true, encoding: .utf8)
+        for key in [files.keyFile, files.clientKeyFile] { chmod(key, 0o600) }
+        return files
     }
 
     /// Stops a dedicated server (SIGTERM, so an append-only file is complete).

@@ -117,22 +117,10 @@ struct APNSCtl {
                 fail("configuration: \(error)", code: 2)
             }
         } else {
-            endpoint.host = environment["APNSW_REDIS_HOST"] ?? endpoint.host
-            endpoint.port = environment["APNSW_REDIS_PORT"].flatMap(Int.init) ?? endpoint.port
-            endpoint.socket = environment["APNSW_REDIS_SOCKET"]
-            endpoint.password = environment["APNSW_REDIS_PASSWORD"]
-            endpoint.username = environment["APNSW_REDIS_USERNAME"]
-            if let file = environment["APNSW_REDIS_USERNAME_FILE"] {
-                do { endpoint.username = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_USERNAME_FILE") } catch {
-                    fail("\(error)", code: 2)
-                }
-            }
-            if let file = environment["APNSW_REDIS_PASSWORD_FILE"] {
-                do { endpoint.password = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") } catch {
-                    fail("\(error)", code: 2)
-                }
-            }
-            endpoint.database = environment["APNSW_REDIS_DB"].flatMap(Int.init) ?? 0
+            do {
+                try endpoint.apply(environment: environment)
+                try endpoint.validateTLS()
+            } catch { fail("\(error)", code: 2) }
             queue = environment["APNSW_QUEUE"] ?? queue
         }
         if let r = option("redis") {

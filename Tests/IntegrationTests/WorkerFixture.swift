@@ -32,6 +32,13 @@ final class WorkerFixture: @unchecked Sendable {
         var redisSettings: [String: Any] = ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port]
         if let socket = self.redis.endpoint.socket { redisSettings = ["socket": socket] }
         if let password = self.redis.endpoint.password { redisSettings["password"] = password }
+        if let tls = self.redis.endpoint.tls {
+            var t: [String: Any] = [:]
+            t["ca_file"] = tls.caFile
+            t["certificate_file"] = tls.certificateFile
+            t["key_file"] = tls.keyFile
+            redisSettings["tls"] = t
+        }
         var config: [String: Any] = [
             "redis": redisSettings,
             "queue": queue,

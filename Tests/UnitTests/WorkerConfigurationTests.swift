@@ -109,6 +109,34 @@ final class WorkerConfigurationTests: XCTestCase {
 
     /// A dead Redis link must be noticed while the lease still holds (issue 27, item 7: 5 s reply
     /// timeouts against a 3 s lease lost it on every 2 s cut).
+    func testRedisTLSSettingsComeFromTheFileAndTheEnvironmentAndAreChecked() throws {
+        let dir = NSTemporaryDirectory() + "cfg-tls-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let app = #"[{"name":"a","bundle_id":"com.a","token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]"#
+        func load(_ redis: String, _ env: [String: String] = [:]) throws -> WorkerConfiguration {
+            try #"{"redis":\#(redis),"apps":\#(app)}"#.write(toFile: dir + "/w.json", atomically: true, encoding: .utf8)
+            return try WorkerConfiguration.load(path: dir + "/w.json", environment: env)
+        }
+        XCTAssertNil(try load(#"{"host":"r"}"#).redis.tls)
+        XCTAssertNotNil(try load(#"{"host":"r","tls":true}"#).redis.tls, "true: the system's trust store")
+        XCTAssertEqual(try load(#"{"host":"r","tls":{"server_name":"redis.internal"}}"#).redis.tls?.serverName, "redis.internal")
+        XCTAssertEqual(try load(#"{"host":"r"}"#, ["APNSW_REDIS_TLS": "yes", "APNSW_REDIS_TLS_SERVER_NAME": "n"]).redis.tls?.serverName, "n")
+        XCTAssertNil(try load(#"{"host":"r","tls":true}"#, ["APNSW_REDIS_TLS": "false"]).redis.tls)
+        XCTAssertTrue(try load(#"{"host":"r","tls":true}"#).redis.description.hasPrefix("rediss://"))
+        for (redis, env, expected) in [
+            (#"{"socket":"/run/r.sock","tls":true}"#, [:], "unix socket"),
+            (#"{"host":"r","tls":{"key_file":"/k.pem"}}"#, [:], "key_file needs redis.tls.certificate_file"),
+            (#"{"host":"r","tls":{"ca_file":"/nonexistent/ca.pem"}}"#, [:], "/nonexistent/ca.pem"),
+            (#"{"host":"r","tls":{"cafile":"x"}}"#, [:], "unknown setting \"cafile\""),
+            (#"{"host":"r"}"#, ["APNSW_REDIS_TLS": "maybe"], "APNSW_REDIS_TLS must be true or false"),
+        ] as [(String, [String: String], String)] {
+            XCTAssertThrowsError(try load(redis, env), redis) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(redis): \(error)")
+            }
+        }
+    }
+
     func testRedisReplyTimeoutsFitInsideTheLease() {
         var config = WorkerConfiguration()
         for lease in [1000, 3000, 15_000, 60_000] {
