@@ -33,6 +33,8 @@ round's own ratio).
 `--compare DIR` measures only (a), for this build and for the apns-worker in DIR (another build,
 scripts/bench-compare makes one of any commit), in PAIRS (8) interleaved pairs, and prints the
 medians side by side: the way to see what one change does on a noisy machine.
+`--redis` measures only Redis's CPU per job, and the jobs/s one Redis core carries, for each
+`results` mode (all, failures, none), in ROUNDS interleaved rounds.
 Timings are noisy on shared machines: the ratios are the figures that count. Nothing here is a
 pass/fail test.
 """
@@ -211,11 +213,12 @@ class Bench:
                 pipe.execute()
         pipe.execute()
 
-    def end_to_end(self, queue, port, unix_socket=False, n=JOBS, **options):
+    def end_to_end(self, queue, port, unix_socket=False, n=JOBS, settings=None, **options):
         """Fills a queue of `n` jobs, runs a worker on it to the end (run_worker), then drops it.
-        `unix_socket`: the worker reaches Redis on its unix socket, not over TCP."""
+        `unix_socket`: the worker reaches Redis on its unix socket, not over TCP; `settings`: more
+        of the worker's settings."""
         self.fill(queue, n)
-        run = self.run_worker(queue, self.worker_config(queue, port, unix_socket=unix_socket), n, **options)
+        run = self.run_worker(queue, self.worker_config(queue, port, unix_socket=unix_socket, **(settings or {})), n, **options)
         self.drop(queue)
         return run
 
@@ -475,9 +478,36 @@ def compare(other, pairs):
         print("%-32s %12.2f %12.2f %8s" % (name, ours, theirs, ratio(ours, theirs)))
 
 
+def redis_costs(rounds):
+    """Redis's CPU per job and the jobs/s one Redis core carries, for each `results` mode, in
+    interleaved rounds on the same Redis (TCP) and mock; medians."""
+    b = Bench()
+    modes = ("all", "failures", "none")
+    runs = {m: [] for m in modes}
+    try:
+        mock, port = b.mock("mock")
+        for r in range(rounds):
+            for mode in modes:
+                secs, cpu, _, _, (redis_cpu,) = b.end_to_end("rc%d%s" % (r, mode), port, settings={"results": mode}, watch=(b.redis_proc,))
+                runs[mode].append({"redis": redis_cpu / JOBS, "worker": cpu / JOBS, "rate": JOBS / secs})
+            log("round %d of %d: " % (r + 1, rounds) + "; ".join(
+                "%s %.2f us/job" % (m, runs[m][-1]["redis"]) for m in modes))
+    finally:
+        b.close()
+    print()
+    print("Redis CPU per job, by results mode: medians of %d rounds of %d jobs (%d connections x %d streams)"
+          % (rounds, JOBS, CONNECTIONS, STREAMS))
+    print("%-10s %16s %22s %16s %14s" % ("results", "Redis us/job", "jobs/s per Redis core", "worker us/job", "jobs/s"))
+    for m in modes:
+        us = median(x["redis"] for x in runs[m])
+        print("%-10s %16.2f %22.0f %16.2f %14.0f" % (m, us, 1e6 / us, median(x["worker"] for x in runs[m]), median(x["rate"] for x in runs[m])))
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--compare":
         return compare(sys.argv[2], int(os.environ.get("PAIRS", "8")))
+    if len(sys.argv) == 2 and sys.argv[1] == "--redis":
+        return redis_costs(ROUNDS)
     b = Bench()
     try:
         mock, port = b.mock("mock")

@@ -20,7 +20,9 @@ extension Completer {
         // closure was copied.
         d.decisions.withUnsafeBufferPointer { decisions in
             forEachInPlace(batch) { i, f in
-                t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, shared: d.shared[i], into: &$0) }
+                if recordsResult(decisions[i]) {
+                    t.append(prefix: transaction.result) { OutcomeRecords.writeFirst(decisions[i], of: f, shared: d.shared[i], into: &$0) }
+                }
                 switch decisions[i].kind {
                 case .deadLetter:
                     t.append(prefix: transaction.deadLetter) { OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0) }
@@ -35,6 +37,15 @@ extension Completer {
             }
         }
         return added
+    }
+
+    /// Whether the `results` setting wants this outcome's result record (a schedule has none).
+    func recordsResult(_ d: OutcomeRecords.Decision) -> Bool {
+        switch d.kind {
+        case .result: configuration.results.records(delivered: true)
+        case .deadLetter, .invalidToken: configuration.results.records(delivered: false)
+        case .schedule: true
+        }
     }
 
     /// The complete script's arguments for the batch (QueueScripts.complete).
@@ -58,7 +69,8 @@ extension Completer {
             args.append(marked.groups[i] + 1)
             if let piece = marked.pieces[i] { args.append(piece) } else { args.append(f.index) }
             args.append(d.pairs[i])
-            OutcomeRecords.append(d.decisions[i], of: f.lent, shared: d.shared[i], to: &args, using: &record)
+            OutcomeRecords.append(
+                d.decisions[i], of: f.lent, shared: d.shared[i], withResult: recordsResult(d.decisions[i]), to: &args, using: &record)
         }
         d.counters.append(to: &args)
         return args

@@ -152,9 +152,10 @@ final class Housekeeper: @unchecked Sendable {
     private func recover(
         _ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery, excluding: String? = nil
     ) throws(RedisError) {
+        var caps = configuration.recordCaps
+        if configuration.results == .none { caps.results = 0 }  // a poison pill gets no result record either
         let (requeued, poisoned) = try InFlightJobs.recover(
-            r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries,
-            caps: configuration.recordCaps, mode: mode, excludingBatchesOf: excluding)
+            r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries, caps: caps, mode: mode, excludingBatchesOf: excluding)
         if requeued + poisoned > 0 {
             metrics.record {
                 $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned))

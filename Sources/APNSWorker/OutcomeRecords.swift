@@ -52,12 +52,13 @@ enum OutcomeRecords {
     /// Appends the outcome's kind and its two records, each written in `record` first (emptied
     /// here; a caller's one buffer serves a whole batch).
     static func append(
-        _ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, to args: inout RedisArgs,
+        _ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, withResult: Bool, to args: inout RedisArgs,
         using record: inout ByteBuffer
     ) {
         args.append(d.kind.rawValue)
         record.removeAll()
-        writeFirst(d, of: f, shared: shared, into: &record)
+        // An empty first record: no result (the `results` setting).
+        if withResult { writeFirst(d, of: f, shared: shared, into: &record) }
         args.append(bytes: record.bytes())
         record.removeAll()
         writeSecond(d, of: f, shared: shared, into: &record)

@@ -1,6 +1,7 @@
 import APNSCore
 import FoundationEssentials
 import Glibc
+import QueueContract
 import RedisClient
 import Telemetry
 
@@ -33,7 +34,7 @@ extension WorkerConfiguration {
             "results_max_age_s", "dead_letters_max_age_s", "invalid_tokens_max_age_s",
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
-            "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens",
+            "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens", "results",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown(["host", "port", "socket", "username", "username_file", "password", "password_file", "database", "tls"])
@@ -62,6 +63,7 @@ extension WorkerConfiguration {
         batchSize = try f.int("batch_size") ?? batchSize
         requestTimeoutMs = try f.int("request_timeout_ms") ?? requestTimeoutMs
         resultsMax = try f.int("results_max") ?? resultsMax
+        if let mode = try f.string("results") { results = try Self.resultsMode(mode, setting: "results") }
         deadLettersMax = try f.int("dead_letters_max") ?? deadLettersMax
         invalidTokensMax = try f.int("invalid_tokens_max") ?? invalidTokensMax
         resultsMaxAgeSeconds = try f.int("results_max_age_s")
@@ -108,6 +110,7 @@ extension WorkerConfiguration {
         }
         try redis.apply(environment: env)
         queue = env["APNSW_QUEUE"] ?? queue
+        if let mode = env["APNSW_RESULTS"] { results = try Self.resultsMode(mode, setting: "APNSW_RESULTS") }
         workerID = env["APNSW_WORKER_ID"] ?? workerID
         connections = try int("APNSW_CONNECTIONS") ?? connections
         streams = try int("APNSW_STREAMS") ?? streams
@@ -204,6 +207,11 @@ extension WorkerConfiguration {
             throw ConfigurationError("log_rejections must be each or summary, got \(logRejections)")
         }
         guard ["whole", "short"].contains(logTokens) else { throw ConfigurationError("log_tokens must be whole or short, got \(logTokens)") }
+    }
+
+    static func resultsMode(_ text: String, setting: String) throws -> ResultsMode {
+        guard let mode = ResultsMode(rawValue: text) else { throw ConfigurationError("\(setting) must be all, failures or none, got \(text)") }
+        return mode
     }
 
     /// A secret kept in a file (a Docker or Kubernetes secret), without its final newline.

@@ -20,6 +20,8 @@ public struct WorkerConfiguration: Sendable {
     public var batchSize = 256
     public var requestTimeoutMs = 30_000
     public var resultsMax = 100_000
+    /// Which outcomes get a result record: a delivery's is the largest part of Redis's work per job.
+    public var results = ResultsMode.all
     public var deadLettersMax = 100_000
     public var invalidTokensMax = 100_000
     /// The three count caps, as the Redis contract takes them.

@@ -84,7 +84,7 @@ public enum QueueScripts {
     /// counts under entries 2p-1 and 2p of its pair p.
     /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
-    /// s = schedule member a at b ("+ms" from now or "=unix ms").
+    /// s = schedule member a at b ("+ms" from now or "=unix ms"). An empty result is not written.
     public static let complete = RedisScript(
         """
         local call = redis.call
@@ -125,8 +125,10 @@ public enum QueueScripts {
               end
               call('ZADD', KEYS[5], score, ARGV[i + 4])
             else
-              call('XADD', results, '*', 'record', ARGV[i + 4])
-              added[1] = true
+              if ARGV[i + 4] ~= '' then
+                call('XADD', results, '*', 'record', ARGV[i + 4])
+                added[1] = true
+              end
               if kind == 'd' then call('XADD', KEYS[2], '*', 'record', ARGV[i + 5]); added[2] = true end
               if kind == 'i' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 5]); added[3] = true end
             end
@@ -255,8 +257,9 @@ public enum QueueScripts {
     /// Touching the take-back key aborts a completion transaction the worker may have under way.
     /// KEYS: jobs, workers, dead letters, results, stats, take-back, then the keys `take_back`
     /// reads (`InFlightJobs` lists them).
-    /// ARGV: worker id, max recoveries, dead cap, results cap, mode, then the batch ids. Mode
-    /// "lease": only a lease run out; "force": any.
+    /// ARGV: worker id, max recoveries, dead cap, results cap (0: a poison pill gets no result
+    /// record, as `results: none` asks), mode, then the batch ids. Mode "lease": only a lease
+    /// run out; "force": any.
     public static let recover = RedisScript(
         takeBack + "\n" + """
             local now = redis.call('TIME')
@@ -305,7 +308,7 @@ public enum QueueScripts {
                   ',"status":"dead_letter","reason":"PoisonPill","detail":' .. cjson.encode(detail) ..
                   ',"recoveries":' .. n .. ',"attempts":' .. tried .. ',"job_text":' .. cjson.encode(inner) .. '}'
                 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[3], '*', 'record', rec)
-                redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'record', rec)
+                if tonumber(ARGV[4]) > 0 then redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], '*', 'record', rec) end
                 poisoned = poisoned + 1
               else
                 redis.call('RPUSH', KEYS[1], wrapped)

@@ -56,5 +56,26 @@ final class TakeBackScriptTests: XCTestCase {
         let attempts = try XCTUnwrap(record["attempts"] as? [[String: Any]])
         XCTAssertEqual(attempts.compactMap { $0["reason"] as? String }, ["InternalServerError", "TakenBack"])
         XCTAssertEqual(attempts.first?["time_ms"] as? Int, 1_764_650_000_123)
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 1, "and a result, under results: all or failures")
+    }
+
+    /// Under `results: none` (a results cap of 0 here) a poison pill gets its dead letter only.
+    func testAPoisonPillGetsNoResultWhenResultsAreOff() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        let poison = String(
+            decoding: JobEnvelope.wrap(job: ArraySlice(#"{"id":"poison","token":"cc"}"#.utf8), meta: .init(attempts: [], recoveries: 5)),
+            as: UTF8.self)
+        _ = try r.command(["RPUSH", keys.batch(worker: worker, id: "b-1"), poison])
+        _ = try r.command(["HSET", keys.batches(worker: worker), "b-1", "1"])
+        _ = try r.command(["ZADD", keys.workers, "1", worker])
+        var caps = WorkerConfiguration().recordCaps
+        caps.results = 0
+        let (_, poisoned) = try InFlightJobs.recover(r, keys, worker: worker, maxRecoveries: 2, caps: caps, mode: .lease)
+        XCTAssertEqual(poisoned, 1)
+        XCTAssertEqual(try r.command(["XLEN", keys.deadLetters]).integer, 1)
+        XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 0)
     }
 }
