@@ -95,6 +95,21 @@ final class EventLoopRedisConnection: EventHandler {
     /// to hiredis in numbers so that it looks nothing up on this thread.
     private func connect() {
         guard !closed else { return }
+        guard endpoint.sentinel != nil else { return connect(to: endpoint) }
+        // Behind Sentinel: the sentinels are asked off the loop (blocking calls, seconds when
+        // one is down), and the master they name must say ROLE master; then it is dialled.
+        let asking = endpoint, timeoutMs = Int(replyTimeoutMs)
+        loop.runOffLoop({ Result { () throws(RedisError) in try BlockingRedisConnection(asking, timeoutMs: timeoutMs).endpoint } }) {
+            [weak self] result in
+            guard let self, !closed else { return }
+            switch result {
+            case .success(let master): connect(to: master)
+            case .failure(let error): failed(error)
+            }
+        }
+    }
+
+    private func connect(to endpoint: RedisEndpoint) {
         guard endpoint.socket == nil else { return open(endpoint) }
         resolver.resolve(endpoint.host, port: endpoint.port, on: loop) { [weak self] result in
             guard let self, !closed else { return }

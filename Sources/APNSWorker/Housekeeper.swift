@@ -26,11 +26,17 @@ final class Housekeeper: @unchecked Sendable {
     private var warnedPreviousRun = false
 
     private let lease: LeaseGuard
+    /// The ids of the batches this process's completers hold unfinished.
+    private let held: @Sendable () -> Set<String>
+    /// This process's batches that Redis listed while no completer held them, at the last check.
+    private var strandedBefore: Set<String> = []
+    private var lastStrandedCheckMs: UInt64 = 0
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String,
-        lease: LeaseGuard
+        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>
     ) {
+        self.held = held
         self.lease = lease
         self.ownBatches = ownBatches
         self.metrics = metrics
@@ -146,27 +152,57 @@ final class Housekeeper: @unchecked Sendable {
             try writeMayDuplicate(r)
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
             try publishPauses(r)
+            try takeBackStranded(r)
         }
     }
 
+    /// A failover can lose completions the old master took after its replica was promoted: the
+    /// new master then lists batches this process has finished, and their jobs would stay in
+    /// flight for as long as the lease is renewed. A batch listed so in two checks 2 s apart
+    /// (a fetch's reply, or a completion, is never that late) is taken back and sent again: its
+    /// results went with the old master. The take-back's fence voids a completion still on its way.
+    private func takeBackStranded(_ r: BlockingRedisConnection) throws(RedisError) {
+        let now = MonotonicClock.nowMilliseconds()
+        guard now - lastStrandedCheckMs >= 2000 else { return }
+        lastStrandedCheckMs = now
+        let listed = try r.command(["HGETALL", keys.batches(worker: workerID)]).array.compactMap(\.text)
+        let holding = held()
+        var stranded: Set<String> = []
+        for i in stride(from: 0, to: listed.count - 1, by: 2) where listed[i].hasPrefix(ownBatches) && listed[i + 1] != "0" {
+            if !holding.contains(listed[i]) { stranded.insert(listed[i]) }  // "0": a lost fetch's fence, never a batch
+        }
+        let confirmed = stranded.intersection(strandedBefore)
+        strandedBefore = stranded.subtracting(confirmed)
+        guard !confirmed.isEmpty else { return }
+        let (requeued, poisoned) = try recover(r, worker: workerID, mode: .force, only: confirmed)
+        logger.warning(
+            "Redis lists batches this worker finished (a failover lost their completions): their jobs go again",
+            ["batches": .int(confirmed.count), "requeued": .int(Int(requeued)), "poison_pills": .int(Int(poisoned))])
+    }
+
+    @discardableResult
     private func recover(
-        _ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery, excluding: String? = nil
-    ) throws(RedisError) {
+        _ r: BlockingRedisConnection, worker: String, mode: InFlightJobs.Recovery, excluding: String? = nil, only: Set<String>? = nil
+    ) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
         var caps = configuration.recordCaps
         if configuration.results == .none { caps.results = 0 }  // a poison pill gets no result record either
         let (requeued, poisoned) = try InFlightJobs.recover(
-            r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries, caps: caps, mode: mode, excludingBatchesOf: excluding)
+            r, keys, worker: worker, maxRecoveries: configuration.maxRecoveries, caps: caps, mode: mode, excludingBatchesOf: excluding,
+            only: only)
         if requeued + poisoned > 0 {
             metrics.record {
                 $0.add("apns_recoveries_total", .init(), Double(requeued + poisoned))
                 // The script counted them in the stats hash.
                 $0.add("apns_resends_may_duplicate_total", .init(("cause", "taken_back")), Double(requeued))
             }
+        }
+        if requeued + poisoned > 0, only == nil {
             logger.warning(
                 "took back the jobs of a worker that stopped renewing its lease",
                 [
                     "dead_worker": .string(worker), "requeued": .int(Int(requeued)), "poison_pills": .int(Int(poisoned)),
                 ])
         }
+        return (requeued, poisoned)
     }
 }

@@ -81,7 +81,7 @@ public final class Worker: @unchecked Sendable {
         }
         housekeeper = Housekeeper(
             keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
-            lease: lease)
+            lease: lease, held: { [completers = ioThreads.compactMap(\.completer)] in Set(completers.flatMap { $0.unfinished.held.map(\.id) }) })
         housekeeper.reportRedis(to: health)
     }
 

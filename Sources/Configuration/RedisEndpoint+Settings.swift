@@ -22,6 +22,7 @@ extension RedisEndpoint {
         case "0", "false", "no", "off": tls = nil
         case let other?: throw ConfigurationError("APNSW_REDIS_TLS must be true or false, got \(other)")
         }
+        try applySentinel(environment: env)
         let files: [(String, WritableKeyPath<RedisTLS, String?>)] = [
             ("APNSW_REDIS_TLS_CA_FILE", \.caFile), ("APNSW_REDIS_TLS_SERVER_NAME", \.serverName),
             ("APNSW_REDIS_TLS_CERT_FILE", \.certificateFile), ("APNSW_REDIS_TLS_KEY_FILE", \.keyFile),
@@ -32,6 +33,61 @@ extension RedisEndpoint {
             t[keyPath: field] = value
             tls = t
         }
+    }
+
+    /// `sentinels`, `master_name` and the sentinels' own credentials, from the file's redis object.
+    mutating func applySentinel(file r: Fields) throws {
+        guard let listed = try r.strings("sentinels") else {
+            if try r.string("master_name") != nil { throw ConfigurationError("redis.master_name needs redis.sentinels") }
+            return
+        }
+        var s = try Self.sentinel(listed, setting: "redis.sentinels")
+        s.masterName = try r.string("master_name") ?? ""
+        s.username = try r.string("sentinel_username")
+        s.password = try r.string("sentinel_password")
+        if let file = try r.string("sentinel_password_file") {
+            s.password = try WorkerConfiguration.secret(from: file, for: "redis.sentinel_password_file")
+        }
+        sentinel = s
+    }
+
+    private mutating func applySentinel(environment env: [String: String]) throws {
+        if let listed = env["APNSW_REDIS_SENTINELS"] {
+            let given = listed.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
+            var s = try Self.sentinel(given, setting: "APNSW_REDIS_SENTINELS")
+            s.masterName = sentinel?.masterName ?? ""
+            s.username = sentinel?.username
+            s.password = sentinel?.password
+            sentinel = s
+        }
+        guard var s = sentinel else { return }
+        s.masterName = env["APNSW_REDIS_MASTER_NAME"] ?? s.masterName
+        s.username = env["APNSW_REDIS_SENTINEL_USERNAME"] ?? s.username
+        s.password = env["APNSW_REDIS_SENTINEL_PASSWORD"] ?? s.password
+        if let file = env["APNSW_REDIS_SENTINEL_PASSWORD_FILE"] {
+            s.password = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_SENTINEL_PASSWORD_FILE")
+        }
+        sentinel = s
+    }
+
+    private static func sentinel(_ listed: [String], setting: String) throws -> RedisSentinel {
+        guard !listed.isEmpty else { throw ConfigurationError("\(setting) must name at least one sentinel (host:port)") }
+        let addresses = try listed.map { text in
+            guard let a = RedisSentinel.Address(parsing: text) else {
+                throw ConfigurationError("\(setting): \"\(text)\" is not host:port (a port from 1 to 65535)")
+            }
+            return a
+        }
+        return RedisSentinel(addresses: addresses, masterName: "")
+    }
+
+    /// Sentinel settings that can work: a master name, and no unix socket beside them.
+    public func validateSentinel() throws {
+        guard let sentinel else { return }
+        guard !sentinel.masterName.isEmpty else {
+            throw ConfigurationError("redis.sentinels needs redis.master_name (the name the sentinels monitor)")
+        }
+        guard socket == nil else { throw ConfigurationError("redis.sentinels and redis.socket exclude each other") }
     }
 
     /// TLS settings that load: the CA and the client certificate are read now, not at the first connect.

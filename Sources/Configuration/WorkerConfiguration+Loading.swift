@@ -37,7 +37,10 @@ extension WorkerConfiguration {
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens", "results",
         ])
         if let r = try f.object("redis") {
-            try r.rejectUnknown(["host", "port", "socket", "username", "username_file", "password", "password_file", "database", "tls"])
+            try r.rejectUnknown([
+                "host", "port", "socket", "username", "username_file", "password", "password_file", "database", "tls", "sentinels",
+                "master_name", "sentinel_username", "sentinel_password", "sentinel_password_file",
+            ])
             redis.username = try r.string("username")
             if let file = try r.string("username_file") { redis.username = try Self.secret(from: file, for: "redis.username_file") }
             redis.host = try r.string("host") ?? redis.host
@@ -46,6 +49,7 @@ extension WorkerConfiguration {
             redis.password = try r.string("password")
             if let file = try r.string("password_file") { redis.password = try Self.secret(from: file, for: "redis.password_file") }
             redis.database = try r.int("database") ?? redis.database
+            try redis.applySentinel(file: r)
             if case .bool(let on)? = r.values["tls"] {
                 redis.tls = on ? RedisTLS() : nil
             } else if let t = try r.object("tls") {
@@ -196,6 +200,7 @@ extension WorkerConfiguration {
         }
         guard redis.socket != nil || !redis.host.isEmpty else { throw ConfigurationError("redis.host must not be empty") }
         try redis.validateTLS()
+        try redis.validateSentinel()
         guard redis.username == nil || redis.password != nil else {
             throw ConfigurationError("redis.username needs redis.password (or password_file): Redis's AUTH takes both")
         }
@@ -357,6 +362,13 @@ struct Fields {
         guard let v = value(key) else { return nil }
         guard case .bool(let b) = v else { throw ConfigurationError("\(path).\(key) must be true or false") }
         return b
+    }
+
+    func strings(_ key: String) throws -> [String]? {
+        guard let v = value(key) else { return nil }
+        let texts = v.array?.compactMap(\.string)
+        guard let texts, texts.count == v.array?.count else { throw ConfigurationError("\(path).\(key) must be a list of strings") }
+        return texts
     }
 
     func object(_ key: String) throws -> Fields? {

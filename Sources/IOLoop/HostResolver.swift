@@ -18,10 +18,18 @@ public struct HostResolver: Sendable {
     /// ended. Call it on `loop`'s thread.
     public func resolve(_ host: String, port: Int, on loop: EventLoop, _ done: @escaping (Result<[SocketAddress], SystemError>) -> Void) {
         if let numeric = try? Socket.addresses(of: host, port: port, numericOnly: true) { return done(.success(numeric)) }
+        loop.runOffLoop({ [lookUp] in Result { () throws(SystemError) in try lookUp(host, port) } }, then: done)
+    }
+}
+
+extension EventLoop {
+    /// Runs `work`, which may block, on another thread, and calls `done` with its result on
+    /// this loop's thread. Call it on the loop's thread.
+    public func runOffLoop<T: Sendable>(_ work: @escaping @Sendable () -> T, then done: @escaping (T) -> Void) {
         let reply = LoopBound(done)
-        DispatchQueue.global().async { [lookUp] in
-            let result = Result { () throws(SystemError) in try lookUp(host, port) }
-            loop.execute { reply.value(result) }
+        DispatchQueue.global().async {
+            let result = work()
+            self.execute { reply.value(result) }
         }
     }
 }

@@ -48,9 +48,11 @@ public enum InFlightJobs {
     /// `excludingBatchesOf` (the caller's own, live). Returns (requeued, poison pills).
     public static func recover(
         _ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String, maxRecoveries: Int, caps: RecordCaps,
-        mode: Recovery, excludingBatchesOf prefix: String? = nil
+        mode: Recovery, excludingBatchesOf prefix: String? = nil, only: Set<String>? = nil
     ) throws(RedisError) -> (requeued: Int64, poisoned: Int64) {
-        let ids = try batchIDs(r, keys, worker: worker).filter { id in prefix.map { !id.hasPrefix($0) } ?? true }
+        let ids = try batchIDs(r, keys, worker: worker).filter { id in
+            (prefix.map { !id.hasPrefix($0) } ?? true) && (only?.contains(id) ?? true)
+        }
         let reply = try r.run(
             QueueScripts.recover,
             keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]

@@ -48,10 +48,17 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
     public var database: Int
     /// TLS over TCP (not over a unix socket); nil: plain TCP.
     public var tls: RedisTLS?
+    /// Sentinels that name the master; host and port are then not used.
+    public var sentinel: RedisSentinel?
+    /// A master a sentinel named, which `ROLE` must confirm when a connection opens.
+    var mustBeMaster = false
+    /// Which sentinel named it, for messages.
+    var foundBy: String?
     public init(
         host: String = "127.0.0.1", port: Int = 6379, socket: String? = nil, password: String? = nil, database: Int = 0, username: String? = nil,
-        tls: RedisTLS? = nil
+        tls: RedisTLS? = nil, sentinel: RedisSentinel? = nil
     ) {
+        self.sentinel = sentinel
         self.tls = tls
         self.username = username
         self.host = host
@@ -63,6 +70,10 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
     public var description: String {
         let user = username.map { "\($0)@" } ?? ""
         if let socket { return "redis+unix://\(user)\(socket)?db=\(database)" }
+        if let sentinel {
+            let sentinels = sentinel.addresses.map(\.description).joined(separator: ",")
+            return "redis+sentinel://\(user)\(sentinels)/\(sentinel.masterName)/\(database)"
+        }
         return "\(tls == nil ? "redis" : "rediss")://\(user)\(host):\(port)/\(database)"
     }
 
@@ -93,7 +104,8 @@ public final class BlockingRedisConnection {
 
     /// Connects, authenticates and selects the database. `timeoutMs` bounds every call, so it
     /// must stay above any blocking command's timeout or the context dies (DESIGN.md §2).
-    public init(_ endpoint: RedisEndpoint, timeoutMs: Int = 5000) throws(RedisError) {
+    public init(_ given: RedisEndpoint, timeoutMs: Int = 5000) throws(RedisError) {
+        let endpoint = try given.master(timeoutMs: timeoutMs)
         self.endpoint = endpoint
         let made =
             endpoint.socket.map { apnsw_redis_connect_unix($0, timeoutMs) } ?? apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs)
@@ -126,7 +138,13 @@ public final class BlockingRedisConnection {
             }
             if endpoint.database != 0 {
                 if case .error(let m) = try command(["SELECT", String(endpoint.database)]) { throw .server(m) }
-            } else if endpoint.tls != nil, endpoint.auth == nil {
+            }
+            if endpoint.mustBeMaster {
+                let role = try command(["ROLE"]).array.first?.text ?? "no answer"
+                guard role == "master" else {
+                    throw .io("named master of \(endpoint.foundBy ?? "?"), it says ROLE \(role): a failover is under way")
+                }
+            } else if endpoint.database == 0, endpoint.tls != nil, endpoint.auth == nil {
                 // TLS 1.3 servers refuse a client's certificate after the handshake: ask now,
                 // so that a refusal is this call's error, not a later command's.
                 _ = try command(["PING"])
@@ -159,7 +177,7 @@ public final class BlockingRedisConnection {
         var raw: UnsafeMutableRawPointer?
         guard apnsw_redis_get_reply(context, io, &raw) == REDIS_OK, let raw else { throw contextError }
         defer { freeReplyObject(raw) }
-        return RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+        return try RedisReply(raw.assumingMemoryBound(to: redisReply.self)).checkedForReplica()
     }
 
     /// Queues one command in hiredis's output buffer (sent by the next reply read).
@@ -189,8 +207,9 @@ public final class BlockingRedisConnection {
         for _ in commands {
             var raw: UnsafeMutableRawPointer?
             guard apnsw_redis_get_reply(context, io, &raw) == REDIS_OK, let raw else { throw contextError }
-            replies.append(RedisReply(raw.assumingMemoryBound(to: redisReply.self)))
+            let reply = RedisReply(raw.assumingMemoryBound(to: redisReply.self))
             freeReplyObject(raw)
+            replies.append(try reply.checkedForReplica())
         }
         return replies
     }
@@ -200,6 +219,12 @@ public final class BlockingRedisConnection {
 }
 
 extension RedisReply {
+    /// The reply, unless it is `-READONLY`: thrown as the connection's loss (`RedisError.server`).
+    func checkedForReplica() throws(RedisError) -> RedisReply {
+        if case .error(let m) = self, RedisError.isReplicaAnswer(m) { throw .server(m) }
+        return self
+    }
+
     init(_ r: UnsafeMutablePointer<redisReply>) {
         let reply = r.pointee
         switch reply.type {

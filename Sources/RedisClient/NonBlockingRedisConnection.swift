@@ -162,7 +162,7 @@ public final class NonBlockingRedisConnection {
             isMidGroup = false
             next += 1
             if next == groups.count { groups.removeAll(keepingCapacity: true); next = 0 }
-            if group.kept > 0 { return RedisFlatReply(flat, skippedArray: group.skipped > 0 && skippedArray) }
+            if group.kept > 0 { return try RedisFlatReply(flat, skippedArray: group.skipped > 0 && skippedArray).checkedForReplica() }
         }
         return nil
     }

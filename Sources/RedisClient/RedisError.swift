@@ -25,7 +25,13 @@ public struct RedisError: Error, CustomStringConvertible, Sendable {
     }
 
     public static func io(_ message: String) -> RedisError { RedisError(.io, message) }
-    public static func server(_ message: String) -> RedisError { RedisError(.server, message) }
+    /// Redis's answer was an error. `-READONLY` means the server is a replica now (a failover
+    /// made it one): the connection is as good as lost, and a new one finds the master.
+    public static func server(_ message: String) -> RedisError {
+        isReplicaAnswer(message) ? RedisError(.io, message + " (a failover made it a replica: reconnecting)") : RedisError(.server, message)
+    }
+
+    static func isReplicaAnswer(_ message: String) -> Bool { message.hasPrefix("READONLY") }
     public static func timeout(_ message: String) -> RedisError { RedisError(.timeout, message) }
 
     /// The connection is gone: replace it.

@@ -60,6 +60,12 @@ public struct RedisFlatReply {
         return String(decoding: UnsafeBufferPointer(start: storage.pointee.bytes + it.offset, count: it.length), as: UTF8.self)
     }
 
+    /// The reply, unless an error in it is `-READONLY`: thrown as the connection's loss.
+    func checkedForReplica() throws(RedisError) -> RedisFlatReply {
+        if let m = firstError, RedisError.isReplicaAnswer(m) { throw .server(m) }
+        return self
+    }
+
     /// The message of an error reply at the top.
     public var error: String? {
         guard count > 0, item(0).type == REDIS_REPLY_ERROR else { return nil }
@@ -98,6 +104,6 @@ extension BlockingRedisConnection {
         for i in commands.indices {
             guard apnsw_redis_read_flat(context, io, flat, i == 0 ? 0 : 1) == REDIS_OK else { throw contextError }
         }
-        return RedisFlatReply(flat)
+        return try RedisFlatReply(flat).checkedForReplica()
     }
 }

@@ -62,6 +62,17 @@ public final class TestRedis: @unchecked Sendable {
         }
     }
 
+    /// Servers started elsewhere (a Sentinel group, a cluster), reached at `endpoint`.
+    public init(serving endpoint: RedisEndpoint) throws {
+        directory = try TemporaryDirectory("apnsw-redis")
+        persistent = false
+        password = nil
+        self.endpoint = endpoint
+        guard waitUntil(timeout: 10, { (try? BlockingRedisConnection(endpoint, timeoutMs: 1000)) != nil }) else {
+            throw TestSupportError("\(endpoint) is not reachable")
+        }
+    }
+
     private func startServer() throws {
         let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let binary else { throw TestSupportError("redis-server is not installed; scripts/test installs it") }

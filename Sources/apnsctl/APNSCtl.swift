@@ -120,6 +120,7 @@ struct APNSCtl {
             do {
                 try endpoint.apply(environment: environment)
                 try endpoint.validateTLS()
+                try endpoint.validateSentinel()
             } catch { fail("\(error)", code: 2) }
             queue = environment["APNSW_QUEUE"] ?? queue
         }

@@ -32,6 +32,9 @@ final class WorkerFixture: @unchecked Sendable {
         var redisSettings: [String: Any] = ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port]
         if let socket = self.redis.endpoint.socket { redisSettings = ["socket": socket] }
         if let password = self.redis.endpoint.password { redisSettings["password"] = password }
+        if let sentinel = self.redis.endpoint.sentinel {
+            redisSettings = ["sentinels": sentinel.addresses.map(\.description), "master_name": sentinel.masterName]
+        }
         if let tls = self.redis.endpoint.tls {
             var t: [String: Any] = [:]
             t["ca_file"] = tls.caFile

@@ -107,23 +107,22 @@ final class WorkerConfigurationTests: XCTestCase {
         }
     }
 
-    /// A dead Redis link must be noticed while the lease still holds (issue 27, item 7: 5 s reply
-    /// timeouts against a 3 s lease lost it on every 2 s cut).
-    func testRedisTLSSettingsComeFromTheFileAndTheEnvironmentAndAreChecked() throws {
-        let dir = NSTemporaryDirectory() + "cfg-tls-\(getpid())"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+    /// A configuration whose redis object is `redis` (JSON), with one app, and `env` over it.
+    private func loadRedis(_ redis: String, _ env: [String: String] = [:]) throws -> WorkerConfiguration {
+        let path = NSTemporaryDirectory() + "cfg-redis-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let app = #"[{"name":"a","bundle_id":"com.a","token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}]"#
-        func load(_ redis: String, _ env: [String: String] = [:]) throws -> WorkerConfiguration {
-            try #"{"redis":\#(redis),"apps":\#(app)}"#.write(toFile: dir + "/w.json", atomically: true, encoding: .utf8)
-            return try WorkerConfiguration.load(path: dir + "/w.json", environment: env)
-        }
-        XCTAssertNil(try load(#"{"host":"r"}"#).redis.tls)
-        XCTAssertNotNil(try load(#"{"host":"r","tls":true}"#).redis.tls, "true: the system's trust store")
-        XCTAssertEqual(try load(#"{"host":"r","tls":{"server_name":"redis.internal"}}"#).redis.tls?.serverName, "redis.internal")
-        XCTAssertEqual(try load(#"{"host":"r"}"#, ["APNSW_REDIS_TLS": "yes", "APNSW_REDIS_TLS_SERVER_NAME": "n"]).redis.tls?.serverName, "n")
-        XCTAssertNil(try load(#"{"host":"r","tls":true}"#, ["APNSW_REDIS_TLS": "false"]).redis.tls)
-        XCTAssertTrue(try load(#"{"host":"r","tls":true}"#).redis.description.hasPrefix("rediss://"))
+        try #"{"redis":\#(redis),"apps":\#(app)}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        return try WorkerConfiguration.load(path: path, environment: env)
+    }
+
+    func testRedisTLSSettingsComeFromTheFileAndTheEnvironmentAndAreChecked() throws {
+        XCTAssertNil(try loadRedis(#"{"host":"r"}"#).redis.tls)
+        XCTAssertNotNil(try loadRedis(#"{"host":"r","tls":true}"#).redis.tls, "true: the system's trust store")
+        XCTAssertEqual(try loadRedis(#"{"host":"r","tls":{"server_name":"redis.internal"}}"#).redis.tls?.serverName, "redis.internal")
+        XCTAssertEqual(try loadRedis(#"{"host":"r"}"#, ["APNSW_REDIS_TLS": "yes", "APNSW_REDIS_TLS_SERVER_NAME": "n"]).redis.tls?.serverName, "n")
+        XCTAssertNil(try loadRedis(#"{"host":"r","tls":true}"#, ["APNSW_REDIS_TLS": "false"]).redis.tls)
+        XCTAssertTrue(try loadRedis(#"{"host":"r","tls":true}"#).redis.description.hasPrefix("rediss://"))
         for (redis, env, expected) in [
             (#"{"socket":"/run/r.sock","tls":true}"#, [:], "unix socket"),
             (#"{"host":"r","tls":{"key_file":"/k.pem"}}"#, [:], "key_file needs redis.tls.certificate_file"),
@@ -131,12 +130,38 @@ final class WorkerConfigurationTests: XCTestCase {
             (#"{"host":"r","tls":{"cafile":"x"}}"#, [:], "unknown setting \"cafile\""),
             (#"{"host":"r"}"#, ["APNSW_REDIS_TLS": "maybe"], "APNSW_REDIS_TLS must be true or false"),
         ] as [(String, [String: String], String)] {
-            XCTAssertThrowsError(try load(redis, env), redis) { error in
+            XCTAssertThrowsError(try loadRedis(redis, env), redis) { error in
                 XCTAssertTrue("\(error)".contains(expected), "\(redis): \(error)")
             }
         }
     }
 
+    func testSentinelSettingsComeFromTheFileAndTheEnvironmentAndAreChecked() throws {
+        let c = try loadRedis(#"{"sentinels":["10.0.0.1:26379","[::1]:26380","s3"],"master_name":"m","sentinel_password":"sp"}"#)
+        XCTAssertEqual(c.redis.sentinel?.addresses.map(\.description), ["10.0.0.1:26379", "[::1]:26380", "s3:26379"])
+        XCTAssertEqual(c.redis.sentinel?.masterName, "m")
+        XCTAssertEqual(c.redis.sentinel?.password, "sp")
+        XCTAssertTrue(c.redis.description.hasPrefix("redis+sentinel://10.0.0.1:26379,"), c.redis.description)
+        XCTAssertFalse(c.redis.description.contains("sp"), "no password in the description")
+        let e = try loadRedis(#"{"host":"r"}"#, ["APNSW_REDIS_SENTINELS": "a:1, b:2", "APNSW_REDIS_MASTER_NAME": "mm"])
+        XCTAssertEqual(e.redis.sentinel?.addresses.map(\.description), ["a:1", "b:2"])
+        XCTAssertEqual(e.redis.sentinel?.masterName, "mm")
+        for (redis, env, expected) in [
+            (#"{"sentinels":["a:1"]}"#, [:], "needs redis.master_name"),
+            (#"{"master_name":"m"}"#, [:], "redis.master_name needs redis.sentinels"),
+            (#"{"sentinels":["a:99999"],"master_name":"m"}"#, [:], "\"a:99999\" is not host:port"),
+            (#"{"sentinels":[],"master_name":"m"}"#, [:], "at least one sentinel"),
+            (#"{"sentinels":"a:1","master_name":"m"}"#, [:], "must be a list of strings"),
+            (#"{"sentinels":["a:1"],"master_name":"m","socket":"/r.sock"}"#, [:], "exclude each other"),
+        ] as [(String, [String: String], String)] {
+            XCTAssertThrowsError(try loadRedis(redis, env), redis) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(redis): \(error)")
+            }
+        }
+    }
+
+    /// A dead Redis link must be noticed while the lease still holds (issue 27, item 7: 5 s reply
+    /// timeouts against a 3 s lease lost it on every 2 s cut).
     func testRedisReplyTimeoutsFitInsideTheLease() {
         var config = WorkerConfiguration()
         for lease in [1000, 3000, 15_000, 60_000] {

@@ -1,0 +1,82 @@
+/// Redis Sentinel: the sentinels to ask, in order, which server is the master of `masterName`,
+/// with the sentinels' own credentials (they are often not the data servers').
+public struct RedisSentinel: Sendable, Equatable {
+    public struct Address: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+        /// "host:port", "[v6]:port", or "host" (port 26379, Sentinel's own).
+        public init?(parsing text: String) {
+            var host = Substring(text), port = 26379
+            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+                host = text[text.index(after: text.startIndex)..<close]
+                let rest = text[text.index(after: close)...]
+                if !rest.isEmpty {
+                    guard rest.hasPrefix(":"), let p = Int(rest.dropFirst()) else { return nil }
+                    port = p
+                }
+            } else if let colon = text.lastIndex(of: ":") {
+                guard let p = Int(text[text.index(after: colon)...]) else { return nil }
+                host = text[..<colon]
+                port = p
+            }
+            guard !host.isEmpty, (1...65535).contains(port) else { return nil }
+            self.init(host: String(host), port: port)
+        }
+    }
+
+    public var addresses: [Address]
+    public var masterName: String
+    public var username: String?
+    public var password: String?
+
+    public init(addresses: [Address], masterName: String, username: String? = nil, password: String? = nil) {
+        self.addresses = addresses
+        self.masterName = masterName
+        self.username = username
+        self.password = password
+    }
+
+    public static func == (a: RedisSentinel, b: RedisSentinel) -> Bool {
+        a.addresses == b.addresses && a.masterName == b.masterName && a.username == b.username && a.password == b.password
+    }
+}
+
+extension RedisEndpoint {
+    /// Where to connect now: this endpoint, or, behind Sentinel, the master the first sentinel
+    /// that answers names (asked on every connect, so that a reconnect follows a failover).
+    /// The master is then checked with `ROLE` when the connection opens.
+    public func master(timeoutMs: Int) throws(RedisError) -> RedisEndpoint {
+        guard let sentinel else { return self }
+        var failures: [String] = []
+        for address in sentinel.addresses {
+            var asking = RedisEndpoint(
+                host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
+            asking.tls?.serverName = tls?.serverName ?? address.host
+            do {
+                let r = try BlockingRedisConnection(asking, timeoutMs: min(timeoutMs, 2000))
+                let reply = try r.command(["SENTINEL", "get-master-addr-by-name", sentinel.masterName])
+                let parts = reply.array.compactMap(\.text)
+                guard parts.count == 2, let port = Int(parts[1]) else {
+                    failures.append("sentinel \(address) does not know master \"\(sentinel.masterName)\" (\(reply))")
+                    continue
+                }
+                var found = self
+                found.sentinel = nil
+                found.host = parts[0]
+                found.port = port
+                found.mustBeMaster = true
+                found.foundBy = "\(sentinel.masterName) via sentinel \(address)"
+                return found
+            } catch {
+                failures.append("sentinel \(address): \(error.message)")
+            }
+        }
+        throw .io("no sentinel named the master of \"\(sentinel.masterName)\": " + failures.joined(separator: "; "))
+    }
+}

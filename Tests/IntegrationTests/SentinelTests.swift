@@ -1,0 +1,101 @@
+import Foundation
+import QueueContract
+import RedisClient
+import TestSupport
+import XCTest
+
+/// Redis behind Sentinel (issue 30, item 3): a master, a replica and three sentinels of
+/// Debian's redis-sentinel on loopback, started once for the class. A worker finds the master
+/// through the sentinels, and follows a failover asked for with SENTINEL FAILOVER and one made
+/// by killing the master with SIGKILL, in mid-run. Each run counts the jobs lost (no final
+/// result) and those with more than one.
+final class SentinelTests: XCTestCase {
+    nonisolated(unsafe) private static var group: SentinelGroup?
+    nonisolated(unsafe) private static var startError: Error?
+
+    override class func setUp() {
+        super.setUp()
+        do { group = try SentinelGroup() } catch { startError = error }
+    }
+
+    override class func tearDown() {
+        group?.stop()
+        super.tearDown()
+    }
+
+    private func sentinelGroup() throws -> SentinelGroup {
+        if let error = Self.startError { throw error }
+        return try XCTUnwrap(Self.group)
+    }
+
+    /// Results per job id over the results stream, read from the master of now.
+    private func count(_ f: WorkerFixture, jobs: Int) throws -> (lost: Int, twice: Int) {
+        var perJob: [String: Int] = [:]
+        for r in try f.records(f.keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        let lost = (0..<jobs).filter { perJob["job-\($0)"] == nil }.count
+        return (lost, perJob.values.filter { $0 > 1 }.count)
+    }
+
+    /// The queue's keys that hold jobs, with their sizes: where lost jobs wait.
+    private func whereJobsAre(_ f: WorkerFixture) throws -> String {
+        let r = try f.connect()
+        let keys = try r.command(["KEYS", "apns:{\(f.queue)}:*"]).array.compactMap(\.text).sorted()
+        return try keys.compactMap { key -> String? in
+            switch try r.command(["TYPE", key]).text {
+            case "list": return "\(key.split(separator: ":").dropFirst(2).joined(separator: ":")) \(try r.command(["LLEN", key]).integer ?? 0)"
+            case "hash" where key.contains(":batches:"): return "batches \(try r.command(["HGETALL", key]).array.compactMap(\.text))"
+            default: return nil
+            }
+        }.joined(separator: ", ")
+    }
+
+    private func run(_ name: String, failover: (SentinelGroup) throws -> Void) throws -> (lost: Int, twice: Int, log: String) {
+        let group = try sentinelGroup()
+        try group.waitUntilReplicated()
+        let redis = try TestRedis(serving: group.endpoint)
+        // 2 connections x 5 streams, each answer 10 ms late: about 1,000 jobs a second.
+        let f = try WorkerFixture(redis: redis, settings: ["connections": 2, "streams": 5, "lease_ms": 3000]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "0", delayMs: 10)]
+        }
+        let jobs = 4000
+        try f.enqueue((0..<jobs / 2).map { WorkerFixture.job($0) })
+        let w = try f.startWorker("w-\(name)")
+        XCTAssertTrue(waitUntil(timeout: 30) { ((try? f.finalOutcomes()) ?? 0) >= 600 }, w.output)
+        try failover(group)
+        // Jobs pushed after the failover reach the new master, and the worker takes them there.
+        try f.enqueue((jobs / 2..<jobs).map { WorkerFixture.job($0) })
+        XCTAssertTrue(
+            waitUntil(timeout: 20) { ((try? self.count(f, jobs: jobs).lost) ?? jobs) == 0 }, "every job has a result: \(w.output.suffix(3000))")
+        w.signal(SIGTERM)
+        XCTAssertEqual(w.wait(timeout: 30), 0, w.output)
+        let (lost, twice) = try count(f, jobs: jobs)
+        print(
+            "Sentinel \(name): \(jobs) jobs, \(lost) lost, \(twice) with more than one result, \(try f.acceptedTwice()) sent twice; "
+                + "may_duplicate \(try f.stats()["may_duplicate"] ?? 0); still queued: \(try whereJobsAre(f))")
+        return (lost, twice, w.output)
+    }
+
+    func testAWorkerFollowsAFailoverAskedOfTheSentinels() throws {
+        let r = try run("failover") { try $0.failOver() }
+        XCTAssertEqual(r.lost, 0)
+        XCTAssertEqual(r.twice, 0)
+        XCTAssertTrue(r.log.contains("redis+sentinel://"), "the log names the sentinels, not an address")
+    }
+
+    func testAWorkerRidesOutAMasterKilledWithSIGKILL() throws {
+        let r = try run("sigkill") { try $0.killMaster() }
+        XCTAssertEqual(r.lost, 0)
+        XCTAssertEqual(r.twice, 0)
+    }
+
+    /// A master name the sentinels do not monitor is an error that says so, naming each sentinel.
+    func testAnUnknownMasterNameIsAClearError() throws {
+        let group = try sentinelGroup()
+        var endpoint = group.endpoint
+        endpoint.sentinel?.masterName = "nosuchmaster"
+        XCTAssertThrowsError(try BlockingRedisConnection(endpoint, timeoutMs: 2000)) { error in
+            XCTAssertTrue("\(error)".contains("does not know master \"nosuchmaster\""), "\(error)")
+            XCTAssertTrue("\(error)".contains("127.0.0.1:\(group.sentinelPorts[2])"), "\(error)")
+        }
+    }
+}
