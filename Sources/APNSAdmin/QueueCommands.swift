@@ -194,7 +194,7 @@ public enum QueueCommands {
             if names.isEmpty { warn("templates_dir \(dir) holds no .json templates") }
             for name in names {
                 do {
-                    let data = try Data(contentsOf: URL(fileURLWithPath: dir.hasSuffix("/") ? dir + name : dir + "/" + name))
+                    let data = try Data(contentsOf: URL(fileURLWithPath: dir).appendingPathComponent(name))
                     try lib.set(String(name.dropLast(5)), source: [UInt8](data))
                 } catch {
                     fail("template \(name): \(error)")

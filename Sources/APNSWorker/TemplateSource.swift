@@ -27,7 +27,7 @@ final class TemplateSource {
         }
         let names = listed.filter { $0.hasSuffix(".json") }.sorted()
         for name in names {
-            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
             guard let data = FileManager.default.contents(atPath: path) else { continue }
             let templateKey = String(name.dropLast(".json".count))
             do {

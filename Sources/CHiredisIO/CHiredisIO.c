@@ -65,38 +65,29 @@ int apnsw_redis_buffer_read(redisContext *c, const apnsw_redis_io *io) {
     enum { chunk = 256 * 1024 };
     if (c->err) return REDIS_ERR;
     redisReader *r = c->reader;
-    if (sdsavail(r->buf) < chunk / 2) {
-        sds grown = sdsMakeRoomFor(r->buf, chunk);
-        if (grown == NULL) {
-            c->err = REDIS_ERR_OOM;
-            snprintf(c->errstr, sizeof(c->errstr), "%s", "Out of memory");
-            return REDIS_ERR;
-        }
-        r->buf = grown;
-    }
-    ssize_t n;
-    do { n = apnsw_io_read(c, io, r->buf + sdslen(r->buf), sdsavail(r->buf)); } while (n < 0 && errno == EINTR);
-    if (n > 0) {
-        sdsIncrLen(r->buf, (int)n);
-        r->len = sdslen(r->buf);
-        if (io == NULL || (c->flags & REDIS_BLOCK)) return REDIS_OK;
-        /* A stream that does not block reads on until it must wait, with room for a record each time. */
-        for (;;) {
-            if (sdsavail(r->buf) < 16 * 1024) {
-                sds grown = sdsMakeRoomFor(r->buf, chunk);
-                if (grown == NULL) break;
-                r->buf = grown;
+    /* A socket is read once; a stream that does not block, on until it must wait. */
+    int once = io == NULL || (c->flags & REDIS_BLOCK);
+    for (;;) {
+        if (sdsavail(r->buf) < chunk / 2) {
+            sds grown = sdsMakeRoomFor(r->buf, chunk);
+            if (grown == NULL) {
+                c->err = REDIS_ERR_OOM;
+                snprintf(c->errstr, sizeof(c->errstr), "%s", "Out of memory");
+                return REDIS_ERR;
             }
-            n = apnsw_io_read(c, io, r->buf + sdslen(r->buf), sdsavail(r->buf));
-            if (n > 0) { sdsIncrLen(r->buf, (int)n); r->len = sdslen(r->buf); continue; }
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0 && errno == EAGAIN) return REDIS_OK;
-            return apnsw_io_failed(c, n, NULL);
+            r->buf = grown;
         }
-        return REDIS_OK;
+        ssize_t n = apnsw_io_read(c, io, r->buf + sdslen(r->buf), sdsavail(r->buf));
+        if (n > 0) {
+            sdsIncrLen(r->buf, (int)n);
+            r->len = sdslen(r->buf);
+            if (once) return REDIS_OK;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN && !(c->flags & REDIS_BLOCK)) return REDIS_OK;
+        return apnsw_io_failed(c, n, NULL);
     }
-    if (n < 0 && errno == EAGAIN && !(c->flags & REDIS_BLOCK)) return REDIS_OK;
-    return apnsw_io_failed(c, n, NULL);
 }
 
 int apnsw_redis_get_reply(redisContext *c, const apnsw_redis_io *io, void **reply) {

@@ -1,21 +1,25 @@
 import RedisClient
 
+extension [String: String] {
+    /// The environment variable `name` as a whole number, nil when it is not set.
+    func wholeNumber(_ name: String) throws -> Int? {
+        guard let text = self[name] else { return nil }
+        guard let v = Int(text) else { throw ConfigurationError("\(name) must be a whole number") }
+        return v
+    }
+}
+
 extension RedisEndpoint {
     /// The `APNSW_REDIS_*` variables over what the file said: for the worker and apnsctl alike.
     public mutating func apply(environment env: [String: String]) throws {
-        func int(_ name: String) throws -> Int? {
-            guard let text = env[name] else { return nil }
-            guard let v = Int(text) else { throw ConfigurationError("\(name) must be a whole number") }
-            return v
-        }
         host = env["APNSW_REDIS_HOST"] ?? host
-        port = try int("APNSW_REDIS_PORT") ?? port
+        port = try env.wholeNumber("APNSW_REDIS_PORT") ?? port
         socket = env["APNSW_REDIS_SOCKET"] ?? socket
         password = env["APNSW_REDIS_PASSWORD"] ?? password
         if let file = env["APNSW_REDIS_PASSWORD_FILE"] { password = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_PASSWORD_FILE") }
         username = env["APNSW_REDIS_USERNAME"] ?? username
         if let file = env["APNSW_REDIS_USERNAME_FILE"] { username = try WorkerConfiguration.secret(from: file, for: "APNSW_REDIS_USERNAME_FILE") }
-        database = try int("APNSW_REDIS_DB") ?? database
+        database = try env.wholeNumber("APNSW_REDIS_DB") ?? database
         switch env["APNSW_REDIS_TLS"]?.lowercased() {
         case nil: break
         case "1", "true", "yes", "on": tls = tls ?? RedisTLS()

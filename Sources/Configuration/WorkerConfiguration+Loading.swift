@@ -107,11 +107,7 @@ extension WorkerConfiguration {
     }
 
     private mutating func apply(environment env: [String: String]) throws {
-        func int(_ name: String) throws -> Int? {
-            guard let text = env[name] else { return nil }
-            guard let v = Int(text) else { throw ConfigurationError("\(name) must be a whole number") }
-            return v
-        }
+        func int(_ name: String) throws -> Int? { try env.wholeNumber(name) }
         try redis.apply(environment: env)
         queue = env["APNSW_QUEUE"] ?? queue
         if let mode = env["APNSW_RESULTS"] { results = try Self.resultsMode(mode, setting: "APNSW_RESULTS") }

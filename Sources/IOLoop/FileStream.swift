@@ -20,8 +20,8 @@ public struct FileStream: Sendable {
 
     /// Writes every byte, going on after short writes and signals; a closed pipe drops the rest.
     public func write(_ bytes: some Collection<UInt8>) {
-        var copy = Array(bytes)
-        copy.withUnsafeMutableBytes { raw in
+        let whole = Array(bytes)  // an array already is not copied
+        whole.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
                 let n = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)

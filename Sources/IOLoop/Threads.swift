@@ -29,9 +29,6 @@ public enum OSThread {
         precondition(rc == 0, "pthread_create failed: \(String(cString: strerror(rc)))")
         pthread_detach(thread)
     }
-
-    /// Names the calling thread (at most 15 bytes), so `top -H`, `perf` and /proc tell threads apart.
-    public static func nameCurrent(_ name: String) { apnsw_name_thread(name) }
 }
 
 /// A mutex with a condition variable, timed on the monotonic clock.

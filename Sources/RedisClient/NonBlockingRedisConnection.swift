@@ -127,15 +127,11 @@ public final class NonBlockingRedisConnection {
         guard apnsw_redis_buffer_read(context, io) == REDIS_OK else { throw contextError }
     }
 
-    /// Takes the TLS handshake a step on, if it is not done; true once it is. When it has just
-    /// finished, the commands that waited for it go.
+    /// Takes the TLS handshake a step on, if it is not done; true once it is. The commands that
+    /// waited for it go with the next write (`wantsWrite` is true while they wait).
     private func handshakeIfDue() throws(RedisError) -> Bool {
         guard let link, !link.handshakeDone else { return true }
-        do {
-            guard try link.handshake() else { return false }
-        } catch { throw .io("\(endpoint): \(error)") }
-        guard apnsw_redis_flush(context, io, nil) == REDIS_OK else { throw contextError }
-        return true
+        do { return try link.handshake() } catch { throw .io("\(endpoint): \(error)") }
     }
 
     /// The oldest group's replies once they have all arrived, read flat (valid until the next

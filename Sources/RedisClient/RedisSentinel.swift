@@ -41,10 +41,6 @@ public struct RedisSentinel: Sendable, Equatable {
         self.username = username
         self.password = password
     }
-
-    public static func == (a: RedisSentinel, b: RedisSentinel) -> Bool {
-        a.addresses == b.addresses && a.masterName == b.masterName && a.username == b.username && a.password == b.password
-    }
 }
 
 extension RedisEndpoint {
