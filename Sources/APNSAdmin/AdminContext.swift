@@ -4,20 +4,24 @@ import IOLoop
 import QueueContract
 import RedisClient
 
-/// What every `apnsctl` command works with: one Redis connection, the queue's keys, the output mode.
+/// What every `apnsctl` command works with: one Redis connection, the queue's keys (and its
+/// shards' key sets), the output mode.
 public final class AdminContext {
     public let redis: BlockingRedisConnection
+    /// The queue's own keys, and every key set the workers serve (the same one, unsharded).
     public let keys: QueueKeys
+    public let keySets: [QueueKeys]
     public let json: Bool
     public let configuration: WorkerConfiguration?
     private let output: (String) -> Void
 
     public init(
-        redis: BlockingRedisConnection, keys: QueueKeys, json: Bool, configuration: WorkerConfiguration? = nil,
+        redis: BlockingRedisConnection, keys: QueueKeys, shards: Int = 1, json: Bool, configuration: WorkerConfiguration? = nil,
         output: @escaping (String) -> Void = { print($0) }
     ) {
         self.redis = redis
         self.keys = keys
+        keySets = QueueKeys.served(queue: keys.queue, shards: shards, namespace: String(keys.prefix.prefix { $0 != ":" }))
         self.json = json
         self.configuration = configuration
         self.output = output
@@ -64,8 +68,28 @@ public final class AdminContext {
         return reply
     }
 
-    /// How many jobs a worker holds unfinished.
-    func inFlight(worker: String) throws -> Int64 { try InFlightJobs.count(redis, keys, worker: worker) }
+    /// How many jobs a worker holds unfinished in one key set.
+    func inFlight(worker: String, in keys: QueueKeys) throws -> Int64 { try InFlightJobs.count(redis, keys, worker: worker) }
+
+    /// The key set a record id names (`id@shard`, or the queue's own for a bare id).
+    func keys(ofRecord id: String) throws -> QueueKeys {
+        let shard = StreamRecord.split(id).shard
+        guard let set = keySets.first(where: { $0.shard == shard }) else {
+            throw AdminError.notFound("\(id) names shard \(shard ?? 0), and queue \(keys.queue) has \(keySets.count - 1) shards (--shards)")
+        }
+        return set
+    }
+
+    /// A stream's entries from every key set, oldest first: `stream` names it in a key set.
+    func records(_ stream: KeyPath<QueueKeys, String>, after: String? = nil, limit: Int) throws -> [StreamRecord] {
+        let start = after.map { "(" + StreamRecord.split($0).entry } ?? "-"
+        var all: [StreamRecord] = []
+        for set in keySets {
+            all += StreamRecord.parse(try call(["XRANGE", set[keyPath: stream], start, "+", "COUNT", String(limit)]), shard: set.shard)
+        }
+        guard keySets.count > 1 else { return all }
+        return Array(all.sorted { ($0.timeMs, $0.sequence, $0.shard ?? -1) < ($1.timeMs, $1.sequence, $1.shard ?? -1) }.prefix(limit))
+    }
 }
 
 /// Failures with the exit code they mean.
@@ -92,15 +116,26 @@ public enum AdminError: Error, CustomStringConvertible {
     }
 }
 
-/// A stream entry: its id (`<ms>-<seq>`) and its parsed record, with the record's raw bytes.
+/// A stream entry: its id and its parsed record, with the record's raw bytes. The id is the
+/// stream's (`<ms>-<seq>`), with `@<shard>` after it for a shard's stream.
 public struct StreamRecord {
     public let id: String
+    /// The stream's own id, and the shard whose stream it is in (nil: the queue's own).
+    public let entry: String
+    public let shard: Int?
     public let raw: [UInt8]
     public let fields: [String: JSONValue]
 
-    public var timeMs: Int64 { Int64(id.split(separator: "-").first ?? "") ?? 0 }
+    public var timeMs: Int64 { Int64(entry.split(separator: "-").first ?? "") ?? 0 }
+    var sequence: Int64 { Int64(entry.split(separator: "-").dropFirst().first ?? "") ?? 0 }
 
-    static func parse(_ reply: RedisReply) -> [StreamRecord] {
+    /// `1764650000000-0@3` → ("1764650000000-0", 3); a bare id is the queue's own.
+    static func split(_ id: String) -> (entry: String, shard: Int?) {
+        let parts = id.split(separator: "@", maxSplits: 1)
+        return (String(parts.first ?? ""), parts.count == 2 ? Int(parts[1]) : nil)
+    }
+
+    static func parse(_ reply: RedisReply, shard: Int? = nil) -> [StreamRecord] {
         reply.array.compactMap { entry in
             let parts = entry.array
             guard parts.count == 2, let id = parts[0].text else { return nil }
@@ -108,7 +143,7 @@ public struct StreamRecord {
             guard kv.count >= 2, case .string(let raw) = kv[1],
                 case .object(let object)? = try? JSONValue.parse(raw)
             else { return nil }
-            return StreamRecord(id: id, raw: raw, fields: object)
+            return StreamRecord(id: shard.map { "\(id)@\($0)" } ?? id, entry: id, shard: shard, raw: raw, fields: object)
         }
     }
 

@@ -2,7 +2,7 @@
 /// is a usage error (exit 2), so that a misspelt filter never widens what a command touches.
 public enum CommandLineSpec {
     /// Flags every command takes.
-    public static let global: Set<String> = ["config", "redis", "db", "queue", "json", "help", "version"]
+    public static let global: Set<String> = ["config", "redis", "db", "queue", "shards", "json", "help", "version"]
     /// Flags that take no value.
     public static let booleans: Set<String> = ["json", "all", "edit", "help", "progress", "yes", "dry-run", "version"]
     private static let filters: Set<String> = ["all", "reason", "app", "older-than", "newer-than"]

@@ -28,10 +28,14 @@ public struct DeadLetterFilter {
         return parts.isEmpty ? "all" : parts.joined(separator: ", ")
     }
 
-    /// Whether `id` reads as a stream entry id (`1764650000000-0`, or its time alone).
+    /// Whether `id` reads as a record id: a stream entry id (`1764650000000-0`, or its time
+    /// alone), with `@<shard>` after it for a shard's.
     public static func isValidID(_ id: String) -> Bool {
-        let parts = id.split(separator: "-", omittingEmptySubsequences: false)
-        return (1...2).contains(parts.count) && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+        let digits: (Substring) -> Bool = { !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+        let shard = id.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
+        guard shard.count == 1 || digits(shard[1]) else { return false }
+        let parts = shard[0].split(separator: "-", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count) && parts.allSatisfy(digits)
     }
 
     func matches(_ r: StreamRecord, nowMs: Int64) -> Bool {
@@ -63,10 +67,11 @@ public enum DeadLetterCommands {
     static func select(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int = 1_000_000) throws -> [StreamRecord] {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         if filter.ids.count == 1, !filter.all {
-            return StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.deadLetters, filter.ids[0], filter.ids[0]]))
+            let (entry, shard) = StreamRecord.split(filter.ids[0])
+            let set = try ctx.keys(ofRecord: filter.ids[0])
+            return StreamRecord.parse(try ctx.call(["XRANGE", set.deadLetters, entry, entry]), shard: shard)
         }
-        let all = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.deadLetters, "-", "+", "COUNT", String(limit)]))
-        return all.filter { filter.matches($0, nowMs: now) }
+        return try ctx.records(\.deadLetters, limit: limit).filter { filter.matches($0, nowMs: now) }
     }
 
     public static func list(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int) throws -> Int {
@@ -112,12 +117,16 @@ public enum DeadLetterCommands {
                 guard let edited = try edit(job) else { continue }
                 job = edited
             }
-            var args = RedisArgs(script: requeue, keys: [ctx.keys.deadLetters, ctx.keys.jobs])
-            args.append(r.id)
+            let set = try ctx.keys(ofRecord: r.id)
+            var args = RedisArgs(script: requeue, keys: [set.deadLetters, set.jobs])
+            args.append(r.entry)
             args.append(bytes: job)
             if try ctx.redis.run(requeue, args).integer == 1 { done += 1 }
         }
-        ctx.say(ctx.json ? AdminContext.encode(["requeued": done]) : "requeued \(done) job(s) onto \(ctx.keys.jobs)")
+        ctx.say(
+            ctx.json
+                ? AdminContext.encode(["requeued": done])
+                : "requeued \(done) job(s) onto \(ctx.keySets.count > 1 ? "their shards' queues" : ctx.keys.jobs)")
         return done
     }
 
@@ -128,12 +137,16 @@ public enum DeadLetterCommands {
         guard try confirmed(ctx, filter, records, verb: "purge", confirmation) else { return 0 }
         var removed = 0
         if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil {
-            removed = Int(try ctx.call(["XLEN", ctx.keys.deadLetters]).integer ?? 0)
-            _ = try ctx.call(["DEL", ctx.keys.deadLetters])
+            for set in ctx.keySets {
+                removed += Int(try ctx.call(["XLEN", set.deadLetters]).integer ?? 0)
+                _ = try ctx.call(["DEL", set.deadLetters])
+            }
         } else {
-            let ids = records.map(\.id)
-            for chunk in stride(from: 0, to: ids.count, by: 500) {
-                removed += Int(try ctx.call(["XDEL", ctx.keys.deadLetters] + ids[chunk..<min(chunk + 500, ids.count)]).integer ?? 0)
+            for set in ctx.keySets {
+                let ids = records.filter { $0.shard == set.shard }.map(\.entry)
+                for chunk in stride(from: 0, to: ids.count, by: 500) {
+                    removed += Int(try ctx.call(["XDEL", set.deadLetters] + ids[chunk..<min(chunk + 500, ids.count)]).integer ?? 0)
+                }
             }
         }
         ctx.say(ctx.json ? AdminContext.encode(["purged": removed]) : "purged \(removed) dead letter(s)")

@@ -22,30 +22,40 @@ public enum QueueCommands {
         public var paused: [(app: String, worker: String, reason: String)] = []
     }
 
+    /// The queue's figures, summed over its key sets (its shards, and its own keys).
     public static func stats(_ ctx: AdminContext) throws -> Stats {
         var s = Stats()
         let k = ctx.keys
-        s.depth = try ctx.call(["LLEN", k.jobs]).integer ?? 0
-        s.scheduled = try ctx.call(["ZCARD", k.scheduled]).integer ?? 0
-        // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
-        s.retries = Int64(
-            try ctx.call(["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
-                $0.text?.contains(#""attempts":["#) == true
-            }.count)
-        s.deadLetters = try ctx.call(["XLEN", k.deadLetters]).integer ?? 0
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let lastTen = try ctx.call(["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
-        s.resultsPerSecond = Double(lastTen) / 10
-        let counters = try ctx.call(["HGETALL", k.stats]).array.compactMap(\.text)
-        for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i]] = Int64(counters[i + 1]) ?? 0 }
-        let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
-        s.exists = try ctx.call(["EXISTS"] + named).integer ?? 0 > 0
-        let workers = try ctx.call(["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
-        for i in stride(from: 0, to: workers.count - 1, by: 2) {
-            let held = try ctx.inFlight(worker: workers[i])
-            s.inFlight += held
-            s.workers.append((workers[i], (Int64(Double(workers[i + 1]) ?? 0)) - now, held))
+        var exists = false
+        var workers: [String: (leaseLeftMs: Int64, inFlight: Int64)] = [:]
+        for k in ctx.keySets {
+            s.depth += try ctx.call(["LLEN", k.jobs]).integer ?? 0
+            s.scheduled += try ctx.call(["ZCARD", k.scheduled]).integer ?? 0
+            // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
+            s.retries += Int64(
+                try ctx.call(["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
+                    $0.text?.contains(#""attempts":["#) == true
+                }.count)
+            s.deadLetters += try ctx.call(["XLEN", k.deadLetters]).integer ?? 0
+            let lastTen = try ctx.call(["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
+            s.resultsPerSecond += Double(lastTen) / 10
+            let counters = try ctx.call(["HGETALL", k.stats]).array.compactMap(\.text)
+            for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i], default: 0] += Int64(counters[i + 1]) ?? 0 }
+            let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
+            exists = try exists || ctx.call(["EXISTS"] + named).integer ?? 0 > 0
+            let listed = try ctx.call(["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
+            for i in stride(from: 0, to: listed.count - 1, by: 2) {
+                let held = try ctx.inFlight(worker: listed[i], in: k)
+                s.inFlight += held
+                let left = (Int64(Double(listed[i + 1]) ?? 0)) - now
+                // A worker's lease is as good as its worst shard's.
+                let before = workers[listed[i]]
+                workers[listed[i]] = (min(before?.leaseLeftMs ?? left, left), (before?.inFlight ?? 0) + held)
+            }
         }
+        s.exists = exists
+        s.workers = workers.sorted { $0.key < $1.key }.map { ($0.key, $0.value.leaseLeftMs, $0.value.inFlight) }
         let pauses = try ctx.call(["HVALS", k.paused]).array.compactMap(\.text)
         let live = Set(s.workers.filter { $0.leaseLeftMs > 0 }.map(\.id))
         for text in pauses {
@@ -70,7 +80,8 @@ public enum QueueCommands {
             ctx.say(
                 AdminContext.encode(
                     [
-                        "queue": ctx.keys.queue, "depth": s.depth, "in_flight": s.inFlight, "scheduled": s.scheduled, "retries": s.retries,
+                        "queue": ctx.keys.queue, "shards": max(1, ctx.keySets.count - 1), "depth": s.depth, "in_flight": s.inFlight,
+                        "scheduled": s.scheduled, "retries": s.retries,
                         "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
                         "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
                         "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
@@ -81,7 +92,7 @@ public enum QueueCommands {
             return
         }
         ctx.say(
-            "queue \(ctx.keys.queue): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(oneDecimal(s.resultsPerSecond)) results/s"
+            "queue \(ctx.keys.queue)\(ctx.keySets.count > 1 ? " (\(ctx.keySets.count - 1) shards)" : ""): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(oneDecimal(s.resultsPerSecond)) results/s"
         )
         for p in s.paused { ctx.say("PAUSED: app \(p.app) on worker \(p.worker): \(p.reason)") }
         let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills", "may_duplicate"]
@@ -114,14 +125,20 @@ public enum QueueCommands {
                 )
             }
         }
+        // A sharded queue's jobs go to its shards at random, as the contract tells producers to.
+        let shards = ctx.keySets.filter { $0.shard != nil }
         var sent = 0
         while sent < jobs.count {
             let chunk = jobs[sent..<min(sent + 1000, jobs.count)]
-            var args = RedisArgs(capacity: chunk.reduce(64) { $0 + $1.count })
-            args.append("LPUSH")
-            args.append(ctx.keys.jobs)
-            for j in chunk { args.append(bytes: j) }
-            if case .error(let m) = try ctx.redis.command(args) { throw AdminError.redis(m) }
+            var byQueue: [String: [[UInt8]]] = [:]
+            for j in chunk { byQueue[(shards.randomElement() ?? ctx.keys).jobs, default: []].append(j) }
+            for (queue, jobs) in byQueue {
+                var args = RedisArgs(capacity: jobs.reduce(64) { $0 + $1.count })
+                args.append("LPUSH")
+                args.append(queue)
+                for j in jobs { args.append(bytes: j) }
+                if case .error(let m) = try ctx.redis.command(args) { throw AdminError.redis(m) }
+            }
             sent += chunk.count
             progress?(sent, jobs.count)
         }
@@ -131,9 +148,7 @@ public enum QueueCommands {
     /// The feed from the entry after `after` (from the start if nil), so that a script paging
     /// with the last id it saw gets no row twice.
     public static func invalidTokens(_ ctx: AdminContext, app: String?, after: String?, limit: Int) throws -> Int {
-        let start = after.map { "(" + $0 } ?? "-"
-        let records = StreamRecord.parse(try ctx.call(["XRANGE", ctx.keys.invalidTokens, start, "+", "COUNT", String(limit)]))
-            .filter { app == nil || $0.string("app") == app }
+        let records = try ctx.records(\.invalidTokens, after: after, limit: limit).filter { app == nil || $0.string("app") == app }
         ctx.table(
             ["id", "token", "app", "topic", "reason", "apns_timestamp"],
             records.map {

@@ -37,7 +37,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     /// The completion transaction's RESP, reused from batch to batch.
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
     /// Batches with unfinished jobs, for the check that rides on each transaction.
-    let unfinished = UnfinishedBatches()
+    let unfinished: UnfinishedBatches
     /// The number of the batch found in Redis since the take-back key was WATCHed on the
     /// current connection: a transaction touching no older batch needs no check of its own.
     private var checked: Int?
@@ -56,8 +56,9 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, gate: InFlightGate,
-        metrics: Metrics, logger: Logger, loop: EventLoop, linger: TimeInterval = 0.002
+        metrics: Metrics, logger: Logger, loop: EventLoop, lane: Int = 0, linger: TimeInterval = 0.002
     ) {
+        unfinished = UnfinishedBatches(lane: lane)
         lingerMs = max(1, Int((linger * 1000).rounded()))
         self.keys = keys
         self.workerID = workerID
@@ -109,7 +110,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         writeIfDue()
     }
 
-    private func writeIfDue() {
+    /// Starts a transaction if enough waits, or lingers for more. Loop thread.
+    func writeIfDue() {
         guard writing == nil, !queue.isEmpty else { return }
         if queue.count >= fullTransaction || stopping { return startWriting() }
         guard !lingering else { return }

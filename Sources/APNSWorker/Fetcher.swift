@@ -57,9 +57,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
-        gate: InFlightGate, batchIDs: BatchIDs, lease: LeaseGuard, loop: EventLoop, logger: Logger,
+        gate: InFlightGate, batchIDs: BatchIDs, lease: LeaseGuard, templates: TemplateSource, loop: EventLoop, logger: Logger,
         deliver: @escaping ([SendRequest?]) -> Void
-    ) throws {
+    ) {
         self.lease = lease
         self.loop = loop
         self.keys = keys
@@ -71,7 +71,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.batchIDs = batchIDs
         self.logger = logger
         self.deliver = deliver
-        templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
+        self.templates = templates
         // Its wait for jobs (BLMOVE) holds a reply up to a second.
         redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs + 1000)
         redis.owner = self
@@ -139,6 +139,11 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             }
             return
         }
+        if keys.shard != nil, !templates.hasReadRedis {
+            // A shard's jobs wait for the queue's templates, which another lane reads.
+            loop.schedule(afterMilliseconds: 10) {}
+            return
+        }
         unfreed.add(completer.takeRecorded())
         // Whole batches while the room holds two; else a quarter of the room at least, so that
         // a nearly full gate does not fetch a job at a time.
@@ -148,8 +153,11 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             unfreed.freeAll()
             return
         }
-        // Templates changed in Redis are read at most once a second, in the same write.
-        if let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) { send([read], expecting: .templates) }
+        // Templates changed in Redis are read at most once a second, in the same write, where
+        // they live: with the queue's own keys.
+        if keys.shard == nil, let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) {
+            send([read], expecting: .templates)
+        }
         let id = batchIDs.next()
         send(
             [fetchArgs(id, size: size, holdsNothing: holdsNothing), listArgs(id)],
@@ -242,6 +250,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         sends.reserveCapacity(taken.count)
         var decided: [FinishedJob] = []
         var units = 0
+        let library = templates.library
         // Read in place; a job's slice of the buffer is made once, for the job to keep.
         taken.bytes.withUnsafeBufferPointer { all in
             for (index, range) in taken.ranges.enumerated() {
@@ -257,7 +266,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
                     let (app, topic) = try resolve(parsed)
                     let job = try PayloadRenderer.render(
-                        consume parsed, templates: templates.library,
+                        consume parsed, templates: library,
                         truncateByDefault: apps[app].configuration.truncateBody)
                     if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                         units += 1

@@ -9,9 +9,12 @@ import Telemetry
 
 /// The housekeeping thread: renews this worker's lease, promotes due retries and scheduled
 /// jobs, and takes back the jobs of workers whose lease ran out (`kill -9`). Every worker runs
-/// one, so no coordinator is needed: each step is one atomic script.
+/// one for each key set it serves, so no coordinator is needed: each step is one atomic script.
 final class Housekeeper: @unchecked Sendable {
     private let keys: QueueKeys
+    /// The one for the queue's own keys also writes what is the queue's: paused apps, and the
+    /// count of resends that may duplicate.
+    private var hasQueueDuties: Bool { keys.shard == nil }
     private let workerID: String
     private let configuration: WorkerConfiguration
     private let logger: Logger
@@ -64,7 +67,7 @@ final class Housekeeper: @unchecked Sendable {
         }
     }
 
-    func start() { runner.start(name: "apns-housekeeper") { [self] in run() } }
+    func start() { runner.start(name: keys.shard.map { "apns-housekeeper-\($0)" } ?? "apns-housekeeper") { [self] in run() } }
 
     /// Moves the resends that may duplicate, counted in this process, to the stats hash; what
     /// Redis does not take is kept for the next call.
@@ -81,6 +84,7 @@ final class Housekeeper: @unchecked Sendable {
 
     /// Tells `health` of its Redis connection's state, and publishes its paused apps from it.
     func reportRedis(to health: HealthState) {
+        redis.label = keys.shard == nil ? redis.label : "housekeeper \(keys.label)"
         redis.health = health
         self.health = health
         health.redis(redis.label, error: "not connected yet")
@@ -149,9 +153,9 @@ final class Housekeeper: @unchecked Sendable {
                 args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
             ).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
-            try writeMayDuplicate(r)
+            if hasQueueDuties { try writeMayDuplicate(r) }
             for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
-            try publishPauses(r)
+            if hasQueueDuties { try publishPauses(r) }
             try takeBackStranded(r)
         }
     }

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import IOLoop
 import QueueContract
+import Synchronization
 
 /// What sends an I/O thread's requests: the APNs transport today; another provider would sit
 /// beside it, behind the same four calls, without the fetcher or the completer changing.
@@ -24,52 +25,76 @@ protocol NotificationTransport: AnyObject {
 extension APNSSender: NotificationTransport {}
 
 /// One I/O thread of the pipeline: one event loop that fetches its jobs, sends them through
-/// its transport and writes their outcomes (DESIGN.md §1).
+/// its transport and writes their outcomes (DESIGN.md §1), for each key set it serves (`lanes`).
 final class IOThread: @unchecked Sendable {  // started and stopped from the control plane; runs on its own thread
     let name: String
     let loop: EventLoop
     let transport: NotificationTransport
     /// Take this thread's jobs from Redis and write their outcomes, on its loop (set before `start`).
-    var fetcher: Fetcher?
-    var completer: Completer?
+    var lanes: [Lane] = []
+    /// Which lane fetches first this turn: each in turn, so that no shard waits behind another.
+    private var firstLane = 0
 
     init(name: String, loop: EventLoop, transport: NotificationTransport) {
         self.name = name
         self.loop = loop
         self.transport = transport
         // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
-        loop.afterEvents = { [unowned(unsafe) self] in
-            // Nothing is sent while the lease may have lapsed; once Redis has said which batches
-            // are still ours, the others' sends go, before anything else is sent.
-            let holds = self.fetcher?.leaseHolds(nowMs: self.loop.iterationNs / 1_000_000) ?? true
-            if holds, self.transport.holdsSends { self.transport.dropTakenBack() }
-            self.transport.holdsSends = !holds
-            self.transport.dispatch()
-            self.fetcher?.fetchIfRoom()
-        }
+        loop.afterEvents = { [unowned(unsafe) self] in self.turnEnded() }
+    }
+
+    private func turnEnded() {
+        // Nothing is sent while a lease may have lapsed; once Redis has said which batches
+        // are still ours, the others' sends go, before anything else is sent.
+        let nowMs = loop.iterationNs / 1_000_000
+        var holds = true
+        for lane in lanes where !lane.fetcher.leaseHolds(nowMs: nowMs) { holds = false }
+        if holds, transport.holdsSends { transport.dropTakenBack() }
+        transport.holdsSends = !holds
+        transport.dispatch()
+        let n = lanes.count
+        guard n > 1 else { return lanes.first?.fetcher.fetchIfRoom() ?? () }
+        for k in 0..<n { lanes[(firstLane + k) % n].fetcher.fetchIfRoom() }
+        firstLane = (firstLane + 1) % n
     }
 
     func start() {
         OSThread.start(name: name) { [self] in
             transport.start()
-            fetcher?.start()
-            completer?.start()
+            for lane in lanes {
+                lane.fetcher.start()
+                lane.completer.start()
+            }
             loop.run()
         }
     }
 
-    /// Closes every connection, lets the completer write what it holds, and ends the thread;
+    /// Closes every connection, lets the completers write what they hold, and ends the thread;
     /// returns once it has ended. Unsent jobs stay in Redis in flight.
     func stop() {
         let ended = DispatchSemaphore(value: 0)
         loop.execute { [self] in
             transport.close()
+            let left = Countdown(max(1, lanes.count))
             let end: @Sendable () -> Void = { [loop] in
+                guard left.isLast() else { return }
                 loop.stop()
                 ended.signal()
             }
-            if let completer { completer.finish(then: end) } else { end() }
+            if lanes.isEmpty { return end() }
+            for lane in lanes { lane.completer.finish(then: end) }
         }
         _ = ended.wait(timeout: .now() + .seconds(30))
+    }
+}
+
+/// Counts the completers still finishing; the last one ends the thread.
+private final class Countdown: Sendable {
+    private let left: Mutex<Int>
+    init(_ n: Int) { left = Mutex(n) }
+    func isLast() -> Bool {
+        left.withLock {
+            $0 -= 1; return $0 == 0
+        }
     }
 }

@@ -15,12 +15,15 @@ import Telemetry
 public final class Worker: @unchecked Sendable {
     public let workerID: String
     public let configuration: WorkerConfiguration
+    /// The queue's own keys, and the key sets it serves (its shards' with them, if any).
     public let keys: QueueKeys
+    public let servedKeys: [QueueKeys]
     private let logger: Logger
     private let apps: [AppRuntime]
     private let gate: InFlightGate
     private let ioThreads: [IOThread]
-    private let housekeeper: Housekeeper
+    /// One per key set served.
+    private let housekeepers: [Housekeeper]
     public let metrics: Metrics
     public let health: HealthState
     private var healthServer: HealthServer?
@@ -29,7 +32,8 @@ public final class Worker: @unchecked Sendable {
         self.configuration = configuration
         self.logger = logger
         workerID = configuration.workerID ?? Worker.defaultID()
-        keys = QueueKeys(queue: configuration.queue)
+        servedKeys = configuration.servedKeys
+        keys = servedKeys[0]
         metrics = Metrics()
         health = HealthState()
         // One JWT per (team, key), shared by every connection of the process.
@@ -58,31 +62,45 @@ public final class Worker: @unchecked Sendable {
         settings.ratePerConnection = configuration.ratePerConnection
         settings.logRejections = configuration.logRejections
         settings.logWholeTokens = configuration.logTokens == "whole"
-        let (runtimes, metrics, health, batchIDs, id, keys) = (apps, metrics, health, BatchIDs(), workerID, keys)
-        let lease = LeaseGuard(leaseMs: configuration.leaseMs)
-        // Each I/O thread fetches, sends and records its own jobs, on its own loop.
+        let (runtimes, metrics, health, batchIDs, id, served) = (apps, metrics, health, BatchIDs(), workerID, servedKeys)
+        let leases = served.map { _ in LeaseGuard(leaseMs: configuration.leaseMs) }
+        let templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
+        // Each I/O thread fetches, sends and records its own jobs, on its own loop, for each
+        // key set it serves.
         ioThreads = try (0..<configuration.ioThreads).map { i in
             let loop = try EventLoop()
-            let completer = Completer(
-                keys: keys, workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop)
+            let sets = LaneAssignment.keySets(thread: i, threads: configuration.ioThreads, sets: served.count)
+            let completers = sets.enumerated().map { lane, set in
+                Completer(
+                    keys: served[set], workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop,
+                    lane: lane)
+            }
             let name = "apns-io-\(i)"
             let sender = APNSSender(
                 name: name, apps: runtimes, settings: settings, logger: logger, metrics: metrics, health: health,
-                loop: loop, sink: completer)
+                loop: loop, sink: completers.count == 1 ? completers[0] : LaneSink(completers, gate: gate))
             let thread = IOThread(name: name, loop: loop, transport: sender)
-            thread.completer = completer
-            thread.fetcher = try Fetcher(
-                keys: keys, workerID: id, configuration: configuration, apps: runtimes, completer: completer,
-                gate: gate, batchIDs: batchIDs, lease: lease, loop: loop, logger: logger
-            ) { [unowned sender] in sender.accept($0) }
-            thread.fetcher?.reportRedis(to: health, as: "fetcher \(name)")
-            completer.reportRedis(to: health, as: "completer \(name)")
+            thread.lanes = zip(sets, completers).map { set, completer in
+                let fetcher = Fetcher(
+                    keys: served[set], workerID: id, configuration: configuration, apps: runtimes, completer: completer,
+                    gate: gate, batchIDs: batchIDs, lease: leases[set], templates: templates, loop: loop, logger: logger
+                ) { [unowned sender] in sender.accept($0) }
+                let label = served.count == 1 ? name : "\(name) \(served[set].label)"
+                fetcher.reportRedis(to: health, as: "fetcher \(label)")
+                completer.reportRedis(to: health, as: "completer \(label)")
+                return Lane(fetcher: fetcher, completer: completer)
+            }
             return thread
         }
-        housekeeper = Housekeeper(
-            keys: keys, workerID: workerID, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
-            lease: lease, held: { [completers = ioThreads.compactMap(\.completer)] in Set(completers.flatMap { $0.unfinished.held.map(\.id) }) })
-        housekeeper.reportRedis(to: health)
+        let lanes = ioThreads.flatMap(\.lanes)
+        housekeepers = served.enumerated().map { set, keys in
+            let completers = lanes.map(\.completer).filter { $0.keys == keys }
+            let housekeeper = Housekeeper(
+                keys: keys, workerID: id, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
+                lease: leases[set], held: { Set(completers.flatMap { $0.unfinished.held.map(\.id) }) })
+            housekeeper.reportRedis(to: health)
+            return housekeeper
+        }
     }
 
     /// Serves /metrics, /healthz and /readyz if the configuration names a port. Returns the port.
@@ -107,13 +125,16 @@ public final class Worker: @unchecked Sendable {
         for warning in configuration.apps.flatMap(\.credentialWarnings) {
             logger.warning("a private key is not private", ["detail": .string(warning)])
         }
-        housekeeper.recoverPreviousRun()
-        housekeeper.start()
+        for housekeeper in housekeepers {
+            housekeeper.recoverPreviousRun()
+            housekeeper.start()
+        }
         for thread in ioThreads { thread.start() }
         logger.info(
             "worker started",
             [
-                "worker": .string(workerID), "queue": .string(configuration.queue), "redis": .string(configuration.redis.description),
+                "worker": .string(workerID), "queue": .string(configuration.queue), "shards": .int(configuration.shards),
+                "redis": .string(configuration.redis.description),
                 "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
                 "connections": .int(configuration.connections), "streams": .int(configuration.streams),
             ])
@@ -180,19 +201,24 @@ public final class Worker: @unchecked Sendable {
     /// outcomes, and hands any still unfinished back to the queue.
     public func shutdown() {
         logger.info("stopping: no new jobs; finishing those in flight", ["in_flight": .int(gate.current)])
-        for thread in ioThreads { thread.fetcher?.stop() }
+        for lane in ioThreads.flatMap(\.lanes) { lane.fetcher.stop() }
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
         for thread in ioThreads { thread.stop() }  // each writes the outcomes it holds
-        housekeeper.stop()
+        for housekeeper in housekeepers { housekeeper.stop() }
         healthServer?.stop()
         var handedBack: Int64 = 0
-        do {
-            let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
-            handedBack = try InFlightJobs.handBack(redis, keys, worker: workerID)
-            _ = try redis.command(["HDEL", keys.paused] + configuration.apps.map { "\($0.name)/\(workerID)" })
-            try housekeeper.writeMayDuplicate(redis)
-        } catch {
-            logger.error("cannot hand unfinished jobs back; they will be recovered when the lease runs out", ["error": .string("\(error)")])
+        for (set, keys) in servedKeys.enumerated() {
+            do {
+                let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
+                handedBack += try InFlightJobs.handBack(redis, keys, worker: workerID)
+                guard set == 0 else { continue }
+                _ = try redis.command(["HDEL", keys.paused] + configuration.apps.map { "\($0.name)/\(workerID)" })
+                try housekeepers[0].writeMayDuplicate(redis)
+            } catch {
+                logger.error(
+                    "cannot hand unfinished jobs back; they will be recovered when the lease runs out",
+                    ["keys": .string(keys.label), "error": .string("\(error)")])
+            }
         }
         logger.info("stopped", ["drained": .string(drained ? "yes" : "no"), "handed_back": .int(Int(handedBack))])
     }

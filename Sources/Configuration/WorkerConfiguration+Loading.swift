@@ -35,6 +35,7 @@ extension WorkerConfiguration {
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens", "results",
+            "shards",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown([
@@ -60,6 +61,7 @@ extension WorkerConfiguration {
             }
         }
         queue = try f.string("queue") ?? queue
+        shards = try f.int("shards") ?? shards
         workerID = try f.string("worker_id")
         connections = try f.int("connections") ?? connections
         streams = try f.int("streams") ?? streams
@@ -110,6 +112,7 @@ extension WorkerConfiguration {
         func int(_ name: String) throws -> Int? { try env.wholeNumber(name) }
         try redis.apply(environment: env)
         queue = env["APNSW_QUEUE"] ?? queue
+        shards = try int("APNSW_SHARDS") ?? shards
         if let mode = env["APNSW_RESULTS"] { results = try Self.resultsMode(mode, setting: "APNSW_RESULTS") }
         workerID = env["APNSW_WORKER_ID"] ?? workerID
         connections = try int("APNSW_CONNECTIONS") ?? connections
@@ -154,7 +157,7 @@ extension WorkerConfiguration {
         guard Set(apps.map(\.name)).count == apps.count else { throw ConfigurationError("app names must be unique") }
         for (name, value, range) in [
             ("connections", connections, 1...1024), ("streams", streams, 1...10_000),
-            ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000),
+            ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000), ("shards", shards, 1...256),
             ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
             ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
             ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),

@@ -9,6 +9,10 @@ import Telemetry
 public struct WorkerConfiguration: Sendable {
     public var redis = RedisEndpoint()
     public var queue = "default"
+    /// The queue's keys live under this many hash tags (`{queue.0}` …), which spread over a cluster.
+    public var shards = 1
+    /// The key sets this worker serves (QueueKeys.served).
+    public var servedKeys: [QueueKeys] { QueueKeys.served(queue: queue, shards: shards) }
     public var workerID: String?
     public var apps: [AppConfiguration] = []
     /// APNs connections per app per I/O thread.

@@ -1,16 +1,21 @@
 /// Every Redis key of one queue. Nothing else in the code writes key strings.
 ///
-/// All keys share the hash tag `{queue}`, so each multi-key script is legal on Redis Cluster.
-/// The README's "Redis keys" table documents each one. The queue's own keys are built once, as
-/// hot paths read them for every batch.
+/// All keys of one shard share its hash tag (`{queue}`, or `{queue.i}` for shard i), so each
+/// multi-key script is legal on Redis Cluster. The templates and the paused apps are the queue's,
+/// under `{queue}` whatever its shards. The README's "Redis keys" table documents each one. The
+/// keys are built once, as hot paths read them for every batch.
 public struct QueueKeys: Sendable, Equatable {
     public let queue: String
+    /// The shard these keys belong to; nil for the queue's own keys (`{queue}`).
+    public let shard: Int?
     public let prefix: String
 
-    public init(queue: String, namespace: String = "apns") {
+    public init(queue: String, shard: Int? = nil, namespace: String = "apns") {
         self.queue = queue
-        let prefix = "\(namespace):{\(queue)}"
+        self.shard = shard
+        let prefix = shard.map { "\(namespace):{\(queue).\($0)}" } ?? "\(namespace):{\(queue)}"
         self.prefix = prefix
+        let queuePrefix = "\(namespace):{\(queue)}"
         jobs = prefix + ":jobs"
         handleCounter = prefix + ":seq"
         workers = prefix + ":workers"
@@ -18,10 +23,22 @@ public struct QueueKeys: Sendable, Equatable {
         invalidTokens = prefix + ":invalid-tokens"
         deadLetters = prefix + ":dead"
         scheduled = prefix + ":scheduled"
-        templates = prefix + ":templates"
+        templates = queuePrefix + ":templates"
         stats = prefix + ":stats"
-        paused = prefix + ":paused"
+        paused = queuePrefix + ":paused"
     }
+
+    /// The key sets a worker serves for a queue of `shards` shards: the queue's own, and with two
+    /// or more shards each shard's too. The queue's own stay served, so that moving a queue from
+    /// one shard to N strands nothing.
+    public static func served(queue: String, shards: Int, namespace: String = "apns") -> [QueueKeys] {
+        let own = QueueKeys(queue: queue, namespace: namespace)
+        guard shards > 1 else { return [own] }
+        return [own] + (0..<shards).map { QueueKeys(queue: queue, shard: $0, namespace: namespace) }
+    }
+
+    /// How these keys are named in logs and tables: the queue, and its shard if any.
+    public var label: String { shard.map { "\(queue).\($0)" } ?? queue }
 
     /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
     public let jobs: String

@@ -4,13 +4,16 @@ public final class TakenBatch: @unchecked Sendable {  // an I/O thread's alone: 
     public let id: String
     /// Fetch order within this process: a later batch has a higher number.
     public let number: Int
+    /// Which of its I/O thread's lanes (one per key set it serves) took it, and acks it.
+    public let lane: Int
     /// Jobs not yet acked.
     public var unfinished: Int
     /// Another worker took the batch back (this one's lease had lapsed): its jobs are not ours.
     public var takenBack = false
 
-    public init(id: String, number: Int, jobs: Int) {
+    public init(id: String, number: Int, jobs: Int, lane: Int = 0) {
         self.id = id
+        self.lane = lane
         self.number = number
         unfinished = jobs
     }

@@ -12,14 +12,17 @@ public final class UnfinishedBatches: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    public init() {}
+    /// The lane whose batches these are (TakenBatch.lane).
+    public let lane: Int
+
+    public init(lane: Int = 0) { self.lane = lane }
 
     /// A fetcher took a batch: numbered here, under the lock that orders the list, so that
     /// numbers follow the list's order whichever I/O thread fetched.
     public func open(id: String, jobs: Int) -> TakenBatch {
         state.withLock { s in
             s.lastNumber += 1
-            let batch = TakenBatch(id: id, number: s.lastNumber, jobs: jobs)
+            let batch = TakenBatch(id: id, number: s.lastNumber, jobs: jobs, lane: lane)
             s.batches.append(batch)
             return batch
         }

@@ -14,7 +14,7 @@ import Telemetry
 
 let help: [String: String] = [
     "": """
-    usage: apnsctl [--config FILE] [--redis HOST:PORT|/SOCKET] [--db N] [--queue NAME] [--json] COMMAND ...
+    usage: apnsctl [--config FILE] [--redis HOST:PORT|/SOCKET] [--db N] [--queue NAME] [--shards N] [--json] COMMAND ...
            apnsctl --version
 
     commands:
@@ -27,7 +27,8 @@ let help: [String: String] = [
       tokens invalid  read the invalid-token feed (--app, --since ID, --limit)
       check-config    validate the configuration and credentials (needs --config)
 
-    Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
+    A queue of N shards (--shards, or the configuration's shards) is read and summed over all of
+    them; a shard's record ids end in @SHARD. Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
     The Redis password is read from the configuration, APNSW_REDIS_PASSWORD or the file
     APNSW_REDIS_PASSWORD_FILE names, never from a flag.
     Exit codes: 0 done, 1 nothing matched or invalid input or failed checks, 2 usage (an unknown
@@ -106,12 +107,14 @@ struct APNSCtl {
         var config: WorkerConfiguration?
         var endpoint = RedisEndpoint()
         var queue = "default"
+        var shards = 1
         let environment = ProcessInfo.processInfo.environment
         if let path = option("config") ?? environment["APNSW_CONFIG"] {
             do {
                 config = try WorkerConfiguration.load(path: path)
                 endpoint = config!.redis
                 queue = config!.queue
+                shards = config!.shards
             } catch {
                 if words.first == "check-config" { print("error: \(error)"); exit(1) }
                 fail("configuration: \(error)", code: 2)
@@ -123,6 +126,7 @@ struct APNSCtl {
                 try endpoint.validateSentinel()
             } catch { fail("\(error)", code: 2) }
             queue = environment["APNSW_QUEUE"] ?? queue
+            shards = environment["APNSW_SHARDS"].flatMap { Int($0) } ?? shards
         }
         if let r = option("redis") {
             if r.hasPrefix("/") {
@@ -136,6 +140,10 @@ struct APNSCtl {
         }
         if let db = option("db") { endpoint.database = Int(db) ?? 0 }
         if let q = option("queue") { queue = q }
+        if let n = option("shards") {
+            guard let count = Int(n), (1...256).contains(count) else { fail("--shards takes a number in 1...256, not \(n)", code: 2) }
+            shards = count
+        }
 
         if words.first == "check-config" {
             guard let config else { fail("check-config needs --config FILE", code: 2) }
@@ -155,7 +163,7 @@ struct APNSCtl {
 
         let redis: BlockingRedisConnection
         do { redis = try BlockingRedisConnection(endpoint, timeoutMs: 10_000) } catch { fail("\(error)", code: 3) }
-        let ctx = AdminContext(redis: redis, keys: QueueKeys(queue: queue), json: flag("json"), configuration: config)
+        let ctx = AdminContext(redis: redis, keys: QueueKeys(queue: queue), shards: shards, json: flag("json"), configuration: config)
 
         func filter(ids: ArraySlice<String>) throws -> DeadLetterFilter {
             for id in ids where !DeadLetterFilter.isValidID(id) {
@@ -191,7 +199,10 @@ struct APNSCtl {
                 let showProgress = flag("progress") || (jobs.count >= 1000 && isatty(2) == 1)
                 let n = try QueueCommands.enqueue(
                     ctx, jobs: jobs, knownApps: config?.apps.map(\.name), progress: showProgress ? { progressBar($0, $1) } : nil)
-                ctx.say(ctx.json ? AdminContext.encode(["enqueued": n, "queue": queue]) : "enqueued \(n) job(s) onto \(ctx.keys.jobs)")
+                ctx.say(
+                    ctx.json
+                        ? AdminContext.encode(["enqueued": n, "queue": queue])
+                        : "enqueued \(n) job(s) onto \(shards > 1 ? "the \(shards) shards of queue \(queue)" : ctx.keys.jobs)")
             case ("stats"?, _):
                 QueueCommands.printStats(ctx, try QueueCommands.stats(ctx))
             case ("dead"?, "list"?):

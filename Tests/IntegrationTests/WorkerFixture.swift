@@ -14,6 +14,8 @@ final class WorkerFixture: @unchecked Sendable {
     let mock: MockFixture
     let queue: String
     let keys: QueueKeys
+    /// Every key set the workers serve: `keys` alone, or with each shard's.
+    let keySets: [QueueKeys]
     let directory: TemporaryDirectory
     let configFile: String
     /// The mock's address as an app's "endpoint" setting.
@@ -25,6 +27,7 @@ final class WorkerFixture: @unchecked Sendable {
         mock = try MockFixture(configure: configureMock)
         queue = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         keys = QueueKeys(queue: queue)
+        keySets = QueueKeys.served(queue: queue, shards: settings["shards"] as? Int ?? 1)
         directory = try TemporaryDirectory("apnsw-worker")
         configFile = directory.file("worker.json")
         let endpoint: [String: Any] = ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"]
@@ -101,22 +104,26 @@ final class WorkerFixture: @unchecked Sendable {
     /// How many jobs a worker holds unfinished in Redis.
     func inFlight(_ worker: String) throws -> Int64 { try InFlightJobs.count(connect(), keys, worker: worker) }
 
-    /// LPUSHes jobs in chunks, as any producer would.
-    func enqueue(_ jobs: [String]) throws {
+    /// LPUSHes jobs in chunks, as any producer would, onto `to` (the queue's own list by default).
+    func enqueue(_ jobs: [String], to list: String? = nil) throws {
         let r = try connect()
         var i = 0
         while i < jobs.count {
             let chunk = jobs[i..<min(i + 1000, jobs.count)]
-            let reply = try r.command(["LPUSH", keys.jobs] + chunk)
+            let reply = try r.command(["LPUSH", list ?? keys.jobs] + chunk)
             if case .error(let m) = reply { throw TestSupportError(m) }
             i += chunk.count
         }
     }
 
+    /// The stats counters, summed over every key set.
     func stats() throws -> [String: Int] {
-        let items = try connect().command(["HGETALL", keys.stats]).array.compactMap(\.text)
         var out: [String: Int] = [:]
-        for i in stride(from: 0, to: items.count - 1, by: 2) { out[items[i]] = Int(items[i + 1]) }
+        let r = try connect()
+        for set in keySets {
+            let items = try r.command(["HGETALL", set.stats]).array.compactMap(\.text)
+            for i in stride(from: 0, to: items.count - 1, by: 2) { out[items[i], default: 0] += Int(items[i + 1]) ?? 0 }
+        }
         return out
     }
 
@@ -153,10 +160,15 @@ final class WorkerFixture: @unchecked Sendable {
         }
     }
 
+    /// Every record of one stream of each key set.
+    func records(in stream: KeyPath<QueueKeys, String>) throws -> [[String: Any]] {
+        try keySets.flatMap { try records($0[keyPath: stream]) }
+    }
+
     /// Every one of `jobs` jobs has exactly one result record, and each was delivered.
     func assertOneResultEach(_ jobs: Int, file: StaticString = #filePath, line: UInt = #line) throws {
         var perJob: [String: Int] = [:]
-        for r in try records(keys.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
+        for r in try records(in: \.results) { perJob[r["job_id"] as? String ?? "?", default: 0] += 1 }
         XCTAssertEqual(perJob.count, jobs, "every job has a result", file: file, line: line)
         let twice = perJob.filter { $0.value > 1 }
         XCTAssertTrue(twice.isEmpty, "\(twice.count) jobs have more than one result", file: file, line: line)
@@ -181,6 +193,6 @@ final class WorkerFixture: @unchecked Sendable {
 
     deinit {
         for w in workers where w.isRunning { w.signal(SIGKILL) }
-        try? redis.reset(queue: queue)
+        for set in keySets { try? redis.reset(queue: set.label) }
     }
 }
