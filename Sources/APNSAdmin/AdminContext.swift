@@ -14,11 +14,15 @@ public final class AdminContext {
     public let json: Bool
     public let configuration: WorkerConfiguration?
     private let output: (String) -> Void
+    /// On a cluster, where each key set's connection goes (its slot's master), and those made.
+    private let cluster: RedisEndpoint?
+    private var connections: [String: BlockingRedisConnection] = [:]
 
     public init(
         redis: BlockingRedisConnection, keys: QueueKeys, shards: Int = 1, json: Bool, configuration: WorkerConfiguration? = nil,
-        output: @escaping (String) -> Void = { print($0) }
+        cluster: RedisEndpoint? = nil, output: @escaping (String) -> Void = { print($0) }
     ) {
+        self.cluster = cluster?.cluster == nil ? nil : cluster
         self.redis = redis
         self.keys = keys
         keySets = QueueKeys.served(queue: keys.queue, shards: shards, namespace: String(keys.prefix.prefix { $0 != ":" }))
@@ -61,15 +65,27 @@ public final class AdminContext {
         JSONValue(any: value).text
     }
 
-    /// Runs a command; a server error becomes an AdminError.
-    func call(_ args: [String]) throws -> RedisReply {
-        let reply = try redis.command(args)
+    /// The connection for a key set's commands: on a cluster, to the master of its slot.
+    func connection(_ set: QueueKeys) throws -> BlockingRedisConnection {
+        guard let cluster else { return redis }
+        if let open = connections[set.label] { return open }
+        let made = try BlockingRedisConnection(cluster.routed(toKey: set.jobs), timeoutMs: 10_000)
+        connections[set.label] = made
+        return made
+    }
+
+    /// Runs a command on a key set's keys (the queue's own by default); a server error becomes
+    /// an AdminError.
+    func call(_ args: [String]) throws -> RedisReply { try call(keys, args) }
+
+    func call(_ set: QueueKeys, _ args: [String]) throws -> RedisReply {
+        let reply = try connection(set).command(args)
         if case .error(let m) = reply { throw AdminError.redis(m) }
         return reply
     }
 
     /// How many jobs a worker holds unfinished in one key set.
-    func inFlight(worker: String, in keys: QueueKeys) throws -> Int64 { try InFlightJobs.count(redis, keys, worker: worker) }
+    func inFlight(worker: String, in keys: QueueKeys) throws -> Int64 { try InFlightJobs.count(connection(keys), keys, worker: worker) }
 
     /// The key set a record id names (`id@shard`, or the queue's own for a bare id).
     func keys(ofRecord id: String) throws -> QueueKeys {
@@ -85,7 +101,7 @@ public final class AdminContext {
         let start = after.map { "(" + StreamRecord.split($0).entry } ?? "-"
         var all: [StreamRecord] = []
         for set in keySets {
-            all += StreamRecord.parse(try call(["XRANGE", set[keyPath: stream], start, "+", "COUNT", String(limit)]), shard: set.shard)
+            all += StreamRecord.parse(try call(set, ["XRANGE", set[keyPath: stream], start, "+", "COUNT", String(limit)]), shard: set.shard)
         }
         guard keySets.count > 1 else { return all }
         return Array(all.sorted { ($0.timeMs, $0.sequence, $0.shard ?? -1) < ($1.timeMs, $1.sequence, $1.shard ?? -1) }.prefix(limit))

@@ -69,7 +69,7 @@ public enum DeadLetterCommands {
         if filter.ids.count == 1, !filter.all {
             let (entry, shard) = StreamRecord.split(filter.ids[0])
             let set = try ctx.keys(ofRecord: filter.ids[0])
-            return StreamRecord.parse(try ctx.call(["XRANGE", set.deadLetters, entry, entry]), shard: shard)
+            return StreamRecord.parse(try ctx.call(set, ["XRANGE", set.deadLetters, entry, entry]), shard: shard)
         }
         return try ctx.records(\.deadLetters, limit: limit).filter { filter.matches($0, nowMs: now) }
     }
@@ -121,7 +121,7 @@ public enum DeadLetterCommands {
             var args = RedisArgs(script: requeue, keys: [set.deadLetters, set.jobs])
             args.append(r.entry)
             args.append(bytes: job)
-            if try ctx.redis.run(requeue, args).integer == 1 { done += 1 }
+            if try ctx.connection(set).run(requeue, args).integer == 1 { done += 1 }
         }
         ctx.say(
             ctx.json
@@ -138,14 +138,14 @@ public enum DeadLetterCommands {
         var removed = 0
         if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil {
             for set in ctx.keySets {
-                removed += Int(try ctx.call(["XLEN", set.deadLetters]).integer ?? 0)
-                _ = try ctx.call(["DEL", set.deadLetters])
+                removed += Int(try ctx.call(set, ["XLEN", set.deadLetters]).integer ?? 0)
+                _ = try ctx.call(set, ["DEL", set.deadLetters])
             }
         } else {
             for set in ctx.keySets {
                 let ids = records.filter { $0.shard == set.shard }.map(\.entry)
                 for chunk in stride(from: 0, to: ids.count, by: 500) {
-                    removed += Int(try ctx.call(["XDEL", set.deadLetters] + ids[chunk..<min(chunk + 500, ids.count)]).integer ?? 0)
+                    removed += Int(try ctx.call(set, ["XDEL", set.deadLetters] + ids[chunk..<min(chunk + 500, ids.count)]).integer ?? 0)
                 }
             }
         }

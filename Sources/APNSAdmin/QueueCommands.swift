@@ -30,21 +30,21 @@ public enum QueueCommands {
         var exists = false
         var workers: [String: (leaseLeftMs: Int64, inFlight: Int64)] = [:]
         for k in ctx.keySets {
-            s.depth += try ctx.call(["LLEN", k.jobs]).integer ?? 0
-            s.scheduled += try ctx.call(["ZCARD", k.scheduled]).integer ?? 0
+            s.depth += try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
+            s.scheduled += try ctx.call(k, ["ZCARD", k.scheduled]).integer ?? 0
             // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
             s.retries += Int64(
-                try ctx.call(["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
+                try ctx.call(k, ["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
                     $0.text?.contains(#""attempts":["#) == true
                 }.count)
-            s.deadLetters += try ctx.call(["XLEN", k.deadLetters]).integer ?? 0
-            let lastTen = try ctx.call(["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
+            s.deadLetters += try ctx.call(k, ["XLEN", k.deadLetters]).integer ?? 0
+            let lastTen = try ctx.call(k, ["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
             s.resultsPerSecond += Double(lastTen) / 10
-            let counters = try ctx.call(["HGETALL", k.stats]).array.compactMap(\.text)
+            let counters = try ctx.call(k, ["HGETALL", k.stats]).array.compactMap(\.text)
             for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i], default: 0] += Int64(counters[i + 1]) ?? 0 }
             let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
-            exists = try exists || ctx.call(["EXISTS"] + named).integer ?? 0 > 0
-            let listed = try ctx.call(["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
+            exists = try exists || ctx.call(k, ["EXISTS"] + named).integer ?? 0 > 0
+            let listed = try ctx.call(k, ["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
             for i in stride(from: 0, to: listed.count - 1, by: 2) {
                 let held = try ctx.inFlight(worker: listed[i], in: k)
                 s.inFlight += held
@@ -133,11 +133,12 @@ public enum QueueCommands {
             var byQueue: [String: [[UInt8]]] = [:]
             for j in chunk { byQueue[(shards.randomElement() ?? ctx.keys).jobs, default: []].append(j) }
             for (queue, jobs) in byQueue {
+                let set = ctx.keySets.first { $0.jobs == queue } ?? ctx.keys
                 var args = RedisArgs(capacity: jobs.reduce(64) { $0 + $1.count })
                 args.append("LPUSH")
                 args.append(queue)
                 for j in jobs { args.append(bytes: j) }
-                if case .error(let m) = try ctx.redis.command(args) { throw AdminError.redis(m) }
+                if case .error(let m) = try ctx.connection(set).command(args) { throw AdminError.redis(m) }
             }
             sent += chunk.count
             progress?(sent, jobs.count)

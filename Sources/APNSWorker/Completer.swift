@@ -67,7 +67,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         self.metrics = metrics
         self.logger = logger
         self.loop = loop
-        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs)
+        redis = EventLoopRedisConnection(
+            configuration.redis.routed(toKey: keys.jobs), loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, caps: configuration.recordCaps)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
         redis.owner = self

@@ -95,9 +95,10 @@ final class EventLoopRedisConnection: EventHandler {
     /// to hiredis in numbers so that it looks nothing up on this thread.
     private func connect() {
         guard !closed else { return }
-        guard endpoint.sentinel != nil else { return connect(to: endpoint) }
-        // Behind Sentinel: the sentinels are asked off the loop (blocking calls, seconds when
-        // one is down), and the master they name must say ROLE master; then it is dialled.
+        guard endpoint.sentinel != nil || endpoint.cluster != nil else { return connect(to: endpoint) }
+        // Behind Sentinel or on a cluster: the sentinels or the cluster's nodes are asked off
+        // the loop (blocking calls, seconds when one is down), and the master they name must
+        // say ROLE master; then it is dialled.
         let asking = endpoint, timeoutMs = Int(replyTimeoutMs)
         loop.runOffLoop({ Result { () throws(RedisError) in try BlockingRedisConnection(asking, timeoutMs: timeoutMs).endpoint } }) {
             [weak self] result in

@@ -73,7 +73,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.deliver = deliver
         self.templates = templates
         // Its wait for jobs (BLMOVE) holds a reply up to a second.
-        redis = EventLoopRedisConnection(configuration.redis, loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs + 1000)
+        redis = EventLoopRedisConnection(
+            configuration.redis.routed(toKey: keys.jobs), loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs + 1000)
         redis.owner = self
     }
 

@@ -2,6 +2,7 @@ import APNSCore
 import FoundationEssentials
 import Glibc
 import IOLoop
+import QueueContract
 import RedisClient
 import Telemetry
 
@@ -13,7 +14,8 @@ final class HealthServer: @unchecked Sendable {
     private unowned let worker: Worker
     private let logger: Logger
     private let runner = ThreadRunner()
-    private var redis: BlockingRedisConnection?
+    /// One connection per key set served (on a cluster they may be on different nodes).
+    private var redis: [String: BlockingRedisConnection] = [:]
 
     init(port: Int, host: String, worker: Worker, logger: Logger) throws {
         (fd, self.port) = try Socket.listen(host: host, port: port)
@@ -65,29 +67,38 @@ final class HealthServer: @unchecked Sendable {
         _ = out.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
     }
 
-    /// The oldest queued job when last scraped, and since when it has been the oldest.
-    private var oldest: (job: [UInt8], sinceMs: Int64)?
+    /// Per key set, the oldest queued job when last scraped, and since when it has been the oldest.
+    private var oldest: [String: (job: [UInt8], sinceMs: Int64)] = [:]
 
     private func metrics() -> String {
         let queue = Metrics.Labels(("queue", worker.keys.queue))
-        let read = try? withRedis { r throws(RedisError) in
-            let replies = try r.pipeline([["LLEN", worker.keys.jobs], ["LINDEX", worker.keys.jobs, "-1"]].map { $0.map { Array($0.utf8) } })
-            guard case .string(let tail) = replies[1] else { return (replies[0].integer ?? 0, [UInt8]?.none) }
-            return (replies[0].integer ?? 0, tail)
-        }
         let now = WallClock.nowMilliseconds()
-        // The list holds no times: the oldest job's age is how long it has been at the end, at least.
-        if let tail = read?.1 {
-            if oldest?.job != tail { oldest = (tail, now) }
-        } else {
-            oldest = nil
+        // The depth of every key set, and the age of the oldest job in any.
+        var read: (depth: Int64, oldestSinceMs: Int64)? = (0, now)
+        for keys in worker.servedKeys {
+            let tail = try? withRedis(keys) { r throws(RedisError) in
+                let replies = try r.pipeline([["LLEN", keys.jobs], ["LINDEX", keys.jobs, "-1"]].map { $0.map { Array($0.utf8) } })
+                guard case .string(let tail) = replies[1] else { return (replies[0].integer ?? 0, [UInt8]?.none) }
+                return (replies[0].integer ?? 0, tail)
+            }
+            guard let (depth, job) = tail, let sum = read else {
+                read = nil
+                continue
+            }
+            // The list holds no times: the oldest job's age is how long it has been at the end, at least.
+            if let job {
+                if oldest[keys.label]?.job != job { oldest[keys.label] = (job, now) }
+            } else {
+                oldest[keys.label] = nil
+            }
+            read = (sum.depth + depth, min(sum.oldestSinceMs, oldest[keys.label]?.sinceMs ?? now))
         }
         worker.metrics.record { m in
             m.set("apns_in_flight", .init(), Double(worker.inFlight))
             m.set("apns_redis_up", .init(), worker.health.redisProblems.isEmpty ? 1 : 0)
-            if let (depth, _) = read {
-                m.set("apns_queue_depth", queue, Double(depth))
-                m.set("apns_queue_oldest_age_seconds", queue, Double(now - (oldest?.sinceMs ?? now)) / 1000)
+            if let read {
+                m.set("apns_queue_depth", queue, Double(read.depth))
+                m.set("apns_queue_oldest_age_seconds", queue, Double(now - read.oldestSinceMs) / 1000)
             } else {
                 m.unset("apns_queue_depth", queue)
                 m.unset("apns_queue_oldest_age_seconds", queue)
@@ -135,13 +146,19 @@ final class HealthServer: @unchecked Sendable {
         return (ready, String(decoding: w.bytes, as: UTF8.self) + "\n")
     }
 
-    /// One short-timeout connection, replaced after any error.
-    private func withRedis<R>(_ body: (BlockingRedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
-        do {
-            if redis == nil { redis = try BlockingRedisConnection(worker.configuration.redis, timeoutMs: 500) }
-            return try body(redis!)
+    /// One short-timeout connection per key set, replaced after any error.
+    private func withRedis<R>(_ keys: QueueKeys, _ body: (BlockingRedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
+        do throws(RedisError) {
+            let r: BlockingRedisConnection
+            if let open = redis[keys.label] {
+                r = open
+            } else {
+                r = try BlockingRedisConnection(worker.configuration.redis.routed(toKey: keys.jobs), timeoutMs: 500)
+                redis[keys.label] = r
+            }
+            return try body(r)
         } catch {
-            redis = nil
+            redis[keys.label] = nil
             throw error
         }
     }

@@ -47,7 +47,8 @@ final class Housekeeper: @unchecked Sendable {
         self.workerID = workerID
         self.configuration = configuration
         self.logger = logger
-        redis = ReconnectingRedisConnection(configuration.redis, timeoutMs: configuration.redisReplyTimeoutMs, logger: logger)
+        redis = ReconnectingRedisConnection(
+            configuration.redis.routed(toKey: keys.jobs), timeoutMs: configuration.redisReplyTimeoutMs, logger: logger)
         // Three or more renewals per lease; due retries wait at most 100 ms for promotion.
         intervalMs = max(20, min(100, configuration.leaseMs / 3))
     }

@@ -209,7 +209,7 @@ public final class Worker: @unchecked Sendable {
         var handedBack: Int64 = 0
         for (set, keys) in servedKeys.enumerated() {
             do {
-                let redis = try BlockingRedisConnection(configuration.redis, timeoutMs: 5000)
+                let redis = try BlockingRedisConnection(configuration.redis.routed(toKey: keys.jobs), timeoutMs: 5000)
                 handedBack += try InFlightJobs.handBack(redis, keys, worker: workerID)
                 guard set == 0 else { continue }
                 _ = try redis.command(["HDEL", keys.paused] + configuration.apps.map { "\($0.name)/\(workerID)" })

@@ -56,6 +56,9 @@ extension RedisEndpoint {
     }
 
     private mutating func applySentinel(environment env: [String: String]) throws {
+        if let listed = env["APNSW_REDIS_CLUSTER"] {
+            cluster = try Self.cluster(listed.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }, setting: "APNSW_REDIS_CLUSTER")
+        }
         if let listed = env["APNSW_REDIS_SENTINELS"] {
             let given = listed.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
             var s = try Self.sentinel(given, setting: "APNSW_REDIS_SENTINELS")
@@ -85,8 +88,27 @@ extension RedisEndpoint {
         return RedisSentinel(addresses: addresses, masterName: "")
     }
 
-    /// Sentinel settings that can work: a master name, and no unix socket beside them.
+    /// Cluster seeds, "host:port" each (port 6379 if none is given).
+    static func cluster(_ listed: [String], setting: String) throws -> RedisCluster {
+        guard !listed.isEmpty else { throw ConfigurationError("\(setting) must name at least one node of the cluster (host:port)") }
+        return RedisCluster(
+            seeds: try listed.map { text in
+                guard var a = RedisSentinel.Address(parsing: text) else {
+                    throw ConfigurationError("\(setting): \"\(text)\" is not host:port (a port from 1 to 65535)")
+                }
+                if !text.contains(":") || text.hasSuffix("]") { a.port = 6379 }
+                return a
+            })
+    }
+
+    /// Sentinel or cluster settings that can work: a master name, and no unix socket (or, on a
+    /// cluster, database) beside them.
     public func validateSentinel() throws {
+        if cluster != nil {
+            guard sentinel == nil else { throw ConfigurationError("redis.cluster and redis.sentinels exclude each other") }
+            guard socket == nil else { throw ConfigurationError("redis.cluster and redis.socket exclude each other") }
+            guard database == 0 else { throw ConfigurationError("redis.database must be 0 on a cluster (Redis Cluster has one database)") }
+        }
         guard let sentinel else { return }
         guard !sentinel.masterName.isEmpty else {
             throw ConfigurationError("redis.sentinels needs redis.master_name (the name the sentinels monitor)")

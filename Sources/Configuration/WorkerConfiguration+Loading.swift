@@ -40,7 +40,7 @@ extension WorkerConfiguration {
         if let r = try f.object("redis") {
             try r.rejectUnknown([
                 "host", "port", "socket", "username", "username_file", "password", "password_file", "database", "tls", "sentinels",
-                "master_name", "sentinel_username", "sentinel_password", "sentinel_password_file",
+                "master_name", "sentinel_username", "sentinel_password", "sentinel_password_file", "cluster",
             ])
             redis.username = try r.string("username")
             if let file = try r.string("username_file") { redis.username = try Self.secret(from: file, for: "redis.username_file") }
@@ -51,6 +51,7 @@ extension WorkerConfiguration {
             if let file = try r.string("password_file") { redis.password = try Self.secret(from: file, for: "redis.password_file") }
             redis.database = try r.int("database") ?? redis.database
             try redis.applySentinel(file: r)
+            if let seeds = try r.strings("cluster") { redis.cluster = try RedisEndpoint.cluster(seeds, setting: "redis.cluster") }
             if case .bool(let on)? = r.values["tls"] {
                 redis.tls = on ? RedisTLS() : nil
             } else if let t = try r.object("tls") {

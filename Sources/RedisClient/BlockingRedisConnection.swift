@@ -50,7 +50,12 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
     public var tls: RedisTLS?
     /// Sentinels that name the master; host and port are then not used.
     public var sentinel: RedisSentinel?
-    /// A master a sentinel named, which `ROLE` must confirm when a connection opens.
+    /// Seed nodes of a Redis Cluster; host and port are then not used.
+    public var cluster: RedisCluster?
+    /// On a cluster, the key whose slot's master a connection goes to.
+    public var routeKey: String?
+    /// A master a sentinel or the cluster's map named, which `ROLE` must confirm when a
+    /// connection opens.
     var mustBeMaster = false
     /// Which sentinel named it, for messages.
     var foundBy: String?
@@ -74,6 +79,7 @@ public struct RedisEndpoint: Sendable, CustomStringConvertible {
             let sentinels = sentinel.addresses.map(\.description).joined(separator: ",")
             return "redis+sentinel://\(user)\(sentinels)/\(sentinel.masterName)/\(database)"
         }
+        if let cluster { return "redis+cluster://\(user)\(cluster.seeds.map(\.description).joined(separator: ","))" }
         return "\(tls == nil ? "redis" : "rediss")://\(user)\(host):\(port)/\(database)"
     }
 
@@ -93,6 +99,9 @@ public final class BlockingRedisConnection {
     private var encoded = ByteBuffer(capacity: 1024)
     /// The TLS session over the socket, when the endpoint asks for TLS.
     private var link: RedisTLSLink?
+    let timeoutMs: Int
+    /// The script being run, for a node an `-ASK` sends it to that has not loaded it.
+    var running: RedisScript?
     /// Where the C side reads and writes: the TLS session, or the socket (nil).
     var io: UnsafePointer<apnsw_redis_io>? { link.map { UnsafePointer($0.io) } }
     /// Buffers for replies read flat (`run(_:_:flat:)`), reused from call to call.
@@ -107,6 +116,7 @@ public final class BlockingRedisConnection {
     public init(_ given: RedisEndpoint, timeoutMs: Int = 5000) throws(RedisError) {
         let endpoint = try given.master(timeoutMs: timeoutMs)
         self.endpoint = endpoint
+        self.timeoutMs = timeoutMs
         let made =
             endpoint.socket.map { apnsw_redis_connect_unix($0, timeoutMs) } ?? apnsw_redis_connect(endpoint.host, Int32(endpoint.port), timeoutMs)
         guard let ctx = made else {
@@ -177,7 +187,9 @@ public final class BlockingRedisConnection {
         var raw: UnsafeMutableRawPointer?
         guard apnsw_redis_get_reply(context, io, &raw) == REDIS_OK, let raw else { throw contextError }
         defer { freeReplyObject(raw) }
-        return try RedisReply(raw.assumingMemoryBound(to: redisReply.self)).checkedForReplica()
+        let reply = RedisReply(raw.assumingMemoryBound(to: redisReply.self))
+        if case .error(let m) = reply, m.hasPrefix("ASK ") { return try askOnce(m, args) }
+        return try reply.checkedForReplica()
     }
 
     /// Queues one command in hiredis's output buffer (sent by the next reply read).

@@ -128,6 +128,8 @@ extension BlockingRedisConnection {
     /// Sends with `send`; after a NOSCRIPT answer loads `script` and sends again. The answer's
     /// error (by `error`) is thrown.
     func loadingIfNeeded<R>(_ script: RedisScript, send: () throws(RedisError) -> R, error: (R) -> String?) throws(RedisError) -> R {
+        running = script
+        defer { running = nil }
         var reply = try send()
         if let message = error(reply), message.hasPrefix("NOSCRIPT") {
             if case .error(let m) = try command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }

@@ -26,12 +26,23 @@ public struct RedisError: Error, CustomStringConvertible, Sendable {
 
     public static func io(_ message: String) -> RedisError { RedisError(.io, message) }
     /// Redis's answer was an error. `-READONLY` means the server is a replica now (a failover
-    /// made it one): the connection is as good as lost, and a new one finds the master.
+    /// made it one), and a cluster's redirections that the slot is served elsewhere, or is
+    /// moving: the connection is as good as lost, and a new one finds the master.
     public static func server(_ message: String) -> RedisError {
-        isReplicaAnswer(message) ? RedisError(.io, message + " (a failover made it a replica: reconnecting)") : RedisError(.server, message)
+        guard let why = redirection(message) else { return RedisError(.server, message) }
+        return RedisError(.io, message + " (\(why): reconnecting)")
     }
 
-    static func isReplicaAnswer(_ message: String) -> Bool { message.hasPrefix("READONLY") }
+    /// Why an error answer means the connection must go elsewhere, if it does.
+    static func redirection(_ message: String) -> String? {
+        if message.hasPrefix("READONLY") { return "a failover made it a replica" }
+        if message.hasPrefix("MOVED ") { return "the slot has moved to another node" }
+        if message.hasPrefix("ASK ") || message.hasPrefix("TRYAGAIN") { return "the slot is moving to another node" }
+        if message.hasPrefix("CLUSTERDOWN") { return "the cluster is down" }
+        return nil
+    }
+
+    static func isReplicaAnswer(_ message: String) -> Bool { redirection(message) != nil }
     public static func timeout(_ message: String) -> RedisError { RedisError(.timeout, message) }
 
     /// The connection is gone: replace it.

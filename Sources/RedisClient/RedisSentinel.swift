@@ -44,10 +44,12 @@ public struct RedisSentinel: Sendable, Equatable {
 }
 
 extension RedisEndpoint {
-    /// Where to connect now: this endpoint, or, behind Sentinel, the master the first sentinel
-    /// that answers names (asked on every connect, so that a reconnect follows a failover).
-    /// The master is then checked with `ROLE` when the connection opens.
+    /// Where to connect now: this endpoint; on a cluster, the master of its slot; or, behind
+    /// Sentinel, the master the first sentinel that answers names (asked on every connect, so
+    /// that a reconnect follows a failover). The master is then checked with `ROLE` when the
+    /// connection opens.
     public func master(timeoutMs: Int) throws(RedisError) -> RedisEndpoint {
+        if let cluster { return try clusterNode(cluster, timeoutMs: timeoutMs) }
         guard let sentinel else { return self }
         var failures: [String] = []
         for address in sentinel.addresses {

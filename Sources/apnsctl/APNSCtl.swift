@@ -162,8 +162,11 @@ struct APNSCtl {
         }
 
         let redis: BlockingRedisConnection
-        do { redis = try BlockingRedisConnection(endpoint, timeoutMs: 10_000) } catch { fail("\(error)", code: 3) }
-        let ctx = AdminContext(redis: redis, keys: QueueKeys(queue: queue), shards: shards, json: flag("json"), configuration: config)
+        do { redis = try BlockingRedisConnection(endpoint.routed(toKey: QueueKeys(queue: queue).jobs), timeoutMs: 10_000) } catch {
+            fail("\(error)", code: 3)
+        }
+        let ctx = AdminContext(
+            redis: redis, keys: QueueKeys(queue: queue), shards: shards, json: flag("json"), configuration: config, cluster: endpoint)
 
         func filter(ids: ArraySlice<String>) throws -> DeadLetterFilter {
             for id in ids where !DeadLetterFilter.isValidID(id) {

@@ -22,12 +22,14 @@ final class WorkerFixture: @unchecked Sendable {
     let endpoint: [String: Any]
     private(set) var workers: [ChildProcess] = []
 
-    init(redis: TestRedis? = nil, settings: [String: Any] = [:], configureMock: (inout MockConfiguration) -> Void = { _ in }) throws {
+    init(
+        redis: TestRedis? = nil, queue: String? = nil, settings: [String: Any] = [:], configureMock: (inout MockConfiguration) -> Void = { _ in }
+    ) throws {
         self.redis = try redis ?? TestRedis()
         mock = try MockFixture(configure: configureMock)
-        queue = "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        keys = QueueKeys(queue: queue)
-        keySets = QueueKeys.served(queue: queue, shards: settings["shards"] as? Int ?? 1)
+        self.queue = queue ?? "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        keys = QueueKeys(queue: self.queue)
+        keySets = QueueKeys.served(queue: self.queue, shards: settings["shards"] as? Int ?? 1)
         directory = try TemporaryDirectory("apnsw-worker")
         configFile = directory.file("worker.json")
         let endpoint: [String: Any] = ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"]
@@ -38,6 +40,7 @@ final class WorkerFixture: @unchecked Sendable {
         if let sentinel = self.redis.endpoint.sentinel {
             redisSettings = ["sentinels": sentinel.addresses.map(\.description), "master_name": sentinel.masterName]
         }
+        if let cluster = self.redis.endpoint.cluster { redisSettings = ["cluster": cluster.seeds.map(\.description)] }
         if let tls = self.redis.endpoint.tls {
             var t: [String: Any] = [:]
             t["ca_file"] = tls.caFile
@@ -47,7 +50,7 @@ final class WorkerFixture: @unchecked Sendable {
         }
         var config: [String: Any] = [
             "redis": redisSettings,
-            "queue": queue,
+            "queue": self.queue,
             "connections": 2, "streams": 100, "log_level": "info", "lease_ms": 3000, "shutdown_grace_ms": 10_000,
             "apps": [
                 [
@@ -99,14 +102,20 @@ final class WorkerFixture: @unchecked Sendable {
         return w
     }
 
-    func connect() throws -> BlockingRedisConnection { try redis.connect() }
+    /// A connection for commands on `key` (the queue's own keys by default): on a cluster, to
+    /// the master of its slot.
+    func connect(_ key: String? = nil) throws -> BlockingRedisConnection {
+        try BlockingRedisConnection(redis.endpoint.routed(toKey: key ?? keys.jobs), timeoutMs: 5000)
+    }
 
     /// How many jobs a worker holds unfinished in Redis.
-    func inFlight(_ worker: String) throws -> Int64 { try InFlightJobs.count(connect(), keys, worker: worker) }
+    func inFlight(_ worker: String, in set: QueueKeys? = nil) throws -> Int64 {
+        try InFlightJobs.count(connect((set ?? keys).jobs), set ?? keys, worker: worker)
+    }
 
     /// LPUSHes jobs in chunks, as any producer would, onto `to` (the queue's own list by default).
     func enqueue(_ jobs: [String], to list: String? = nil) throws {
-        let r = try connect()
+        let r = try connect(list)
         var i = 0
         while i < jobs.count {
             let chunk = jobs[i..<min(i + 1000, jobs.count)]
@@ -119,9 +128,8 @@ final class WorkerFixture: @unchecked Sendable {
     /// The stats counters, summed over every key set.
     func stats() throws -> [String: Int] {
         var out: [String: Int] = [:]
-        let r = try connect()
         for set in keySets {
-            let items = try r.command(["HGETALL", set.stats]).array.compactMap(\.text)
+            let items = try connect(set.stats).command(["HGETALL", set.stats]).array.compactMap(\.text)
             for i in stride(from: 0, to: items.count - 1, by: 2) { out[items[i], default: 0] += Int(items[i + 1]) ?? 0 }
         }
         return out
@@ -148,7 +156,7 @@ final class WorkerFixture: @unchecked Sendable {
 
     /// Every record of a stream, oldest first, parsed.
     func records(_ key: String) throws -> [[String: Any]] {
-        let entries = try connect().command(["XRANGE", key, "-", "+"]).array
+        let entries = try connect(key).command(["XRANGE", key, "-", "+"]).array
         return try entries.map { entry in
             let fields = entry.array[1].array
             guard fields.count == 2, case .string(let json) = fields[1],

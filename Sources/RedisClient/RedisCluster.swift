@@ -1,0 +1,116 @@
+/// Redis Cluster: the seed nodes to ask for the slot map. A connection is made for one key's
+/// slot (`RedisEndpoint.routeKey`) and goes to the master that owns it; a redirection
+/// (`-MOVED`, `-ASK`, `-TRYAGAIN`) drops it, and the next connect reads the map again.
+public struct RedisCluster: Sendable, Equatable {
+    public var seeds: [RedisSentinel.Address]
+
+    public init(seeds: [RedisSentinel.Address]) { self.seeds = seeds }
+
+    public static let slots = 16384
+
+    /// The slot of `key`: CRC16 (XMODEM) of its hash tag (the text inside its first `{…}`, if
+    /// not empty), or of the whole key, modulo 16384.
+    public static func slot(ofKey key: String) -> Int {
+        var bytes = Array(key.utf8)
+        if let open = bytes.firstIndex(of: UInt8(ascii: "{")),
+            let close = bytes[(open + 1)...].firstIndex(of: UInt8(ascii: "}")), close > open + 1
+        {
+            bytes = Array(bytes[(open + 1)..<close])
+        }
+        return Int(crc16(bytes)) % slots
+    }
+
+    static func crc16(_ bytes: [UInt8]) -> UInt16 {
+        var crc: UInt16 = 0
+        for b in bytes {
+            crc ^= UInt16(b) << 8
+            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1 }
+        }
+        return crc
+    }
+
+    /// The master of `slot` in a `CLUSTER SLOTS` answer: its host (empty: the node asked) and port.
+    static func owner(of slot: Int, in reply: RedisReply) -> (host: String, port: Int)? {
+        for range in reply.array {
+            let parts = range.array
+            guard parts.count >= 3, let low = parts[0].integer, let high = parts[1].integer, (low...high).contains(Int64(slot)) else {
+                continue
+            }
+            let node = parts[2].array
+            guard node.count >= 2, let host = node[0].text, let port = node[1].integer else { return nil }
+            return (host, Int(port))
+        }
+        return nil
+    }
+}
+
+extension RedisEndpoint {
+    /// This endpoint for commands on `key`'s slot: on a cluster, the connection goes to its owner.
+    public func routed(toKey key: String) -> RedisEndpoint {
+        var routed = self
+        routed.routeKey = key
+        return routed
+    }
+
+    /// The master that owns the slot of `routeKey`, as the first seed that answers maps it
+    /// (asked on every connect, so that a reconnect follows a failover or a reshard). It is
+    /// checked with `ROLE` when the connection opens.
+    func clusterNode(_ cluster: RedisCluster, timeoutMs: Int) throws(RedisError) -> RedisEndpoint {
+        let slot = RedisCluster.slot(ofKey: routeKey ?? "")
+        var failures: [String] = []
+        for seed in cluster.seeds {
+            var asking = self
+            asking.cluster = nil
+            asking.host = seed.host
+            asking.port = seed.port
+            asking.tls?.serverName = tls?.serverName ?? seed.host
+            do {
+                let r = try BlockingRedisConnection(asking, timeoutMs: min(timeoutMs, 2000))
+                let reply = try r.command(["CLUSTER", "SLOTS"])
+                if case .error(let m) = reply {
+                    failures.append("\(seed): \(m)")
+                    continue
+                }
+                guard let (host, port) = RedisCluster.owner(of: slot, in: reply) else {
+                    failures.append("\(seed) maps no master to slot \(slot)")
+                    continue
+                }
+                var found = asking
+                found.host = host.isEmpty || host == "?" ? seed.host : host
+                found.port = port
+                found.tls?.serverName = tls?.serverName ?? found.host
+                found.mustBeMaster = true
+                found.foundBy = "slot \(slot) by cluster node \(seed)"
+                return found
+            } catch {
+                failures.append("\(seed): \(error.message)")
+            }
+        }
+        throw .io("no cluster node named the master of slot \(slot): " + failures.joined(separator: "; "))
+    }
+}
+
+extension BlockingRedisConnection {
+    /// `-ASK slot host:port`: the slot is moving, and the keys are already at that node. The
+    /// command goes there once, after ASKING (with the script loaded there first, if need be).
+    func askOnce(_ answer: String, _ args: RedisArgs) throws(RedisError) -> RedisReply {
+        let parts = answer.split(separator: " ")
+        guard parts.count == 3, let address = RedisSentinel.Address(parsing: String(parts[2])) else { throw .server(answer) }
+        var target = endpoint
+        target.host = address.host
+        target.port = address.port
+        target.tls?.serverName = endpoint.tls?.serverName ?? address.host
+        target.foundBy = "an ASK redirection for slot \(parts[1])"
+        let node = try BlockingRedisConnection(target, timeoutMs: timeoutMs)
+        func asked() throws(RedisError) -> RedisReply {
+            _ = try node.command(["ASKING"])
+            return try node.command(args)
+        }
+        var reply = try asked()
+        if case .error(let m) = reply, m.hasPrefix("NOSCRIPT"), let script = running {
+            if case .error(let m) = try node.command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
+            reply = try asked()
+        }
+        return try reply.checkedForReplica()
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import RedisClient
+
+/// A real Redis Cluster on loopback: six of Debian's `redis-server` made into three masters
+/// with a replica each by `redis-cli --cluster create`, timed for tests. Slow to start: make
+/// one per test class.
+public final class ClusterGroup: @unchecked Sendable {
+    private let directory: TemporaryDirectory
+    public let ports: [Int]
+    private var servers: [Int: ChildProcess] = [:]
+
+    public init() throws {
+        directory = try TemporaryDirectory("apnsw-cluster")
+        ports = (0..<6).map { _ in freePort() }
+        let server = try Self.binary("redis-server")
+        for port in ports {
+            servers[port] = try ChildProcess(
+                server,
+                [
+                    // A bus port of its own: the default (port + 10000) may be taken, or past 65535.
+                    "--port", String(port), "--cluster-port", String(freePort()), "--bind", "127.0.0.1", "--dir", directory.path,
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", "nodes-\(port).conf", "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no",
+                    "--dbfilename", "dump-\(port).rdb",
+                ],
+                outputFile: directory.file("redis-\(port).log"))
+        }
+        for port in ports {
+            guard waitUntil(timeout: 10, { (try? self.node(port).command(["PING"])) != nil }) else {
+                let log = (try? String(contentsOfFile: directory.file("redis-\(port).log"), encoding: .utf8)) ?? ""
+                throw TestSupportError("redis-server on \(port) did not start: \(log.suffix(1500))")
+            }
+        }
+        try run(["--cluster", "create"] + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", "1", "--cluster-yes"], what: "create")
+        try waitUntilStable()
+    }
+
+    /// The endpoint a worker is given: the seed nodes, no address.
+    public var endpoint: RedisEndpoint {
+        var e = RedisEndpoint(host: "", port: 0)
+        e.cluster = RedisCluster(seeds: ports.map { .init(host: "127.0.0.1", port: $0) })
+        return e
+    }
+
+    /// The port of the master that owns `slot`, as `port`'s map says.
+    public func master(ofSlot slot: Int, askingNode port: Int? = nil) throws -> Int {
+        try owners(ofSlot: slot, askingNode: port).first ?? -1
+    }
+
+    /// The master of `slot`, then its replicas, as `port`'s map says.
+    private func owners(ofSlot slot: Int, askingNode port: Int? = nil) throws -> [Int] {
+        let map = try node(port ?? ports[0]).command(["CLUSTER", "SLOTS"])
+        for range in map.array {
+            let p = range.array
+            guard p.count >= 3, let low = p[0].integer, let high = p[1].integer, (low...high).contains(Int64(slot)) else { continue }
+            return p.dropFirst(2).compactMap { $0.array.count >= 2 ? $0.array[1].integer.map(Int.init) : nil }
+        }
+        throw TestSupportError("no node owns slot \(slot)")
+    }
+
+    /// Fails the master of `slot` over to its replica (`CLUSTER FAILOVER`, which loses nothing)
+    /// and waits until every node's map names the replica. Returns the new master's port.
+    @discardableResult
+    public func failOver(slot: Int) throws -> Int {
+        let owners = try owners(ofSlot: slot)
+        guard owners.count >= 2 else { throw TestSupportError("slot \(slot)'s master has no replica") }
+        let (old, replica) = (owners[0], owners[1])
+        if case .error(let m) = try node(replica).command(["CLUSTER", "FAILOVER"]) { throw TestSupportError("CLUSTER FAILOVER: \(m)") }
+        guard waitUntil(timeout: 30, { self.ports.allSatisfy { (try? self.master(ofSlot: slot, askingNode: $0)) == replica } }) else {
+            throw TestSupportError("the failover of slot \(slot) from \(old) to \(replica) did not finish in 30 s")
+        }
+        try waitUntilStable()
+        return replica
+    }
+
+    /// Moves the `count` lowest slots of `port`'s master to another master with
+    /// `redis-cli --cluster reshard`, keys and all. Returns the port they went to.
+    @discardableResult
+    public func reshard(count: Int, from port: Int) throws -> Int {
+        let masters = Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) })
+        guard let target = masters.first(where: { $0 != port }) else { throw TestSupportError("no other master") }
+        let (source, destination) = (try nodeID(port), try nodeID(target))
+        try run(
+            [
+                "--cluster", "reshard", "127.0.0.1:\(port)", "--cluster-from", source, "--cluster-to", destination, "--cluster-slots",
+                String(count), "--cluster-yes",
+            ], what: "reshard")
+        try waitUntilStable()
+        return target
+    }
+
+    private func nodeID(_ port: Int) throws -> String {
+        guard let id = try node(port).command(["CLUSTER", "MYID"]).text else { throw TestSupportError("no id for \(port)") }
+        return id
+    }
+
+    /// Every node says the cluster is ok, all agree on who owns slot 0, 5461 and 10923, and
+    /// each of those masters has a replica in sync: the cluster can take the next failover.
+    private func waitUntilStable() throws {
+        let ok = waitUntil(timeout: 30) {
+            let replicated = [0, 5461, 10923].allSatisfy { slot in
+                guard let owners = try? self.owners(ofSlot: slot), owners.count >= 2 else { return false }
+                let info = (try? self.node(owners[1]).command(["INFO", "replication"]).text) ?? nil
+                return info?.contains("master_link_status:up") == true
+            }
+            return replicated
+                && self.ports.allSatisfy { port in
+                    guard let info = try? self.node(port).command(["CLUSTER", "INFO"]).text, info.contains("cluster_state:ok") else { return false }
+                    return [0, 5461, 10923].allSatisfy { slot in
+                        (try? self.master(ofSlot: slot, askingNode: port)) == (try? self.master(ofSlot: slot))
+                    }
+                }
+        }
+        guard ok else { throw TestSupportError("the cluster did not settle within 30 s (logs in \(directory.path))") }
+    }
+
+    private func run(_ args: [String], what: String) throws {
+        let cli = try ChildProcess(
+            try Self.binary("redis-cli"), args, outputFile: directory.file("cli-\(what)-\(UInt32.random(in: 0...UInt32.max)).log"))
+        guard cli.wait(timeout: 120) == 0 else { throw TestSupportError("redis-cli --cluster \(what) failed: \(cli.output.suffix(2000))") }
+    }
+
+    private func node(_ port: Int) throws -> BlockingRedisConnection {
+        try BlockingRedisConnection(RedisEndpoint(host: "127.0.0.1", port: port), timeoutMs: 2000)
+    }
+
+    private static func binary(_ name: String) throws -> String {
+        guard let path = ["/usr/bin/", "/usr/local/bin/"].map({ $0 + name }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw TestSupportError("\(name) is not installed: scripts/install-deps test installs it")
+        }
+        return path
+    }
+
+    /// Stops every node.
+    public func stop() {
+        for p in servers.values where p.isRunning { p.signal(SIGKILL) }
+    }
+
+    deinit { stop() }
+}
