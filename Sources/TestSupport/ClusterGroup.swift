@@ -89,6 +89,28 @@ public final class ClusterGroup: @unchecked Sendable {
         return target
     }
 
+    /// Marks `slot` as moving from its master to another (`CLUSTER SETSLOT … MIGRATING` and
+    /// `IMPORTING`) without moving a key, as a reshard does before it moves them. Returns both ports.
+    public func beginMigration(slot: Int) throws -> (source: Int, target: Int) {
+        let source = try master(ofSlot: slot)
+        let masters = Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) })
+        guard let target = masters.first(where: { $0 != source }) else { throw TestSupportError("no other master") }
+        for (port, state, other) in [(target, "IMPORTING", source), (source, "MIGRATING", target)] {
+            if case .error(let m) = try node(port).command(["CLUSTER", "SETSLOT", String(slot), state, try nodeID(other)]) {
+                throw TestSupportError("CLUSTER SETSLOT \(state): \(m)")
+            }
+        }
+        return (source, target)
+    }
+
+    /// Ends a migration begun by `beginMigration`: the slot stays where it was.
+    public func cancelMigration(slot: Int, _ ports: (source: Int, target: Int)) throws {
+        for port in [ports.source, ports.target] { _ = try node(port).command(["CLUSTER", "SETSLOT", String(slot), "STABLE"]) }
+    }
+
+    /// A plain connection to one node.
+    public func connect(port: Int) throws -> BlockingRedisConnection { try node(port) }
+
     private func nodeID(_ port: Int) throws -> String {
         guard let id = try node(port).command(["CLUSTER", "MYID"]).text else { throw TestSupportError("no id for \(port)") }
         return id

@@ -112,6 +112,27 @@ final class ClusterTests: XCTestCase {
         XCTAssertGreaterThan(r.redirections["MOVED", default: 0] + r.redirections["ASK", default: 0], 0, "the worker followed the slot")
     }
 
+    /// While a slot moves, a key not yet on its old node is on the new one: `-ASK` sends the
+    /// command there once, after ASKING, scripts too (loaded there first).
+    func testABlockingCallFollowsAnAskRedirectionOnce() throws {
+        let group = try cluster()
+        let key = "apns:{ask\(UInt32.random(in: 0...UInt32.max))}:jobs"
+        let slot = RedisCluster.slot(ofKey: key)
+        let ports = try group.beginMigration(slot: slot)
+        defer { try? group.cancelMigration(slot: slot, ports) }
+        let r = try BlockingRedisConnection(group.endpoint.routed(toKey: key), timeoutMs: 5000)
+        XCTAssertEqual(r.endpoint.port, ports.source)
+        XCTAssertEqual(try r.command(["LPUSH", key, "a"]), .integer(1))
+        let script = RedisScript("return redis.call('LPUSH', KEYS[1], ARGV[1]) + \(UInt32.random(in: 0...UInt32.max)) * 0")
+        XCTAssertEqual(try r.run(script, keys: [key], args: [Array("b".utf8)]), .integer(2))
+        let target = try group.connect(port: ports.target)
+        _ = try target.command(["ASKING"])
+        XCTAssertEqual(try target.command(["LRANGE", key, "0", "-1"]), .array([.string(Array("b".utf8)), .string(Array("a".utf8))]))
+        XCTAssertEqual(try group.connect(port: ports.source).command(["CLUSTER", "COUNTKEYSINSLOT", String(slot)]), .integer(0))
+        _ = try target.command(["ASKING"])
+        _ = try target.command(["DEL", key])
+    }
+
     func testTheSlotOfAKeyIsTheClustersOwn() {
         // Known slots, as CLUSTER KEYSLOT gives them.
         XCTAssertEqual(RedisCluster.slot(ofKey: "foo"), 12182)
