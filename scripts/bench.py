@@ -34,7 +34,9 @@ round's own ratio).
 scripts/bench-compare makes one of any commit), in PAIRS (8) interleaved pairs, and prints the
 medians side by side: the way to see what one change does on a noisy machine.
 `--redis` measures only Redis's CPU per job, and the jobs/s one Redis core carries, for each
-`results` mode (all, failures, none), in ROUNDS interleaved rounds.
+`results` mode (all, failures, none), in ROUNDS interleaved rounds; then a queue of 2 shards on a
+Redis Cluster of 2 processes (each process's CPU per job), and completions with and without WAIT
+for a replica (master and replica CPU per job, jobs/s).
 Timings are noisy on shared machines: the ratios are the figures that count. Nothing here is a
 pass/fail test.
 """
@@ -232,7 +234,7 @@ class Bench:
         stats = self.r.hgetall("apns:{%s}:stats" % queue)
         return sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
 
-    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None, binary=None, wrapper=()):
+    def run_worker(self, queue, config, n, timeout=600, watch=(), env=None, must_load=None, binary=None, wrapper=(), finished=None):
         """Starts a worker on a pre-filled queue; returns (seconds, cpu us, peak rss kB, cpu us per
         worker thread, cpu us of each process in `watch` over the run). `must_load`: a library
         the worker must have mapped (a failed LD_PRELOAD only warns). `wrapper`: a command the worker
@@ -241,9 +243,10 @@ class Bench:
         start = time.time()
         p = self.spawn(list(wrapper) + [(binary or BIN) + "/apns-worker", "--config", config], "worker-%s.log" % queue, env=env)
         deadline = start + timeout
-        while self.finished(queue) < n:
+        finished = finished or (lambda: self.finished(queue))
+        while finished() < n:
             if time.time() > deadline or p.poll() is not None:
-                raise SystemExit("worker did not finish (%d of %d); see %s" % (self.finished(queue), n, self.path("worker-%s.log" % queue)))
+                raise SystemExit("worker did not finish (%d of %d); see %s" % (finished(), n, self.path("worker-%s.log" % queue)))
             time.sleep(0.01)
         elapsed = time.time() - start
         if must_load and must_load not in open("/proc/%d/maps" % p.pid).read():
@@ -492,6 +495,8 @@ def redis_costs(rounds):
                 runs[mode].append({"redis": redis_cpu / JOBS, "worker": cpu / JOBS, "rate": JOBS / secs})
             log("round %d of %d: " % (r + 1, rounds) + "; ".join(
                 "%s %.2f us/job" % (m, runs[m][-1]["redis"]) for m in modes))
+        shards = shard_costs(b, rounds, port)
+        waits = wait_costs(b, rounds, port)
     finally:
         b.close()
     print()
@@ -501,6 +506,103 @@ def redis_costs(rounds):
     for m in modes:
         us = median(x["redis"] for x in runs[m])
         print("%-10s %16.2f %22.0f %16.2f %14.0f" % (m, us, 1e6 / us, median(x["worker"] for x in runs[m]), median(x["rate"] for x in runs[m])))
+    print()
+    print("results all, a queue of 2 shards on a Redis Cluster of 2 processes (each its own core):")
+    per = [median(x["nodes"][i] for x in shards) for i in (0, 1)]
+    print("  Redis us/job: %.2f + %.2f = %.2f; jobs/s the busier core carries: %.0f; jobs/s: %.0f (1 shard: %.2f us/job on one core)"
+          % (per[0], per[1], per[0] + per[1], 1e6 / max(per), median(x["rate"] for x in shards), median(x["redis"] for x in runs["all"])))
+    print()
+    print("results all, a master with one replica: each completion followed by WAIT 1, or not:")
+    print("%-12s %18s %19s %14s" % ("WAIT", "master us/job", "replica us/job", "jobs/s"))
+    for n, label in ((0, "no"), (1, "WAIT 1")):
+        print("%-12s %18.2f %19.2f %14.0f" % (label, median(x["master"] for x in waits[n]), median(x["replica"] for x in waits[n]),
+                                             median(x["rate"] for x in waits[n])))
+
+
+def redis_server(b, name, *args):
+    """Another redis-server of the bench's own, on a port of its own: (process, port, client)."""
+    port = free_port()
+    p = b.spawn(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", b.dir,
+                 "--dbfilename", name + ".rdb"] + list(args), name + ".log")
+    wait_port(port)
+    return p, port, redis.Redis(port=port)
+
+
+def two_node_cluster(b):
+    """Two redis-server processes made one Redis Cluster of two masters, half the slots each
+    (redis-cli --cluster create wants three): [(process, port, client)]."""
+    bus = [free_port(), free_port()]
+    nodes = [redis_server(b, "cluster%d" % i, "--cluster-enabled", "yes", "--cluster-config-file", b.path("nodes%d.conf" % i),
+                          "--cluster-port", str(bus[i])) for i in range(2)]
+    # Split by the slot's bit 12: the slots of {Q.0} and {Q.1} differ by CRC16's 0x1021, so
+    # they fall on the two nodes, where a split at 8192 would keep them on one.
+    nodes[0][2].execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 4095, 8192, 12287)
+    nodes[1][2].execute_command("CLUSTER", "ADDSLOTSRANGE", 4096, 8191, 12288, 16383)
+    nodes[0][2].execute_command("CLUSTER", "MEET", "127.0.0.1", nodes[1][1], bus[1])
+    deadline = time.time() + 30
+    while not all(b"cluster_state:ok" in n[2].execute_command("CLUSTER", "INFO") for n in nodes):
+        if time.time() > deadline:
+            raise SystemExit("the two-node cluster did not form")
+        time.sleep(0.1)
+    return nodes
+
+
+def shard_costs(b, rounds, port):
+    """A queue of 2 shards on a cluster of 2 Redis processes: each process's CPU per job."""
+    nodes = two_node_cluster(b)
+    owner = lambda key: (nodes[0][2].execute_command("CLUSTER", "KEYSLOT", key) >> 12) & 1
+    runs = []
+    for r in range(rounds):
+        queue = "sh%d" % r
+        assert owner("{%s.0}" % queue) != owner("{%s.1}" % queue)
+        body = json.dumps(PAYLOAD, separators=(",", ":"))
+        for shard in (0, 1):
+            pipe = nodes[owner("{%s.%d}" % (queue, shard))][2].pipeline(transaction=False)
+            for i in range(shard, JOBS, 2):
+                pipe.lpush("apns:{%s.%d}:jobs" % (queue, shard), '{"id":"s%d","token":"%064x","payload":%s}' % (i, i, body))
+                if len(pipe) >= 5000:
+                    pipe.execute()
+            pipe.execute()
+
+        def finished():
+            total = 0
+            for tag in ("%s.0" % queue, "%s.1" % queue, queue):
+                stats = nodes[owner("{%s}" % tag)][2].hgetall("apns:{%s}:stats" % tag)
+                total += sum(int(stats.get(k, 0)) for k in (b"delivered", b"invalid_token", b"dead_lettered"))
+            return total
+
+        config = b.worker_config(queue, port, shards=2)
+        cfg = json.load(open(config))
+        cfg["redis"] = {"cluster": ["127.0.0.1:%d" % n[1] for n in nodes]}
+        json.dump(cfg, open(config, "w"))
+        secs, cpu, _, _, per_node = b.run_worker(queue, config, JOBS, watch=[n[0] for n in nodes], finished=finished)
+        runs.append({"nodes": [c / JOBS for c in per_node], "rate": JOBS / secs})
+        for n in nodes:
+            n[2].flushall()
+        log("2 shards, round %d of %d: %s us/job" % (r + 1, rounds, " + ".join("%.2f" % c for c in runs[-1]["nodes"])))
+    return runs
+
+
+def wait_costs(b, rounds, port):
+    """Completions with WAIT for a replica, and without, on a master with one replica."""
+    master = redis_server(b, "primary")
+    replica = redis_server(b, "replica", "--replicaof", "127.0.0.1", str(master[1]))
+    while replica[2].info("replication").get("master_link_status") != "up":
+        time.sleep(0.1)
+    runs = {0: [], 1: []}
+    saved = (b.r, b.redis_port)
+    b.r, b.redis_port = master[2], master[1]
+    try:
+        for r in range(rounds):
+            for replicas in (0, 1):
+                secs, cpu, _, _, (m, rep) = b.end_to_end("wt%d-%d" % (r, replicas), port, settings={"redis": {"port": master[1], "wait_replicas": replicas}},
+                                                       watch=(master[0], replica[0]))
+                runs[replicas].append({"master": m / JOBS, "replica": rep / JOBS, "rate": JOBS / secs})
+            log("WAIT, round %d of %d: without %.2f us/job, %.0f jobs/s; with %.2f us/job, %.0f jobs/s" % (
+                r + 1, rounds, runs[0][-1]["master"], runs[0][-1]["rate"], runs[1][-1]["master"], runs[1][-1]["rate"]))
+    finally:
+        b.r, b.redis_port = saved
+    return runs
 
 
 def main():

@@ -20,6 +20,8 @@ public enum QueueCommands {
         public var exists = true
         /// Apps live workers have paused because APNs refused their credentials.
         public var paused: [(app: String, worker: String, reason: String)] = []
+        /// Each key set's part (with shards): what a shard to drain still holds.
+        public var keySets: [(keys: String, depth: Int64, inFlight: Int64, scheduled: Int64)] = []
     }
 
     /// The queue's figures, summed over its key sets (its shards, and its own keys).
@@ -30,6 +32,8 @@ public enum QueueCommands {
         var exists = false
         var workers: [String: (leaseLeftMs: Int64, inFlight: Int64)] = [:]
         for k in ctx.keySets {
+            let (depth, scheduled, inFlightBefore) = (s.depth, s.scheduled, s.inFlight)
+            defer { s.keySets.append((k.label, s.depth - depth, s.inFlight - inFlightBefore, s.scheduled - scheduled)) }
             s.depth += try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
             s.scheduled += try ctx.call(k, ["ZCARD", k.scheduled]).integer ?? 0
             // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
@@ -84,6 +88,7 @@ public enum QueueCommands {
                         "scheduled": s.scheduled, "retries": s.retries,
                         "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
                         "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
+                        "key_sets": s.keySets.map { ["keys": $0.keys, "depth": $0.depth, "in_flight": $0.inFlight, "scheduled": $0.scheduled] },
                         "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
                         "workers": s.workers.map {
                             ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
@@ -95,6 +100,11 @@ public enum QueueCommands {
             "queue \(ctx.keys.queue)\(ctx.keySets.count > 1 ? " (\(ctx.keySets.count - 1) shards)" : ""): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(oneDecimal(s.resultsPerSecond)) results/s"
         )
         for p in s.paused { ctx.say("PAUSED: app \(p.app) on worker \(p.worker): \(p.reason)") }
+        if s.keySets.count > 1 {
+            ctx.table(
+                ["keys", "waiting", "in flight", "scheduled"],
+                s.keySets.map { ["{\($0.keys)}", String($0.depth), String($0.inFlight), String($0.scheduled)] })
+        }
         let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills", "may_duplicate"]
         ctx.table(
             ["app"] + names,

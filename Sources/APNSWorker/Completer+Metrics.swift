@@ -100,4 +100,22 @@ extension Completer {
         let app: String
         var waits = Metrics.Histogram(), trips = Metrics.Histogram(), totals = Metrics.Histogram()
     }
+
+    /// What a WAIT answered: too few replicas is counted, and logged when it starts and ends.
+    func replicated(_ replicas: Int64) {
+        let short = replicas < configuration.waitReplicas
+        if short { metrics.record { $0.add("apns_redis_replication_short_total", .init()) } }
+        guard short != replicasShort else { return }
+        replicasShort = short
+        if short {
+            logger.warning(
+                "fewer replicas than redis.wait_replicas acknowledged a completion in time: a failover now may lose outcomes (they are sent again)",
+                [
+                    "replicas": .int(Int(replicas)), "wait_replicas": .int(configuration.waitReplicas),
+                    "wait_timeout_ms": .int(configuration.waitTimeoutMs),
+                ])
+        } else {
+            logger.info("replicas acknowledge completions again", ["replicas": .int(Int(replicas))])
+        }
+    }
 }

@@ -21,7 +21,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     let configuration: WorkerConfiguration
     private let gate: InFlightGate
     let metrics: Metrics
-    private let logger: Logger
+    let logger: Logger
     private let loop: EventLoop
     private let redis: EventLoopRedisConnection
     /// Outcomes waiting for the next transaction.
@@ -43,6 +43,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     private var checked: Int?
     /// When it last logged that its jobs were taken back (once per 10 s at most).
     private var lastTakenBackLogMs: UInt64 = 0
+    /// Whether the last WAIT saw too few replicas (logged when it changes).
+    var replicasShort = false
     /// A transaction is written once this many outcomes wait, or `linger` after the first: each
     /// transaction costs a round trip, whatever its size. Half of what the gate lets wait, so
     /// that lingering never holds the fetcher back.
@@ -194,6 +196,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         /// The transaction, with the check of `next` after it.
         case transaction(next: TakenBatch?)
         case script
+        /// WAIT: the chunk is written; its replicas are awaited (`redis.wait_replicas`).
+        case replicating
     }
 
     private func prepare(_ batch: ArraySlice<FinishedJob>) -> Writing {
@@ -302,14 +306,25 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             }
             // EXEC answered nil: jobs were taken back meanwhile, so decide again.
             guard ran else { return attempt() }
-            chunkRecorded()
+            replicateOrRecord(w)
         case .script:
             if let message = reply.error {
                 guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
                 return sendScript(w, loading: true)
             }
+            replicateOrRecord(w)
+        case .replicating:
+            replicated(reply.integer(0) ?? 0)
             chunkRecorded()
         }
+    }
+
+    /// With `redis.wait_replicas`, a written chunk counts as recorded once that many replicas
+    /// have it (or the wait's timeout passes): what a failover can lose is then bounded.
+    private func replicateOrRecord(_ w: Writing) {
+        guard configuration.waitReplicas > 0 else { return chunkRecorded() }
+        w.step = .replicating
+        redis.send([RedisArgs(["WAIT", String(configuration.waitReplicas), String(configuration.waitTimeoutMs)])])
     }
 
     private func chunkRecorded() {

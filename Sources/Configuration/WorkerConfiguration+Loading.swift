@@ -41,6 +41,7 @@ extension WorkerConfiguration {
             try r.rejectUnknown([
                 "host", "port", "socket", "username", "username_file", "password", "password_file", "database", "tls", "sentinels",
                 "master_name", "sentinel_username", "sentinel_password", "sentinel_password_file", "cluster",
+                "wait_replicas", "wait_timeout_ms",
             ])
             redis.username = try r.string("username")
             if let file = try r.string("username_file") { redis.username = try Self.secret(from: file, for: "redis.username_file") }
@@ -51,6 +52,8 @@ extension WorkerConfiguration {
             if let file = try r.string("password_file") { redis.password = try Self.secret(from: file, for: "redis.password_file") }
             redis.database = try r.int("database") ?? redis.database
             try redis.applySentinel(file: r)
+            waitReplicas = try r.int("wait_replicas") ?? waitReplicas
+            waitTimeoutMs = try r.int("wait_timeout_ms") ?? waitTimeoutMs
             if let seeds = try r.strings("cluster") { redis.cluster = try RedisEndpoint.cluster(seeds, setting: "redis.cluster") }
             if case .bool(let on)? = r.values["tls"] {
                 redis.tls = on ? RedisTLS() : nil
@@ -114,6 +117,7 @@ extension WorkerConfiguration {
         try redis.apply(environment: env)
         queue = env["APNSW_QUEUE"] ?? queue
         shards = try int("APNSW_SHARDS") ?? shards
+        waitReplicas = try int("APNSW_REDIS_WAIT_REPLICAS") ?? waitReplicas
         if let mode = env["APNSW_RESULTS"] { results = try Self.resultsMode(mode, setting: "APNSW_RESULTS") }
         workerID = env["APNSW_WORKER_ID"] ?? workerID
         connections = try int("APNSW_CONNECTIONS") ?? connections
@@ -159,6 +163,7 @@ extension WorkerConfiguration {
         for (name, value, range) in [
             ("connections", connections, 1...1024), ("streams", streams, 1...10_000),
             ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000), ("shards", shards, 1...256),
+            ("redis.wait_replicas", waitReplicas, 0...16), ("redis.wait_timeout_ms", waitTimeoutMs, 1...60_000),
             ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
             ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
             ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),

@@ -11,6 +11,9 @@ public struct WorkerConfiguration: Sendable {
     public var queue = "default"
     /// The queue's keys live under this many hash tags (`{queue.0}` …), which spread over a cluster.
     public var shards = 1
+    /// Replicas each completion waits for (WAIT), and for how long at most; 0: no WAIT.
+    public var waitReplicas = 0
+    public var waitTimeoutMs = 1000
     /// The key sets this worker serves (QueueKeys.served).
     public var servedKeys: [QueueKeys] { QueueKeys.served(queue: queue, shards: shards) }
     public var workerID: String?

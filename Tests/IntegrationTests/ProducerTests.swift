@@ -8,18 +8,23 @@ final class ProducerTests: XCTestCase {
     static let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("examples/producers").path
 
-    private func produce(_ interpreter: String, _ script: String, idPrefix: String, into f: WorkerFixture) throws {
+    private func produce(_ interpreter: String, _ script: String, idPrefix: String, into f: WorkerFixture, shards: Int = 1) throws {
         let p = try ChildProcess(
             interpreter, [Self.examples + "/" + script],
             environment: [
                 "REDIS_HOST": f.redis.endpoint.host, "REDIS_PORT": String(f.redis.endpoint.port), "QUEUE": f.queue,
-                "COUNT": "25", "ID_PREFIX": idPrefix, "NODE_PATH": "/usr/share/nodejs",
+                "COUNT": "25", "ID_PREFIX": idPrefix, "NODE_PATH": "/usr/share/nodejs", "SHARDS": String(shards),
             ], outputFile: f.directory.file("\(idPrefix)-producer.log"))
         XCTAssertEqual(p.wait(timeout: 30), 0, "\(script) failed: \(p.output)")
     }
 
-    func testJobsFromEveryExampleProducerAreDelivered() throws {
-        let f = try WorkerFixture()
+    func testJobsFromEveryExampleProducerAreDelivered() throws { try deliver(shards: 1) }
+
+    /// With SHARDS, each producer spreads its jobs over the shards' lists.
+    func testJobsFromEveryExampleProducerSpreadOverShardsAreDelivered() throws { try deliver(shards: 3) }
+
+    private func deliver(shards: Int) throws {
+        let f = try WorkerFixture(settings: ["shards": shards])
         try f.startWorker()
         let producers = [
             ("/bin/sh", "enqueue.sh", "sh"), ("/usr/bin/python3", "enqueue.py", "py"),
@@ -27,11 +32,13 @@ final class ProducerTests: XCTestCase {
         ]
         for (interpreter, script, prefix) in producers {
             XCTAssertTrue(FileManager.default.isExecutableFile(atPath: interpreter), "\(interpreter) is missing (scripts/test installs it)")
-            try produce(interpreter, script, idPrefix: prefix, into: f)
+            try produce(interpreter, script, idPrefix: prefix, into: f, shards: shards)
         }
         try f.waitForOutcomes(100)
         XCTAssertEqual(try f.finalStats(), ["delivered": 100])
-        let ids = Set(try f.records(f.keys.results).compactMap { $0["job_id"] as? String })
+        let ids = Set(try f.records(in: \.results).compactMap { $0["job_id"] as? String })
+        let used = try f.keySets.filter { try !f.records($0.results).isEmpty }
+        XCTAssertEqual(used.count, shards == 1 ? 1 : shards, "jobs went to every shard: \(used.map(\.label))")
         for (_, _, prefix) in producers {
             XCTAssertEqual(ids.filter { $0.hasPrefix(prefix + "-") }.count, 25, "\(prefix) jobs delivered")
         }

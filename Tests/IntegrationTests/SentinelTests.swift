@@ -98,4 +98,34 @@ final class SentinelTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("127.0.0.1:\(group.sentinelPorts[2])"), "\(error)")
         }
     }
+
+    /// `redis.wait_replicas`: each completion waits for the replica (WAIT on the master); asked
+    /// for more replicas than there are, it waits out the timeout, says so once, and delivers all.
+    func testCompletionsWaitForReplicasAndSayWhenTooFewAnswer() throws {
+        let group = try sentinelGroup()
+        try group.waitUntilReplicated()
+        let sentinels = try XCTUnwrap(group.endpoint.sentinel).addresses.map(\.description)
+        let master = try BlockingRedisConnection(group.endpoint, timeoutMs: 2000)
+        func waits() throws -> Int {
+            let info = try master.command(["INFO", "commandstats"]).text ?? ""
+            let line = info.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_wait:") } ?? ""
+            return Int(line.split(separator: ",").first?.split(separator: "=").last ?? "0") ?? 0
+        }
+        for (replicas, short) in [(1, false), (2, true)] {
+            let before = try waits()
+            let f = try WorkerFixture(
+                redis: try TestRedis(serving: group.endpoint),
+                settings: [
+                    "redis": ["sentinels": sentinels, "master_name": SentinelGroup.masterName, "wait_replicas": replicas, "wait_timeout_ms": 50]
+                ])
+            let w = try f.startWorker("w-wait-\(replicas)")
+            try f.enqueue((0..<300).map { WorkerFixture.job($0) })
+            try f.waitForOutcomes(300)
+            try f.assertOneResultEach(300)
+            XCTAssertGreaterThan(try waits(), before, "WAIT ran on the master")
+            w.signal(SIGTERM)
+            XCTAssertEqual(w.wait(timeout: 30), 0, w.output)
+            XCTAssertEqual(w.output.contains("fewer replicas than redis.wait_replicas"), short, w.output.suffix(2000).description)
+        }
+    }
 }

@@ -69,6 +69,9 @@ final class ShardTests: XCTestCase {
         let stats = try json(try ctl(f, ["--json", "stats"], shards: 4).out)
         XCTAssertEqual(stats["depth"] as? Int, jobs + 10)
         XCTAssertEqual(stats["shards"] as? Int, 4)
+        let parts = try XCTUnwrap(stats["key_sets"] as? [[String: Any]])
+        // {Q} and shard 0 a sixth each, shard 1 none, shard 2 a sixth and the templated ten, shard 3 half.
+        XCTAssertEqual(parts.map { $0["depth"] as? Int ?? -1 }, [333, 333, 0, 343, 1001])
         try f.startWorker("w-one-thread")
         _ = try WorkerFixture.reconfigure(f, ["shards": 4, "io_threads": 2])
         try f.startWorker("w-two-threads")

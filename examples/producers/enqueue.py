@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Enqueue notification jobs from Python with python3-redis (Debian) or redis-py.
 
-Env: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), QUEUE (default), COUNT (1), ID_PREFIX (py).
+Env: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), QUEUE (default), COUNT (1), ID_PREFIX (py),
+SHARDS (1): a queue of N shards takes each job on one of apns:{Q.0}:jobs … apns:{Q.N-1}:jobs,
+here at random.
 """
 import json
 import os
+import random
 
 import redis
 
@@ -12,6 +15,13 @@ r = redis.Redis(host=os.environ.get("REDIS_HOST", "127.0.0.1"), port=int(os.envi
 queue = os.environ.get("QUEUE", "default")
 prefix = os.environ.get("ID_PREFIX", "py")
 count = int(os.environ.get("COUNT", "1"))
+shards = int(os.environ.get("SHARDS", "1"))
+
+
+def jobs_key():
+    """The list a job goes on: the queue's own, or a shard's at random."""
+    return "apns:{%s}:jobs" % queue if shards == 1 else "apns:{%s.%d}:jobs" % (queue, random.randrange(shards))
+
 
 pipe = r.pipeline(transaction=False)
 for i in range(count):
@@ -22,6 +32,6 @@ for i in range(count):
         "push_type": "alert",
         "payload": {"aps": {"alert": {"title": "From Python", "body": "Job %d" % i}, "sound": "default"}},
     }
-    pipe.lpush("apns:{%s}:jobs" % queue, json.dumps(job))
+    pipe.lpush(jobs_key(), json.dumps(job))
 pipe.execute()
-print("enqueued %d jobs on apns:{%s}:jobs" % (count, queue))
+print("enqueued %d jobs on queue %s (%d shards)" % (count, queue, shards))
