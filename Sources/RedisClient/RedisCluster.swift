@@ -57,23 +57,20 @@ extension RedisEndpoint {
     /// checked with `ROLE` when the connection opens.
     func clusterNode(_ cluster: RedisCluster, timeoutMs: Int) throws(RedisError) -> RedisEndpoint {
         let slot = RedisCluster.slot(ofKey: routeKey ?? "")
-        var failures: [String] = []
-        for seed in cluster.seeds {
-            var asking = self
-            asking.cluster = nil
-            asking.host = seed.host
-            asking.port = seed.port
-            asking.tls?.serverName = tls?.serverName ?? seed.host
-            do {
-                let r = try BlockingRedisConnection(asking, timeoutMs: min(timeoutMs, 2000))
-                let reply = try r.command(["CLUSTER", "SLOTS"])
-                if case .error(let m) = reply {
-                    failures.append("\(seed): \(m)")
-                    continue
-                }
+        var asking = self
+        asking.cluster = nil
+        return try Self.askInTurn(
+            cluster.seeds, timeoutMs: timeoutMs, command: ["CLUSTER", "SLOTS"],
+            over: { seed in
+                asking.host = seed.host
+                asking.port = seed.port
+                asking.tls?.serverName = tls?.serverName ?? seed.host
+                return asking
+            },
+            answer: { reply, seed in
+                if case .error(let m) = reply { return .failure(Unanswered("\(seed): \(m)")) }
                 guard let (host, port) = RedisCluster.owner(of: slot, in: reply) else {
-                    failures.append("\(seed) maps no master to slot \(slot)")
-                    continue
+                    return .failure(Unanswered("\(seed) maps no master to slot \(slot)"))
                 }
                 var found = asking
                 found.host = host.isEmpty || host == "?" ? seed.host : host
@@ -81,12 +78,8 @@ extension RedisEndpoint {
                 found.tls?.serverName = tls?.serverName ?? found.host
                 found.mustBeMaster = true
                 found.foundBy = "slot \(slot) by cluster node \(seed)"
-                return found
-            } catch {
-                failures.append("\(seed): \(error.message)")
-            }
-        }
-        throw .io("no cluster node named the master of slot \(slot): " + failures.joined(separator: "; "))
+                return .success(found)
+            }, none: "no cluster node named the master of slot \(slot)")
     }
 }
 

@@ -51,18 +51,18 @@ extension RedisEndpoint {
     public func master(timeoutMs: Int) throws(RedisError) -> RedisEndpoint {
         if let cluster { return try clusterNode(cluster, timeoutMs: timeoutMs) }
         guard let sentinel else { return self }
-        var failures: [String] = []
-        for address in sentinel.addresses {
-            var asking = RedisEndpoint(
-                host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
-            asking.tls?.serverName = tls?.serverName ?? address.host
-            do {
-                let r = try BlockingRedisConnection(asking, timeoutMs: min(timeoutMs, 2000))
-                let reply = try r.command(["SENTINEL", "get-master-addr-by-name", sentinel.masterName])
+        return try Self.askInTurn(
+            sentinel.addresses, timeoutMs: timeoutMs, command: ["SENTINEL", "get-master-addr-by-name", sentinel.masterName],
+            over: { address in
+                var asking = RedisEndpoint(
+                    host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
+                asking.tls?.serverName = tls?.serverName ?? address.host
+                return asking
+            },
+            answer: { reply, address in
                 let parts = reply.array.compactMap(\.text)
                 guard parts.count == 2, let port = Int(parts[1]) else {
-                    failures.append("sentinel \(address) does not know master \"\(sentinel.masterName)\" (\(reply))")
-                    continue
+                    return .failure(Unanswered("sentinel \(address) does not know master \"\(sentinel.masterName)\" (\(reply))"))
                 }
                 var found = self
                 found.sentinel = nil
@@ -70,11 +70,34 @@ extension RedisEndpoint {
                 found.port = port
                 found.mustBeMaster = true
                 found.foundBy = "\(sentinel.masterName) via sentinel \(address)"
-                return found
+                return .success(found)
+            }, none: "no sentinel named the master of \"\(sentinel.masterName)\"")
+    }
+
+    /// Why one of the nodes asked (`askInTurn`) named no server.
+    struct Unanswered: Error {
+        let message: String
+        init(_ message: String) { self.message = message }
+    }
+
+    /// Asks `nodes` in turn (each over the endpoint `over` makes of it) with `command`, until
+    /// `answer` names a server in one's reply; else throws `none` with every node's failure.
+    static func askInTurn(
+        _ nodes: [RedisSentinel.Address], timeoutMs: Int, command: [String], over: (RedisSentinel.Address) -> RedisEndpoint,
+        answer: (RedisReply, RedisSentinel.Address) -> Result<RedisEndpoint, Unanswered>, none: String
+    ) throws(RedisError) -> RedisEndpoint {
+        var failures: [String] = []
+        for node in nodes {
+            do {
+                let reply = try BlockingRedisConnection(over(node), timeoutMs: min(timeoutMs, 2000)).command(command)
+                switch answer(reply, node) {
+                case .success(let found): return found
+                case .failure(let why): failures.append(why.message)
+                }
             } catch {
-                failures.append("sentinel \(address): \(error.message)")
+                failures.append("\(node): \(error.message)")
             }
         }
-        throw .io("no sentinel named the master of \"\(sentinel.masterName)\": " + failures.joined(separator: "; "))
+        throw .io(none + ": " + failures.joined(separator: "; "))
     }
 }
