@@ -21,9 +21,13 @@ public struct MockConfiguration: Codable, Sendable {
     public var log: String?
     /// Event-loop threads serving connections (each connection on one, taken in turn).
     public var threads: Int = 1
+    /// "production", or "development": as APNs's sandbox, every answer then carries an
+    /// `apns-unique-id`.
+    public var environment = "production"
+    public var isDevelopment: Bool { environment == "development" }
 
     enum CodingKeys: String, CodingKey {
-        case listen, port, tls, keys, faults, log, threads
+        case listen, port, tls, keys, faults, log, threads, environment
         case maxConcurrentStreams = "max_concurrent_streams"
         case oneStreamUntilAuthenticated = "one_stream_until_authenticated"
         case tokenMaxAgeSeconds = "token_max_age_seconds"
@@ -169,6 +173,11 @@ public struct MockConfiguration: Codable, Sendable {
         faults = try c.decodeIfPresent(Faults.self, forKey: .faults) ?? faults
         log = try c.decodeIfPresent(String.self, forKey: .log)
         threads = try c.decodeIfPresent(Int.self, forKey: .threads) ?? threads
+        environment = try c.decodeIfPresent(String.self, forKey: .environment) ?? environment
+        guard ["production", "development"].contains(environment) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .environment, in: c, debugDescription: "environment must be production or development, not \(environment)")
+        }
     }
 
     public static func load(path: String) throws -> MockConfiguration {

@@ -204,6 +204,9 @@ final class MockConnection: HTTP2ConnectionDelegate {
         headers.add(":status", decision.status == 200 ? "200" : String(decision.status))
         // A fresh value per answer: indexing it would only churn both sides' HPACK tables.
         apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
+        if server.configuration.isDevelopment {
+            UUIDText.randomID(using: &idGenerator).withBytes { headers.add("apns-unique-id", "", utf8: $0, sensitive: true) }
+        }
         if let raw = decision.rawBody {
             if !raw.isEmpty { headers.add("content-type", "text/html") }
             connection.server.submitResponse(stream: stream, headers, body: raw.isEmpty ? nil : raw)

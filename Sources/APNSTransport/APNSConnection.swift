@@ -182,7 +182,11 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let isStatus = name.equals(":status")
-        guard isStatus || name.equals("apns-id") else { return }  // the only two read
+        // The only three read; apns-unique-id comes from the development environment alone.
+        guard isStatus || name.equals("apns-id") else {
+            if name.equals("apns-unique-id") { streams[stream]?.withObject { s in s.uniqueID = APNSID(value) } }
+            return
+        }
         streams[stream]?.withObject { s in
             if isStatus { s.status = Self.parseStatus(value) } else { s.apnsID = APNSID(value) }
         }

@@ -91,7 +91,9 @@ enum OutcomeRecords {
 
     /// Lends the job and the shared fields: the batch holds both while its records are written.
     private static func context(_ f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>) -> OutcomeRecord.Context {
-        OutcomeRecord.Context(handle: f.handle, lending: f.uncountedJob, token: f.token, shared: shared, names: f.names)
+        var context = OutcomeRecord.Context(handle: f.handle, lending: f.uncountedJob, token: f.token, shared: shared, names: f.names)
+        context.uniqueID = f.uniqueID
+        return context
     }
 
     /// The envelope of a send that waits in the schedule: only its token goes again.

@@ -112,6 +112,8 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
             }
             return body(APNSID())
         }
+        /// The `apns-unique-id` of the last answer, empty if none came.
+        public var uniqueID: APNSID { readSent({ $0.uniqueID }, else: APNSID()) }
         public var recoveries: Int { read({ $0.recoveries }, { $0.recoveries }) }
         public var fanout: Int { readSent({ $0.fanout }, else: 1) }
         /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).

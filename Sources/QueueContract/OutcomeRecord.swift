@@ -24,6 +24,8 @@ public enum OutcomeRecord {
         private let owner: SharedFields?
         /// What a job that failed its checks says about itself (`job` is nil then).
         public var names: JobNames?
+        /// The answer's `apns-unique-id` (development only), written into results when not empty.
+        public var uniqueID = APNSID()
 
         public init(handle: Int64, jobID: String?, token: DeviceToken?, shared: SharedFields) {
             self.handle = handle
@@ -122,6 +124,7 @@ public enum OutcomeRecord {
         let room =
             c.room + fixedRoom + (hasID ? id.withBytes { JSONCursor.room(forString: $0.count) } : 0)
             + JSONCursor.room(for: rejection?.reason.rawValue)
+            + (c.uniqueID.isEmpty ? 0 : c.uniqueID.withBytes { JSONCursor.room(forString: $0.count) } + 24)
         JSONCursor.append(to: &out, maxCount: room) { w in
             w.beginObject()
             w.field(literal: "v", 1)
@@ -132,6 +135,10 @@ public enum OutcomeRecord {
                 w.key(literal: "apns_id")
                 let plain = id.isPlainJSON
                 id.withBytes { plain ? w.string(plain: $0) : w.string(utf8: $0) }
+            }
+            if !c.uniqueID.isEmpty {
+                w.key(literal: "apns_unique_id")
+                c.uniqueID.withBytes { w.string(utf8: $0) }
             }
             if let rejection {
                 if rejection.status != 0 { w.field(literal: "http_status", rejection.status) }

@@ -27,6 +27,9 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
     public var status = 0
     /// Empty until APNs sends one (`APNSID()`: an optional id costs generic value witnesses).
     public var apnsID = APNSID()
+    /// `apns-unique-id`, which APNs's development environment sends: the key to the Delivery Log
+    /// of Apple's Push Notifications Console. Empty until it does.
+    public var uniqueID = APNSID()
     public var responseBody: [UInt8] = []
     public var answered = false
     /// Sends in a row that got no answer (refused, cut, timed out): each waits longer to go again.
@@ -68,6 +71,7 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
         sentAtNs = now
         status = 0
         apnsID = APNSID()
+        uniqueID = APNSID()
         responseBody.removeAll()
         answered = false
     }
