@@ -43,6 +43,7 @@ enum PayloadFitting {
         if pushType == .background, let extra = keys.subtracting(required).sorted().first {
             throw JobRejection(JobRejection.badPayloadForPushType, "a background push carries content-available only; remove aps.\(extra)")
         }
+        if pushType == .liveactivity { try LiveActivityRules.check(payload) }
     }
 
     /// Shortens the alert body (aps.alert.body, or a string aps.alert) so the payload fits in
