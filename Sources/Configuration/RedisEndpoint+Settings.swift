@@ -10,6 +10,28 @@ extension [String: String] {
 }
 
 extension RedisEndpoint {
+    /// The file's `redis` object (its keys checked by the caller).
+    mutating func apply(file r: Fields) throws {
+        username = try r.string("username")
+        if let file = try r.string("username_file") { username = try WorkerConfiguration.secret(from: file, for: "redis.username_file") }
+        host = try r.string("host") ?? host
+        port = try r.int("port") ?? port
+        socket = try r.string("socket")
+        password = try r.string("password")
+        if let file = try r.string("password_file") { password = try WorkerConfiguration.secret(from: file, for: "redis.password_file") }
+        database = try r.int("database") ?? database
+        try applySentinel(file: r)
+        if let seeds = try r.strings("cluster") { cluster = try Self.cluster(seeds, setting: "redis.cluster") }
+        if case .bool(let on)? = r.values["tls"] {
+            tls = on ? RedisTLS() : nil
+        } else if let t = try r.object("tls") {
+            try t.rejectUnknown(["ca_file", "server_name", "certificate_file", "key_file"])
+            tls = RedisTLS(
+                caFile: try t.string("ca_file"), serverName: try t.string("server_name"), certificateFile: try t.string("certificate_file"),
+                keyFile: try t.string("key_file"))
+        }
+    }
+
     /// The `APNSW_REDIS_*` variables over what the file said: for the worker and apnsctl alike.
     public mutating func apply(environment env: [String: String]) throws {
         host = env["APNSW_REDIS_HOST"] ?? host

@@ -43,26 +43,9 @@ extension WorkerConfiguration {
                 "master_name", "sentinel_username", "sentinel_password", "sentinel_password_file", "cluster",
                 "wait_replicas", "wait_timeout_ms",
             ])
-            redis.username = try r.string("username")
-            if let file = try r.string("username_file") { redis.username = try Self.secret(from: file, for: "redis.username_file") }
-            redis.host = try r.string("host") ?? redis.host
-            redis.port = try r.int("port") ?? redis.port
-            redis.socket = try r.string("socket")
-            redis.password = try r.string("password")
-            if let file = try r.string("password_file") { redis.password = try Self.secret(from: file, for: "redis.password_file") }
-            redis.database = try r.int("database") ?? redis.database
-            try redis.applySentinel(file: r)
+            try redis.apply(file: r)
             waitReplicas = try r.int("wait_replicas") ?? waitReplicas
             waitTimeoutMs = try r.int("wait_timeout_ms") ?? waitTimeoutMs
-            if let seeds = try r.strings("cluster") { redis.cluster = try RedisEndpoint.cluster(seeds, setting: "redis.cluster") }
-            if case .bool(let on)? = r.values["tls"] {
-                redis.tls = on ? RedisTLS() : nil
-            } else if let t = try r.object("tls") {
-                try t.rejectUnknown(["ca_file", "server_name", "certificate_file", "key_file"])
-                redis.tls = RedisTLS(
-                    caFile: try t.string("ca_file"), serverName: try t.string("server_name"), certificateFile: try t.string("certificate_file"),
-                    keyFile: try t.string("key_file"))
-            }
         }
         queue = try f.string("queue") ?? queue
         shards = try f.int("shards") ?? shards

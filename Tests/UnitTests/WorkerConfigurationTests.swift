@@ -172,4 +172,29 @@ final class WorkerConfigurationTests: XCTestCase {
         config.leaseMs = 3000
         XCTAssertEqual(config.redisReplyTimeoutMs, 1000)
     }
+
+    /// Cluster seeds, shards and WAIT: read from the file and the environment, and refused
+    /// where they cannot work, naming the setting.
+    func testClusterShardAndWaitSettingsAreReadAndChecked() throws {
+        let c = try loadRedis(#"{"cluster":["10.0.0.1:7000","redis-b"],"wait_replicas":1,"wait_timeout_ms":250}"#)
+        XCTAssertEqual(c.redis.cluster?.seeds.map(\.description), ["10.0.0.1:7000", "redis-b:6379"])
+        XCTAssertEqual(c.waitReplicas, 1)
+        XCTAssertEqual(c.waitTimeoutMs, 250)
+        XCTAssertTrue(c.redis.description.hasPrefix("redis+cluster://"), c.redis.description)
+        let e = try loadRedis(#"{"host":"r"}"#, ["APNSW_REDIS_CLUSTER": "a:1, b:2", "APNSW_SHARDS": "4"])
+        XCTAssertEqual(e.redis.cluster?.seeds.map(\.description), ["a:1", "b:2"])
+        XCTAssertEqual(e.servedKeys.map(\.label), [e.queue, "\(e.queue).0", "\(e.queue).1", "\(e.queue).2", "\(e.queue).3"])
+        for (redis, env, expected) in [
+            (#"{"cluster":["a:1"],"sentinels":["s:1"],"master_name":"m"}"#, [:], "redis.cluster and redis.sentinels exclude each other"),
+            (#"{"cluster":["a:1"],"database":2}"#, [:], "redis.database must be 0 on a cluster"),
+            (#"{"cluster":[]}"#, [:], "redis.cluster must name at least one node"),
+            (#"{"cluster":["a:99999"]}"#, [:], "redis.cluster: \"a:99999\" is not host:port"),
+            (#"{"host":"r","wait_replicas":-1}"#, [:], "redis.wait_replicas must be in 0...16"),
+            (#"{"host":"r"}"#, ["APNSW_SHARDS": "0"], "shards must be in 1...256"),
+        ] as [(String, [String: String], String)] {
+            XCTAssertThrowsError(try loadRedis(redis, env), redis) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(redis): \(error)")
+            }
+        }
+    }
 }
