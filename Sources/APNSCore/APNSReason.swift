@@ -38,6 +38,19 @@ public struct APNSReason: Hashable, Sendable, CustomStringConvertible {
     public static let internalServerError = APNSReason("InternalServerError")
     public static let serviceUnavailable = APNSReason("ServiceUnavailable")
     public static let shutdown = APNSReason("Shutdown")
+    // Broadcast and channel management (apns-protocol.md §3.3).
+    public static let featureNotEnabled = APNSReason("FeatureNotEnabled")
+    public static let missingChannelId = APNSReason("MissingChannelId")
+    public static let badChannelId = APNSReason("BadChannelId")
+    public static let channelNotRegistered = APNSReason("ChannelNotRegistered")
+    public static let badRequestParams = APNSReason("BadRequestParams")
+    public static let badRequestPayload = APNSReason("BadRequestPayload")
+    public static let missingPushType = APNSReason("MissingPushType")
+    public static let cannotCreateChannelConfig = APNSReason("CannotCreateChannelConfig")
+    public static let topicMismatch = APNSReason("TopicMismatch")
+    public static let missingChannelQueueSize = APNSReason("MissingChannelQueueSize")
+    /// As Apple's broadcast table spells it, with a space.
+    public static let serviceUnavailableSpaced = APNSReason("Service Unavailable")
 
     /// What Apple's table says, its status, and what we do about it; `unknown` for anything else.
     public var info: ReasonInfo { APNSReason.table[self] ?? ReasonInfo(status: 0, meaning: "unknown reason", disposition: .deadLetter) }
@@ -81,6 +94,22 @@ public struct APNSReason: Hashable, Sendable, CustomStringConvertible {
         .internalServerError: .init(status: 500, meaning: "APNs had an internal error", disposition: .retry(.serverError)),
         .serviceUnavailable: .init(status: 503, meaning: "APNs is unavailable", disposition: .retry(.serverError)),
         .shutdown: .init(status: 503, meaning: "the APNs server is shutting down", disposition: .reconnectAndRetry),
+        .featureNotEnabled: .init(
+            status: 400, meaning: "broadcast push is not enabled for this app (developer.apple.com)", disposition: .deadLetter),
+        .missingChannelId: .init(status: 400, meaning: "the broadcast has no apns-channel-id", disposition: .deadLetter),
+        .badChannelId: .init(status: 400, meaning: "apns-channel-id is not a valid channel id", disposition: .deadLetter),
+        .channelNotRegistered: .init(
+            status: 400, meaning: "no such channel in this environment (deleted, or never created)", disposition: .invalidChannel),
+        .badRequestParams: .init(status: 400, meaning: "the request has a field APNs does not know", disposition: .deadLetter),
+        .badRequestPayload: .init(status: 400, meaning: "the body is not JSON APNs can read", disposition: .deadLetter),
+        .missingPushType: .init(status: 400, meaning: "apns-push-type is required but absent", disposition: .deadLetter),
+        .cannotCreateChannelConfig: .init(
+            status: 400, meaning: "the app has reached its limit of channels (10,000 per environment)", disposition: .deadLetter),
+        .topicMismatch: .init(
+            status: 403, meaning: "the credential's bundle ids do not include the app in the path", disposition: .deadLetter),
+        .missingChannelQueueSize: .init(
+            status: 400, meaning: "message-storage-policy is missing or invalid", disposition: .deadLetter),
+        .serviceUnavailableSpaced: .init(status: 503, meaning: "APNs is unavailable", disposition: .retry(.serverError)),
     ]
 }
 
@@ -96,6 +125,8 @@ public enum Disposition: Sendable, Equatable {
     case deadLetter
     /// The token is dead for this topic: record it in the invalid-token feed.
     case invalidToken
+    /// The broadcast channel is gone: record it in the invalid-channel feed.
+    case invalidChannel
     /// Try again later under a retry policy.
     case retry(RetryPolicyKind)
     /// Mint a new JWT, open a new connection, retry without counting an attempt.
@@ -110,6 +141,7 @@ public enum Disposition: Sendable, Equatable {
         switch self {
         case .deadLetter: return "dead_letter"
         case .invalidToken: return "invalid_token"
+        case .invalidChannel: return "invalid_channel"
         case .retry(let kind): return "retry_\(kind.rawValue)"
         case .refreshAuthAndRetry: return "refresh_auth"
         case .pauseCredential: return "pause_credential"

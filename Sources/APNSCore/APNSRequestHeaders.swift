@@ -84,6 +84,22 @@ public enum APNSRequestHeaders {
         if let id = job.apnsID { sink.add("apns-id", id, sensitive: true) }
     }
 
+    /// The headers of a broadcast to `job.channel` (apns-protocol.md §3.1): the bundle in the path,
+    /// no topic, and always an expiration, since APNs wants one. The job's `apns_id` names the
+    /// request. Nothing is shared: broadcasts are few, each to many devices.
+    public static func writeBroadcast<S: HeaderSink & ~Copyable>(job: Job, bundle: String, authority: String, bearer: String?, into sink: inout S) {
+        sink.add(":method", "POST", sensitive: false)
+        sink.add(":scheme", "https", sensitive: false)
+        sink.add(":path", "/4/broadcasts/apps/" + bundle, sensitive: false)
+        sink.add(":authority", authority, sensitive: false)
+        if let bearer { sink.add("authorization", "bearer " + bearer, sensitive: false) }
+        sink.add("apns-push-type", PushType.liveactivity.rawValue, sensitive: false)
+        sink.add("apns-channel-id", job.channel ?? "", sensitive: true)
+        sink.add("apns-priority", String(job.effectivePriority.value), sensitive: false)
+        sink.add("apns-expiration", String(job.expiration ?? BroadcastRules.defaultExpiration), sensitive: false)
+        if let id = job.apnsID { sink.add("apns-request-id", id, sensitive: true) }
+    }
+
     /// The headers of one request on their own, with nothing shared before.
     public static func write<S: HeaderSink & ~Copyable>(
         job: Job, token: DeviceToken, topic: String, authority: String, bearer: String?, into sink: inout S

@@ -5,7 +5,7 @@ extension Job {
     /// `"priorty"` cannot silently send with a default.
     enum Field: Int, CaseIterable {
         case v, id, app, token, tokens, topic, pushType, priority, expiration, collapseID, apnsID
-        case payload, notification, template, truncate, sendAt, maxAttempts, meta
+        case payload, notification, template, truncate, sendAt, maxAttempts, meta, channel, channelStorage
 
         /// Matches a key's UTF-8 by its length, then its bytes: no String is built per key.
         init?(utf8 key: UnsafeBufferPointer<UInt8>) {
@@ -18,12 +18,15 @@ extension Job {
             case 4: field = matches("meta") ? .meta : nil
             case 5: field = matches("token") ? .token : matches("topic") ? .topic : nil
             case 6: field = matches("tokens") ? .tokens : nil
-            case 7: field = matches("payload") ? .payload : matches("apns_id") ? .apnsID : matches("send_at") ? .sendAt : nil
+            case 7:
+                field =
+                    matches("payload") ? .payload : matches("apns_id") ? .apnsID : matches("send_at") ? .sendAt : matches("channel") ? .channel : nil
             case 8: field = matches("priority") ? .priority : matches("template") ? .template : matches("truncate") ? .truncate : nil
             case 9: field = matches("push_type") ? .pushType : nil
             case 10: field = matches("expiration") ? .expiration : nil
             case 11: field = matches("collapse_id") ? .collapseID : nil
             case 12: field = matches("notification") ? .notification : matches("max_attempts") ? .maxAttempts : nil
+            case 15: field = matches("channel_storage") ? .channelStorage : nil
             default: field = nil
             }
             guard let field else { return nil }
@@ -35,7 +38,7 @@ extension Job {
 
     public static let fieldNames: [String] = [
         "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
-        "payload", "notification", "template", "truncate", "send_at", "max_attempts", "meta",
+        "payload", "notification", "template", "truncate", "send_at", "max_attempts", "meta", "channel", "channel_storage",
     ]
 
     public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job { try parse(bytes[...]) }
@@ -90,7 +93,7 @@ extension Job {
         var app: String?, topic: String?, pushType: String?
         /// The token as scanned: read from the job's bytes without building a String.
         var token = ScannedToken.absent
-        var collapseID: String?, apnsID: String?
+        var collapseID: String?, apnsID: String?, channel: String?, channelStorage: String?
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
         var payload: Range<Int>?
@@ -148,6 +151,8 @@ extension Job {
             case .pushType: if want(.string) { pushType = try s.readString(); return }
             case .collapseID: if want(.string) { collapseID = try s.readString(); return }
             case .apnsID: if want(.string) { apnsID = try s.readString(); return }
+            case .channel: if want(.string) { channel = try s.readString(); return }
+            case .channelStorage: if want(.string) { channelStorage = try s.readString(); return }
             case .priority: if want(.number) { priority = try s.readInt(); return }
             case .expiration: if want(.number) { expiration = try s.readInt(); return }
             case .sendAt: if want(.number) { sendAt = try s.readInt(); return }
@@ -212,6 +217,14 @@ extension Job {
             return out
         }
 
+        private func checkedStorage() throws(JobRejection) -> ChannelStorage? {
+            guard let channelStorage else { return nil }
+            guard let storage = ChannelStorage(name: channelStorage) else {
+                throw JobRejection(JobRejection.wrongType, "channel_storage is \"none\" or \"most-recent\", not \"\(channelStorage)\"")
+            }
+            return storage
+        }
+
         static func kind(of first: UInt8) -> JSONKind {
             switch first {
             case UInt8(ascii: "{"): return .object
@@ -233,7 +246,18 @@ extension Job {
             if !token.isAbsent && tokenList != nil {
                 throw JobRejection(JobRejection.malformedJSON, "give either \"token\" or \"tokens\", not both")
             }
-            let count = tokenList?.count ?? (token.isAbsent ? 0 : 1)
+            let storage = try checkedStorage()
+            if let channel {
+                guard token.isAbsent && tokenList == nil else {
+                    throw JobRejection(JobRejection.malformedJSON, "give either \"channel\" (a broadcast) or \"token\"/\"tokens\", not both")
+                }
+                try BroadcastRules.check(
+                    channel: channel, pushType: pushType, topic: topic, collapseID: collapseID, expiration: expiration, storage: storage)
+                pushType = pushType ?? PushType.liveactivity.rawValue
+            } else if storage != nil {
+                throw JobRejection(JobRejection.wrongType, "channel_storage describes a broadcast's \"channel\", and the job has none")
+            }
+            let count = channel != nil ? 1 : tokenList?.count ?? (token.isAbsent ? 0 : 1)
             guard count > 0 else {
                 throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
             }
@@ -257,7 +281,7 @@ extension Job {
                 try deviceToken(text.withUTF8Bytes { ScannedToken($0) })
             }
             // A single token builds no array.
-            let first = try token.isAbsent ? deviceToken(tokenList![0]) : deviceToken(token.take())
+            let first = try channel != nil ? DeviceToken.absent : token.isAbsent ? deviceToken(tokenList![0]) : deviceToken(token.take())
             var others: [DeviceToken] = []
             if let tokenList, tokenList.count > 1 {
                 others.reserveCapacity(tokenList.count - 1)
@@ -317,7 +341,7 @@ extension Job {
                 raw: raw, idField: idField, app: app.take(), token: first, otherTokens: others, topic: topic.take(), pushType: type,
                 priority: checkedPriority, expiration: expiration, collapseID: collapseID.take(),
                 apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
-                truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init))
+                truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init), channel: channel.take(), channelStorage: storage)
             job.metaRange = meta.map { (job.raw.startIndex + $0.lowerBound)..<(job.raw.startIndex + $0.upperBound) }
             try RequestRules.check(job: job)
             return job

@@ -27,6 +27,10 @@ public final class Job: @unchecked Sendable {
     /// list apart, so that a job of one token (almost all) carries no array of tokens.
     public let token: DeviceToken
     public let otherTokens: [DeviceToken]
+    /// A broadcast's channel id (base64), sent instead of a token (`token` is absent then).
+    public let channel: String?
+    /// What the producer says the channel keeps, for the broadcast rules (nil: not said).
+    public let channelStorage: ChannelStorage?
     public let topic: String?
     public let pushType: PushType
     public let priority: Priority?
@@ -87,20 +91,24 @@ public final class Job: @unchecked Sendable {
     public convenience init(
         raw: ArraySlice<UInt8>, id: String?, app: String?, token: DeviceToken, otherTokens: [DeviceToken] = [], topic: String?,
         pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-        payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?
+        payload: Payload, content: Content = .raw, truncate: Bool? = nil, sendAt: Int64?, maxAttempts: Int?,
+        channel: String? = nil, channelStorage: ChannelStorage? = nil
     ) {
         self.init(
             raw: raw, idField: id.map { .decoded($0) }, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType,
             priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload, content: content,
-            truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
+            truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts, channel: channel, channelStorage: channelStorage)
     }
 
     /// `idField`: a plain id's range is of `raw`'s indices.
     init(
         raw: ArraySlice<UInt8>, idField: JSONScanner.ScannedString?, app: String?, token: DeviceToken, otherTokens: [DeviceToken], topic: String?,
         pushType: PushType, priority: Priority?, expiration: Int64?, collapseID: String?, apnsID: String?,
-        payload: Payload, content: Content, truncate: Bool?, sendAt: Int64?, maxAttempts: Int?
+        payload: Payload, content: Content, truncate: Bool?, sendAt: Int64?, maxAttempts: Int?,
+        channel: String?, channelStorage: ChannelStorage?
     ) {
+        self.channel = channel
+        self.channelStorage = channelStorage
         switch payload {
         case .inRaw(let range):
             payloadRange = range
@@ -165,9 +173,15 @@ public final class Job: @unchecked Sendable {
         Job(
             raw: raw, idField: idField, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
             expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: .rendered(payload), content: content,
-            truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts)
+            truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts, channel: channel, channelStorage: channelStorage)
     }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }
+    /// A broadcast to a channel, not a push to device tokens.
+    public var isBroadcast: Bool { channel != nil }
+    /// The payload limit of apns-protocol.md §4.1: a broadcast's is 5 KB whatever its push type.
+    public var maxPayloadBytes: Int { isBroadcast ? BroadcastRules.maxPayloadBytes : pushType.maxPayloadBytes }
+    /// What a job's records call its kind of payload limit, in errors.
+    public var limitName: String { isBroadcast ? "a broadcast" : pushType.rawValue }
 }
 
 /// Why a job cannot be sent. `reason` is a stable code (Apple's reason string where Apple has

@@ -7,6 +7,8 @@ public struct JobNames: Sendable, Equatable {
     /// As given (the first of `tokens`), even when it is not a valid token.
     public var token: String?
     public var topic: String?
+    /// A broadcast's channel id, as given.
+    public var channel: String?
     /// The job's `meta` object, byte for byte, when it is one within `Job.maxMetaBytes`.
     public var meta: [UInt8]?
 
@@ -26,6 +28,7 @@ public struct JobNames: Sendable, Equatable {
                 case ("id", .string): id = Self.string(value)
                 case ("app", .string): app = Self.string(value)
                 case ("topic", .string): topic = Self.string(value)
+                case ("channel", .string): channel = Self.string(value)
                 case ("token", .string): token = Self.string(value)
                 case ("tokens", .array) where token == nil: token = Self.firstString(value)
                 case ("meta", .object) where range.count <= Job.maxMetaBytes: meta = Array(value)

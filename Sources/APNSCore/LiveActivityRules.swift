@@ -4,7 +4,8 @@
 /// `alert`, with `input-push-token: 1` or an `input-push-channel` id if it asks for either.
 /// Checked on the bytes sent, so raw and structured jobs alike.
 enum LiveActivityRules {
-    static func check(_ payload: UnsafeRawBufferPointer) throws(JobRejection) {
+    /// `broadcast`: a channel's push, which can update or end an activity but not start one.
+    static func check(_ payload: UnsafeRawBufferPointer, broadcast: Bool = false) throws(JobRejection) {
         guard let aps = members(payload) else { return }  // not an object: the other checks say so
         func fail(_ detail: String) -> JobRejection { JobRejection(JobRejection.badPayloadForPushType, detail) }
         guard let event = aps["event"], event.kind == .string, let name = text(payload, event.range),
@@ -13,6 +14,7 @@ enum LiveActivityRules {
             throw fail("a liveactivity push's aps.event is \"start\", \"update\" or \"end\"")
         }
         guard name == "start" else { return }
+        if broadcast { throw fail("a broadcast updates or ends a Live Activity (aps.event \"update\" or \"end\"); it cannot start one") }
         guard let type = aps["attributes-type"], type.kind == .string, text(payload, type.range)?.isEmpty == false else {
             throw fail("a push-to-start needs aps.attributes-type: the name of its ActivityAttributes type")
         }
@@ -25,20 +27,9 @@ enum LiveActivityRules {
             throw fail("aps.input-push-token asks for an update token with the number 1, and nothing else")
         }
         if let channel = aps["input-push-channel"] {
-            guard channel.kind == .string, let id = text(payload, channel.range), isChannelID(id) else {
+            guard channel.kind == .string, let id = text(payload, channel.range), BroadcastRules.isChannelID(id) else {
                 throw fail("aps.input-push-channel is a broadcast channel id: base64, as channel creation gave it")
             }
-        }
-    }
-
-    /// A channel id as APNs hands them out: base64, of no length Apple promises.
-    static func isChannelID(_ id: String) -> Bool {
-        guard !id.isEmpty, id.utf8.count % 4 == 0 else { return false }
-        let body = Array(id.utf8)
-        let padding = body.reversed().prefix { $0 == UInt8(ascii: "=") }.count
-        guard padding <= 2 else { return false }
-        return body.dropLast(padding).allSatisfy { b in
-            (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == UInt8(ascii: "+") || b == UInt8(ascii: "/")
         }
     }
 

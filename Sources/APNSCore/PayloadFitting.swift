@@ -28,7 +28,7 @@ enum PayloadFitting {
     /// Push types whose payload has rules (apns-protocol.md §2.2, §4.2).
     /// Borrows the payload: most push types have no rules, and a raw job's payload is part of
     /// the buffer its batch shares.
-    static func checkAgreement(_ payload: UnsafeRawBufferPointer, pushType: PushType) throws(JobRejection) {
+    static func checkAgreement(_ payload: UnsafeRawBufferPointer, pushType: PushType, broadcast: Bool = false) throws(JobRejection) {
         let required: Set<String>
         switch pushType {
         case .background: required = ["content-available"]
@@ -43,7 +43,7 @@ enum PayloadFitting {
         if pushType == .background, let extra = keys.subtracting(required).sorted().first {
             throw JobRejection(JobRejection.badPayloadForPushType, "a background push carries content-available only; remove aps.\(extra)")
         }
-        if pushType == .liveactivity { try LiveActivityRules.check(payload) }
+        if pushType == .liveactivity { try LiveActivityRules.check(payload, broadcast: broadcast) }
     }
 
     /// Shortens the alert body (aps.alert.body, or a string aps.alert) so the payload fits in

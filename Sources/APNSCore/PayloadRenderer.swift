@@ -7,7 +7,7 @@ public enum PayloadRenderer {
         switch job.content {
         case .raw:
             // Sent as is: only the push-type rules are checked, and only where there are any.
-            try PayloadFitting.checkAgreement(job.payloadBytes, pushType: job.pushType)
+            try PayloadFitting.checkAgreement(job.payloadBytes, pushType: job.pushType, broadcast: job.isBroadcast)
             return job
         case .notification(let range):
             bytes = try StructuredPayload.render(job.raw, range, pushType: job.pushType)
@@ -26,19 +26,19 @@ public enum PayloadRenderer {
             }
         }
         try bytes.withUnsafeBytes { b in
-            Result { () throws(JobRejection) in try PayloadFitting.checkAgreement(b, pushType: job.pushType) }
+            Result { () throws(JobRejection) in try PayloadFitting.checkAgreement(b, pushType: job.pushType, broadcast: job.isBroadcast) }
         }.get()
         var fitted = bytes
-        let limit = job.pushType.maxPayloadBytes
+        let limit = job.maxPayloadBytes
         if fitted.count > limit, job.truncate ?? truncateByDefault {
             guard let shorter = PayloadFitting.truncateBody(fitted, limit: limit) else {
                 throw JobRejection(
                     .payloadTooLarge,
-                    "payload is \(fitted.count) bytes; the limit for \(job.pushType) is \(limit), and shortening the alert body cannot make it fit")
+                    "payload is \(fitted.count) bytes; the limit for \(job.limitName) is \(limit), and shortening the alert body cannot make it fit")
             }
             fitted = shorter
         }
-        try RequestRules.checkPayload(fitted.count, pushType: job.pushType)
+        try RequestRules.checkPayload(fitted.count, limit: limit, of: job.limitName)
         return job.rendered(fitted)
     }
 }

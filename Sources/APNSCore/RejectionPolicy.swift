@@ -45,6 +45,8 @@ public struct RejectionPolicy: Sendable, Equatable {
         case retry(afterMs: Int)
         /// The token is dead for the topic: a result and an invalid-token record.
         case invalidToken
+        /// The channel is gone: a result and an invalid-channel record.
+        case invalidChannel
         /// A result and a dead letter with this detail.
         case deadLetter(detail: String)
     }
@@ -68,7 +70,7 @@ public struct RejectionPolicy: Sendable, Equatable {
             case .refreshAuthAndRetry: return .refreshTokenAndResend
             case .reconnectAndRetry: return .reconnectAndResend
             case .pauseCredential: return .pauseCredential(closeConnection: rejection.reason == .tooManyProviderTokenUpdates)
-            case .deadLetter, .invalidToken, .retry:
+            case .deadLetter, .invalidToken, .invalidChannel, .retry:
                 return .finish(verdict(rejection, disposition, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng))
             }
         }
@@ -95,6 +97,7 @@ public struct RejectionPolicy: Sendable, Equatable {
             return .retry(afterMs: afterMs)
         }
         if disposition == .invalidToken { return .invalidToken }
+        if disposition == .invalidChannel { return .invalidChannel }
         return .deadLetter(detail: "APNs answered \(rejection.status): \(rejection.reason.info.meaning) (after \(attempts) attempts)")
     }
 }

@@ -9,18 +9,23 @@ public enum RequestRules {
     public static func check(job: Job) throws(JobRejection) {
         try checkHeaders(
             pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
-            expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID)
-        if job.content == .raw { try checkPayload(job.payloadBytes.count, pushType: job.pushType) }
+            expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID, broadcast: job.isBroadcast)
+        if job.content == .raw { try checkPayload(job.payloadBytes.count, limit: job.maxPayloadBytes, of: job.limitName) }
     }
 
     public static func checkPayload(_ size: Int, pushType: PushType) throws(JobRejection) {
-        try checkPayloadSize(size, pushType: pushType)
+        try checkPayload(size, limit: pushType.maxPayloadBytes, of: pushType.rawValue)
+    }
+
+    /// `name`: what the limit is of, for the error (a push type, or a broadcast).
+    public static func checkPayload(_ size: Int, limit: Int, of name: String) throws(JobRejection) {
+        if size > limit { throw JobRejection(.payloadTooLarge, "payload is \(size) bytes; the limit for \(name) is \(limit)") }
         if size <= 2 { throw JobRejection(.payloadEmpty, "the payload object is empty") }
     }
 
     public static func checkHeaders(
         pushType: PushType, priority: Priority, topic: String?, expiration: Int64?,
-        collapseID: String?, apnsID: String?
+        collapseID: String?, apnsID: String?, broadcast: Bool = false
     ) throws(JobRejection) {
         if let topic {
             guard !topic.isEmpty, topic.utf8.count <= 255 else {
@@ -33,7 +38,8 @@ public enum RequestRules {
                     .badTopic, "topic \"\(topic)\" does not fit push type \(pushType) (expected the suffix \"\(pushType.topicSuffix)\")")
             }
         }
-        guard pushType.allows(priority) else {
+        // A broadcast takes 10, 5 or 1 (apns-protocol.md §3.1), where a device's Live Activity push takes 10 or 5.
+        guard broadcast || pushType.allows(priority) else {
             throw JobRejection(.badPriority, "priority \(priority.value) is not allowed for push type \(pushType)")
         }
         if let expiration, expiration < 0 || expiration > 0xFFFF_FFFF {
@@ -57,12 +63,6 @@ public enum RequestRules {
         }
         if value.utf8.first == 0x20 || value.utf8.last == 0x20 { return "a space at its start or end, which HTTP/2 headers cannot carry" }
         return nil
-    }
-
-    public static func checkPayloadSize(_ size: Int, pushType: PushType) throws(JobRejection) {
-        if size > pushType.maxPayloadBytes {
-            throw JobRejection(.payloadTooLarge, "payload is \(size) bytes; the limit for \(pushType) is \(pushType.maxPayloadBytes)")
-        }
     }
 }
 

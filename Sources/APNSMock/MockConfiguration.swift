@@ -25,9 +25,17 @@ public struct MockConfiguration: Codable, Sendable {
     /// `apns-unique-id`.
     public var environment = "production"
     public var isDevelopment: Bool { environment == "development" }
+    /// The channel-management listener (`/1/apps/…`, apns-protocol.md §3.2), on its own port as
+    /// Apple's is (2196, 2195 in development); 0 picks a free one.
+    public var managePort: Int = 0
+    /// Channels one app may have (Apple: 10,000 per environment).
+    public var channelLimit: Int = 10_000
+    /// Bundle ids whose broadcasts get FeatureNotEnabled, as when the capability is off.
+    public var broadcastDisabled: [String] = []
 
     enum CodingKeys: String, CodingKey {
         case listen, port, tls, keys, faults, log, threads, environment
+        case managePort = "manage_port", channelLimit = "channel_limit", broadcastDisabled = "broadcast_disabled"
         case maxConcurrentStreams = "max_concurrent_streams"
         case oneStreamUntilAuthenticated = "one_stream_until_authenticated"
         case tokenMaxAgeSeconds = "token_max_age_seconds"
@@ -174,6 +182,9 @@ public struct MockConfiguration: Codable, Sendable {
         log = try c.decodeIfPresent(String.self, forKey: .log)
         threads = try c.decodeIfPresent(Int.self, forKey: .threads) ?? threads
         environment = try c.decodeIfPresent(String.self, forKey: .environment) ?? environment
+        managePort = try c.decodeIfPresent(Int.self, forKey: .managePort) ?? managePort
+        channelLimit = try c.decodeIfPresent(Int.self, forKey: .channelLimit) ?? channelLimit
+        broadcastDisabled = try c.decodeIfPresent([String].self, forKey: .broadcastDisabled) ?? broadcastDisabled
         guard ["production", "development"].contains(environment) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .environment, in: c, debugDescription: "environment must be production or development, not \(environment)")

@@ -8,6 +8,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
     let id: Int
     /// The server loop this connection is served on.
     let loopIndex: Int
+    /// Accepted on the channel-management listener, which serves `/1/apps/…` alone.
+    let isManagement: Bool
     var connection: HTTP2Connection?
     private var requests = StreamTable<MockRequest>(capacity: 256)
     /// Requests of closed streams, kept for the next ones: a new one costs three allocations.
@@ -27,7 +29,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
     /// Reused for every answer.
     private var headers = HeaderList()
 
-    init(server: MockServer, id: Int, loopIndex: Int, streamLimit: Int) {
+    init(server: MockServer, id: Int, loopIndex: Int, streamLimit: Int, isManagement: Bool = false) {
+        self.isManagement = isManagement
         self.server = server
         self.id = id
         self.loopIndex = loopIndex
@@ -128,7 +131,14 @@ final class MockConnection: HTTP2ConnectionDelegate {
             connection.cut(graceMs: 200)
             return
         }
-        var decision = server.validator.decide(request, auth: &auth)
+        var decision =
+            if isManagement {
+                server.validator.decideManagement(request, auth: &auth, channels: server.channels)
+            } else if request.pathStarts(with: "/4/broadcasts/apps/") {
+                server.validator.decideBroadcast(request, path: request.value(":path")!, auth: &auth, channels: server.channels)
+            } else {
+                server.validator.decide(request, auth: &auth)
+            }
         if decision.status == 200, !faults.tokens.isEmpty, let token = request.pathToken, let fault = server.fault(for: token) {
             decision.delayMs = fault.delayMs ?? 0
             if let status = fault.status {
@@ -139,7 +149,9 @@ final class MockConnection: HTTP2ConnectionDelegate {
             }
         }
         let apnsID =
-            request.value("apns-id").flatMap { UUIDText.isValid($0) ? APNSID($0.lowercased()) : nil } ?? UUIDText.randomID(using: &idGenerator)
+            request.value(decision.idHeader == .apnsID ? "apns-id" : "apns-request-id").flatMap {
+                UUIDText.isValid($0) ? APNSID($0.lowercased()) : nil
+            } ?? UUIDText.randomID(using: &idGenerator)
         record(request, decision, answeredID: apnsID, note: nil)
         if decision.delayMs > 0 {
             connection.loop.schedule(afterMilliseconds: decision.delayMs) { [weak self] in
@@ -150,7 +162,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         } else {
             respond(stream, decision, apnsID: apnsID)
         }
-        if decision.status == 200 {
+        if (200..<300).contains(decision.status) {
             raiseLimit()
         } else if decision.status < 500, decision.status != 410, server.configuration.throttleAfterRejection {
             throttle()
@@ -203,7 +215,11 @@ final class MockConnection: HTTP2ConnectionDelegate {
         headers.clear()
         headers.add(":status", decision.status == 200 ? "200" : String(decision.status))
         // A fresh value per answer: indexing it would only churn both sides' HPACK tables.
-        apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
+        switch decision.idHeader {
+        case .apnsID: apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
+        case .requestID: apnsID.withBytes { headers.add("apns-request-id", "", utf8: $0, sensitive: true) }
+        }
+        if let channel = decision.channelID { headers.add("apns-channel-id", channel, sensitive: true) }
         if server.configuration.isDevelopment {
             UUIDText.randomID(using: &idGenerator).withBytes { headers.add("apns-unique-id", "", utf8: $0, sensitive: true) }
         }
@@ -213,7 +229,8 @@ final class MockConnection: HTTP2ConnectionDelegate {
             return
         }
         guard let reason = decision.reason else {
-            connection.server.submitResponse(stream: stream, headers, body: nil)
+            if decision.body != nil { headers.add("content-type", "application/json") }
+            connection.server.submitResponse(stream: stream, headers, body: decision.body)
             return
         }
         headers.add("content-type", "application/json")
@@ -253,6 +270,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         w.field("conn", id)
         w.field("stream", Int(request.stream))
         w.fieldIfPresent("token", request.pathToken)
+        if !request.pathStarts(with: "/3/device/") { w.fieldIfPresent("path", request.value(":path")) }
         w.field("status", decision.status)
         w.fieldIfPresent("reason", decision.reason?.rawValue)
         w.fieldIfPresent("apns_id", answeredID?.description)

@@ -127,6 +127,14 @@ final class MockRequest {
         }
     }
 
+    /// Whether `:path` starts with `prefix`.
+    func pathStarts(with prefix: StaticString) -> Bool {
+        withValue(":path") { path in
+            guard let path, path.count >= prefix.utf8CodeUnitCount else { return false }
+            return UnsafeBufferPointer(rebasing: path[..<prefix.utf8CodeUnitCount]).equals(prefix)
+        }
+    }
+
     /// The token from `/3/device/<token>`, or nil for another path.
     var pathToken: String? { withPathToken { $0.map { String(decoding: $0, as: UTF8.self) } } }
 
@@ -143,6 +151,19 @@ struct MockDecision {
     var rawBody: [UInt8]?
     /// The key id of a verified JWT, for the log.
     var keyID: String?
+    /// The answer's id header: `apns-id`, or a broadcast's and channel request's `apns-request-id`.
+    var idHeader = IDHeader.apnsID
+    enum IDHeader { case apnsID, requestID }
+    /// A created channel's id, sent as `apns-channel-id`.
+    var channelID: String?
+    /// A JSON body for a success (a channel, the channel list).
+    var body: [UInt8]?
+
+    init(status: Int, reason: APNSReason? = nil, body: [UInt8]? = nil) {
+        self.status = status
+        self.reason = reason
+        self.body = body
+    }
 
     static func reject(_ status: Int, _ reason: APNSReason) -> MockDecision { MockDecision(status: status, reason: reason) }
     static let accepted = MockDecision(status: 200)

@@ -11,11 +11,14 @@ import TLS
 public final class MockServer: @unchecked Sendable {
     public let configuration: MockConfiguration
     public let port: Int
+    /// The channel-management listener's port.
+    public let managePort: Int
+    let channels: MockChannels
     let loops: [EventLoop]
     let tls: TLSContext
     let validator: MockValidator
     let log: MockLog
-    private let listenFD: Int32
+    private let listenFD: Int32, manageFD: Int32
     private let running = DispatchGroup()
     /// Each loop's live connections, touched on that loop's thread only.
     private let served: [ServedConnections]
@@ -41,8 +44,11 @@ public final class MockServer: @unchecked Sendable {
             clientCAFile: configuration.tls.clientCA)
         validator = try MockValidator(configuration: configuration, now: { Int64(Date().timeIntervalSince1970) })
         log = try MockLog(path: configuration.log)
+        channels = MockChannels(limit: configuration.channelLimit)
         (listenFD, port) = try Socket.listen(host: configuration.listen, port: configuration.port)
-        try loops[0].register(fd: listenFD, handler: Acceptor(server: self), writable: false)
+        (manageFD, managePort) = try Socket.listen(host: configuration.listen, port: configuration.managePort)
+        try loops[0].register(fd: listenFD, handler: Acceptor(server: self, fd: listenFD, management: false), writable: false)
+        try loops[0].register(fd: manageFD, handler: Acceptor(server: self, fd: manageFD, management: true), writable: false)
         for loop in loops { loop.afterEvents = { [log] in log.flush() } }
         if let s = configuration.faults.storm { startStorm(s.kind, forMs: s.forMs) }
     }
@@ -56,6 +62,10 @@ public final class MockServer: @unchecked Sendable {
     /// Refuses (403 InvalidProviderToken) or accepts again the JWTs of a key, as when a key is
     /// revoked in Apple's developer account and restored.
     public func revoke(keyID: String, _ isRevoked: Bool = true) { validator.setRevoked(keyID, isRevoked) }
+
+    /// Makes a channel for `bundle` as the management API would, for tests and demos.
+    public func createChannel(bundle: String, storage: ChannelStorage) -> String? { channels.create(bundle: bundle, storage: storage) }
+    public func deleteChannel(bundle: String, id: String) -> Bool { channels.delete(bundle: bundle, id: id) }
 
     /// The storm blowing now, if any.
     var currentStorm: MockConfiguration.Storm.Kind? {
@@ -93,27 +103,30 @@ public final class MockServer: @unchecked Sendable {
         let first = listenerOpen.withLock { open in
             defer { open = false }; return open
         }
-        if first { close(listenFD) }
+        if first {
+            close(listenFD)
+            close(manageFD)
+        }
     }
     private let listenerOpen = Mutex(true)
 
-    fileprivate func accept() {
-        while let fd = Socket.accept(listenFD) {
+    fileprivate func accept(from listener: Int32, management: Bool) {
+        while let fd = Socket.accept(listener) {
             let id = nextConnectionID
             nextConnectionID += 1
             let index = (id - 1) % loops.count
             if index == 0 {
-                serve(fd, id: id, loop: 0)
+                serve(fd, id: id, loop: 0, management: management)
             } else {
-                loops[index].execute { [self] in serve(fd, id: id, loop: index) }
+                loops[index].execute { [self] in serve(fd, id: id, loop: index, management: management) }
             }
         }
     }
 
     /// On loop `index`'s thread: a connection accepted there is served by that loop.
-    private func serve(_ fd: Int32, id: Int, loop index: Int) {
+    private func serve(_ fd: Int32, id: Int, loop index: Int, management: Bool) {
         let initialLimit = configuration.oneStreamUntilAuthenticated ? 1 : configuration.maxConcurrentStreams
-        let handler = MockConnection(server: self, id: id, loopIndex: index, streamLimit: initialLimit)
+        let handler = MockConnection(server: self, id: id, loopIndex: index, streamLimit: initialLimit, isManagement: management)
         do {
             handler.connection = try HTTP2Connection(
                 accepted: fd, tls: tls, loop: loops[index], delegate: handler,
@@ -177,6 +190,11 @@ public struct MockStats: Sendable, Equatable {
 
 private final class Acceptor: EventHandler {
     unowned let server: MockServer
-    init(server: MockServer) { self.server = server }
-    func handleEvents(readable: Bool, writable: Bool, hangup: Bool) { server.accept() }
+    let fd: Int32, management: Bool
+    init(server: MockServer, fd: Int32, management: Bool) {
+        self.server = server
+        self.fd = fd
+        self.management = management
+    }
+    func handleEvents(readable: Bool, writable: Bool, hangup: Bool) { server.accept(from: fd, management: management) }
 }

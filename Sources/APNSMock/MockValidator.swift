@@ -14,6 +14,7 @@ final class MockValidator {
     }
 
     private let keys: [String: VerifiedKey]
+    let disabledBroadcasts: Set<String>
     private let tokenMaxAge: Int64
     private let tokenUpdateWindow: Int64
     private let now: () -> Int64
@@ -38,6 +39,7 @@ final class MockValidator {
                 publicKey: try ES256PublicKey(pem: pem))
         }
         self.keys = keys
+        disabledBroadcasts = Set(configuration.broadcastDisabled)
         tokenMaxAge = Int64(configuration.tokenMaxAgeSeconds)
         tokenUpdateWindow = Int64(configuration.tokenUpdateWindowSeconds)
         self.now = now
@@ -85,9 +87,12 @@ final class MockValidator {
         return decision
     }
 
-    private enum AuthResult { case success(String), failure(MockDecision) }
+    enum AuthResult { case success(String), failure(MockDecision) }
 
-    private func authenticate(_ request: MockRequest, topic: String?, auth: inout ConnectionAuth) -> AuthResult {
+    /// `notCovered`: the reason when the key does not serve the topic (a broadcast's is TopicMismatch).
+    func authenticate(
+        _ request: MockRequest, topic: String?, auth: inout ConnectionAuth, notCovered: APNSReason = .invalidProviderToken
+    ) -> AuthResult {
         let claims: JWTClaims
         if let cached = auth.lastClaims, request.value("authorization", is: auth.lastAuthorization) {
             claims = cached  // verified on this connection already; compared as bytes, with no String made
@@ -128,7 +133,7 @@ final class MockValidator {
         if topic != auth.coveredTopic {
             let key = keys[claims.keyID]!
             guard key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) else {
-                return .failure(.reject(403, .invalidProviderToken))
+                return .failure(.reject(403, notCovered))
             }
             auth.coveredTopic = topic
         }

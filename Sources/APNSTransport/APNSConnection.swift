@@ -127,6 +127,12 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     ) -> Int32? {
         let job = request.job
         headers.clear()
+        if job.isBroadcast {
+            headers.clearAll()
+            shared = nil
+            APNSRequestHeaders.writeBroadcast(job: job, bundle: request.topic, authority: authority, bearer: bearer, into: &headers)
+            return try? session.submitRequest(headers, body: job.payloadBytes)
+        }
         if shared?.fits(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic, priority: job.effectivePriority) != true {
             headers.clearAll()
             shared = APNSRequestHeaders.share(
@@ -182,8 +188,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let isStatus = name.equals(":status")
-        // The only three read; apns-unique-id comes from the development environment alone.
-        guard isStatus || name.equals("apns-id") else {
+        // The only three read (a broadcast's answer has apns-request-id for apns-id); apns-unique-id
+        // comes from the development environment alone.
+        guard isStatus || name.equals("apns-id") || name.equals("apns-request-id") else {
             if name.equals("apns-unique-id") { streams[stream]?.withObject { s in s.uniqueID = APNSID(value) } }
             return
         }

@@ -245,6 +245,7 @@ private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
 extension APNSSender {
     /// What every log line about one notification carries.
     func jobFields(_ r: SendRequest) -> [String: LogValue] {
-        ["app": .string(apps[r.app].name), "token": .string(rejectionLog.show(r.token)), "job_id": .string(r.job.id ?? "")]
+        let target: (String, String) = r.job.channel.map { ("channel", $0) } ?? ("token", rejectionLog.show(r.token))
+        return ["app": .string(apps[r.app].name), target.0: .string(target.1), "job_id": .string(r.job.id ?? "")]
     }
 }

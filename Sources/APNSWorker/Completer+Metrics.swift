@@ -83,6 +83,7 @@ extension Completer {
                 case .retried: m.add("apns_retries_total", .init(("app", k.app)), v)
                 case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
                 case .invalidToken: m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case .invalidChannel: m.add("apns_invalid_channels_total", .init(("app", k.app), ("reason", k.reason)), v)
                 case .delivered, .scheduled, .deferred: break
                 }
             }

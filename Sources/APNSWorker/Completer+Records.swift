@@ -32,6 +32,11 @@ extension Completer {
                         OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0)
                     }
                     added.invalidTokens = true
+                case .invalidChannel:
+                    t.append(prefix: transaction.invalidChannel) {
+                        OutcomeRecords.writeSecond(decisions[i], of: f, shared: d.shared[i], into: &$0)
+                    }
+                    added.invalidChannels = true
                 case .result, .schedule: break
                 }
             }
@@ -43,14 +48,16 @@ extension Completer {
     func recordsResult(_ d: OutcomeRecords.Decision) -> Bool {
         switch d.kind {
         case .result: configuration.results.records(delivered: true)
-        case .deadLetter, .invalidToken: configuration.results.records(delivered: false)
+        case .deadLetter, .invalidToken, .invalidChannel: configuration.results.records(delivered: false)
         case .schedule: true
         }
     }
 
     /// The complete script's arguments for the batch (QueueScripts.complete).
     func scriptArguments(_ batch: ArraySlice<FinishedJob>, groups: AckGroups, marked: Marks, _ d: Decided) -> RedisArgs {
-        var scriptKeys = [keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID)]
+        var scriptKeys = [
+            keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID), keys.invalidChannels,
+        ]
         for g in groups.all {
             scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
             scriptKeys.append(keys.batchDone(worker: workerID, id: g.batch.id))

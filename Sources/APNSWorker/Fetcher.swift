@@ -352,6 +352,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     ?? "the job names no \"app\" and there is no app named \"default\"")
         }
         let bundle = apps[index].configuration.bundleID
+        if job.isBroadcast { return (index, bundle) }  // the path names the bundle; APNs takes no topic
         // A topic the push type derives from the bundle is the app's; one the job names must be
         // the bundle or start with it and a dot.
         guard let topic = job.topic else { return (index, job.pushType.topic(forBundle: bundle)) }

@@ -137,6 +137,7 @@ final class Housekeeper: @unchecked Sendable {
         let caps = [
             (keys.results, configuration.resultsMaxAgeSeconds), (keys.deadLetters, configuration.deadLettersMaxAgeSeconds),
             (keys.invalidTokens, configuration.invalidTokensMaxAgeSeconds),
+            (keys.invalidChannels, configuration.invalidTokensMaxAgeSeconds),
         ]
         let nowMs = WallClock.nowMilliseconds()
         for case let (key, seconds?) in caps {

@@ -17,12 +17,14 @@ enum OutcomeRecords {
         fileprivate let attempts: Int
 
         /// The complete script's kind: r (result), d (result, dead letter), i (result, invalid
-        /// token), s (schedule).
+        /// token), c (result, invalid channel), s (schedule).
         var kind: CompletionKind {
             switch plan {
             case .delivered: .result
             case .schedule: .schedule
-            case .failed(_, let dead): dead == nil ? .invalidToken : .deadLetter
+            case .failed(_, .deadLetter): .deadLetter
+            case .failed(_, .invalidToken): .invalidToken
+            case .failed(_, .invalidChannel): .invalidChannel
             }
         }
     }
@@ -32,8 +34,22 @@ enum OutcomeRecords {
         /// was copied and destroyed once more per job.
         case delivered
         case schedule(JobEnvelope.Meta, at: String, stat: QueueStat)
-        /// Final and failed: a result, plus a dead letter or an invalid-token record.
-        case failed(APNSRejection, deadDetail: String?)
+        /// Final and failed: a result, plus a record in one of the feeds.
+        case failed(APNSRejection, Feed)
+    }
+
+    /// Where a failed outcome's second record goes.
+    fileprivate enum Feed {
+        case deadLetter(detail: String)
+        case invalidToken, invalidChannel
+
+        var stat: QueueStat {
+            switch self {
+            case .deadLetter: .deadLettered
+            case .invalidToken: .invalidToken
+            case .invalidChannel: .invalidChannel
+            }
+        }
     }
 
     static func decide(_ f: FinishedJob.Lent, worker: String) -> Decision {
@@ -44,7 +60,7 @@ enum OutcomeRecords {
         switch plan {
         case .delivered: stat = .delivered
         case .schedule(_, _, let s): stat = s
-        case .failed(_, let dead): stat = dead == nil ? .invalidToken : .deadLettered
+        case .failed(_, let feed): stat = feed.stat
         }
         return Decision(plan: plan, stat: stat, attempts: attempts)
     }
@@ -80,11 +96,12 @@ enum OutcomeRecords {
     static func writeSecond(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout ByteBuffer) {
         switch d.plan {
         case .delivered: break
-        case .failed(let r, let detail?):
+        case .failed(let r, .deadLetter(let detail)):
             OutcomeRecord.deadLetter(
                 Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
                 attempts: f.attempts, into: &out)
-        case .failed(let r, nil): OutcomeRecord.invalidToken(Self.context(f, shared: shared), rejection: r, into: &out)
+        case .failed(let r, .invalidToken), .failed(let r, .invalidChannel):
+            OutcomeRecord.invalidToken(Self.context(f, shared: shared), rejection: r, into: &out)
         case .schedule(_, let at, _): at.withUTF8Bytes { out.append(UnsafeRawBufferPointer($0)) }
         }
     }
@@ -113,15 +130,17 @@ enum OutcomeRecords {
                 JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
                 at: "=\(atMs)", stat: .scheduled)
         case .deadLetter(let why):
-            return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), deadDetail: why.detail)
+            return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), .deadLetter(detail: why.detail))
         case .rejected(_, .retry(let afterMs)):
             return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .retried)
         case .deferred(let afterMs):
             return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .deferred)
         case .rejected(let rejection, .invalidToken):
-            return .failed(rejection, deadDetail: nil)
+            return .failed(rejection, .invalidToken)
+        case .rejected(let rejection, .invalidChannel):
+            return .failed(rejection, .invalidChannel)
         case .rejected(let rejection, .deadLetter(let detail)):
-            return .failed(rejection, deadDetail: detail)
+            return .failed(rejection, .deadLetter(detail: detail))
         }
     }
 }

@@ -2,14 +2,15 @@ import APNSCore
 import RedisClient
 
 /// What the complete script does with one outcome (QueueScripts.complete): r (result), d (result,
-/// dead letter), i (result, invalid token), s (schedule).
+/// dead letter), i (result, invalid token), c (result, invalid channel), s (schedule).
 public enum CompletionKind: String, Sendable {
-    case result = "r", deadLetter = "d", invalidToken = "i", schedule = "s"
+    case result = "r", deadLetter = "d", invalidToken = "i", invalidChannel = "c", schedule = "s"
 }
 
 /// The counter an outcome goes to (README "Stats"): its raw value is the counter's name.
 public enum QueueStat: String, Sendable {
-    case delivered, scheduled, retried, deferred, invalidToken = "invalid_token", deadLettered = "dead_lettered"
+    case delivered, scheduled, retried, deferred, invalidToken = "invalid_token", invalidChannel = "invalid_channel"
+    case deadLettered = "dead_lettered"
 }
 
 /// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.

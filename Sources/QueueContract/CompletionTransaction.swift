@@ -13,7 +13,7 @@ public struct CompletionTransaction {
     public let workerID: String
     public let caps: RecordCaps
     /// `XADD <stream> * record`, waiting for the record.
-    public let result: RedisArgs.Prefix, deadLetter: RedisArgs.Prefix, invalidToken: RedisArgs.Prefix
+    public let result: RedisArgs.Prefix, deadLetter: RedisArgs.Prefix, invalidToken: RedisArgs.Prefix, invalidChannel: RedisArgs.Prefix
 
     public init(keys: QueueKeys, workerID: String, caps: RecordCaps) {
         self.keys = keys
@@ -22,6 +22,7 @@ public struct CompletionTransaction {
         result = Self.xadd(keys.results)
         deadLetter = Self.xadd(keys.deadLetters)
         invalidToken = Self.xadd(keys.invalidTokens)
+        invalidChannel = Self.xadd(keys.invalidChannels)
     }
 
     /// Whether a batch of outcomes of these kinds can be recorded this way.
@@ -29,7 +30,7 @@ public struct CompletionTransaction {
 
     /// What `records` added besides results, for the trims.
     public struct Added {
-        public var deadLetters = false, invalidTokens = false
+        public var deadLetters = false, invalidTokens = false, invalidChannels = false
         public init() {}
     }
 
@@ -47,6 +48,7 @@ public struct CompletionTransaction {
         trim(&t, &command, keys.results, caps.results)
         if added.deadLetters { trim(&t, &command, keys.deadLetters, caps.deadLetters) }
         if added.invalidTokens { trim(&t, &command, keys.invalidTokens, caps.invalidTokens) }
+        if added.invalidChannels { trim(&t, &command, keys.invalidChannels, caps.invalidTokens) }
         counters.forEach { name, count in words(&t, &command, ["HINCRBY", keys.stats, name, String(count)]) }
         var finished: [String] = []
         for g in groups.all {

@@ -89,7 +89,8 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public var job: Job? { read({ $0.job }, { $0.job }) }
         /// The job without counting a reference on it.
         public var uncountedJob: UncountedReference<Job>? { read({ UncountedReference($0.job) }, { $0.job.map { UncountedReference($0) } }) }
-        public var token: DeviceToken? { readSent({ $0.token }, else: nil) }
+        /// Nil for a broadcast, which has a channel instead.
+        public var token: DeviceToken? { readSent({ $0.token.isAbsent ? nil : $0.token }, else: nil) }
         /// The configured app it counts under (nil: none, counted as "-").
         public var appName: String? { read({ $0.appName }, { $0.appName }) }
         public var topic: String? { read({ $0.topic }, { $0.topic }) }

@@ -132,7 +132,8 @@ public enum OutcomeRecord {
             // Status 0 means APNs never saw the job: it was dead-lettered before sending.
             w.field(literal: "status", literal: rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
             if hasID {
-                w.key(literal: "apns_id")
+                // A broadcast's answer names the request, not a notification (apns-protocol.md §3.1).
+                if c.isBroadcast { w.key(literal: "apns_request_id") } else { w.key(literal: "apns_id") }
                 let plain = id.isPlainJSON
                 id.withBytes { plain ? w.string(plain: $0) : w.string(utf8: $0) }
             }
@@ -240,8 +241,11 @@ public enum OutcomeRecord {
         if !c.token.isAbsent {
             w.key(literal: "token")
             c.token.withHex { w.string(plain: $0) }
+        } else if let job = c.job, job.withObject({ $0.isBroadcast }) {
+            job.withObject { w.field(literal: "channel", $0.channel!) }
         } else {
             w.fieldIfPresent(literal: "token", c.names?.token)
+            w.fieldIfPresent(literal: "channel", c.names?.channel)
         }
         // The producer's meta, byte for byte, in every record about the job.
         var wroteMeta = false
@@ -263,12 +267,16 @@ public enum OutcomeRecord {
 }
 
 extension OutcomeRecord.Context {
+    /// The record is of a broadcast: it names a channel and the answer's `apns-request-id`.
+    public var isBroadcast: Bool { job?.withObject(\.isBroadcast) ?? (names?.channel != nil) }
+
     /// Room for the fields `common` writes: their values, the handle (20 digits at most, and
     /// quotes), and their keys and separators (under 100 bytes).
     @inlinable
     public var room: Int {
         ((job.map { $0.withObject(\.idCount) } ?? jobID?.utf8.count).map { JSONCursor.room(forString: $0) } ?? 0)
             + token.utf8Count + 2 + 22 + shared.count + 128 + (job?.withObject { $0.metaRange?.count } ?? 0)
-            + (names.map { n in [n.id, n.token].reduce(n.meta?.count ?? 0) { $0 + JSONCursor.room(for: $1) } } ?? 0)
+            + (names.map { n in [n.id, n.token, n.channel].reduce(n.meta?.count ?? 0) { $0 + JSONCursor.room(for: $1) } } ?? 0)
+            + (job.map { $0.withObject { JSONCursor.room(for: $0.channel) } } ?? 0)
     }
 }

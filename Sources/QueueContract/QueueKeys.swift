@@ -21,6 +21,7 @@ public struct QueueKeys: Sendable, Equatable {
         workers = prefix + ":workers"
         results = prefix + ":results"
         invalidTokens = prefix + ":invalid-tokens"
+        invalidChannels = prefix + ":invalid-channels"
         deadLetters = prefix + ":dead"
         scheduled = prefix + ":scheduled"
         templates = queuePrefix + ":templates"
@@ -61,6 +62,8 @@ public struct QueueKeys: Sendable, Equatable {
     public let results: String
     /// STREAM of device tokens APNs called invalid, for the app's backend.
     public let invalidTokens: String
+    /// STREAM of broadcast channels APNs no longer knows (ChannelNotRegistered), for the backend.
+    public let invalidChannels: String
     /// STREAM of dead letters: the original job, its attempts and the final reason.
     public let deadLetters: String
     /// ZSET envelope → due time (UNIX ms): retries and scheduled sends. Any worker promotes due ones.

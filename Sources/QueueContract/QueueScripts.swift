@@ -76,14 +76,15 @@ public enum QueueScripts {
     /// last as `index:token`). A batch list that is gone was taken back by a recovery, whose
     /// worker records its jobs, so nothing is written for them here; an outcome already marked
     /// was written by an earlier try whose reply was lost, so it is not written again.
-    /// KEYS: results, dead letters, invalid tokens, stats, schedule, batches, then per batch
-    /// touched: its list, its done set.
+    /// KEYS: results, dead letters, invalid tokens, stats, schedule, batches, invalid channels,
+    /// then per batch touched: its list, its done set.
     /// ARGV: results cap, dead cap, invalid cap, number of jobs, then per batch touched (id,
     /// "1" if this finishes it), then per job (batch number, mark, counter pair, kind, a, b), then
     /// (counter name, count) entries: the totals if every job is owned and unmarked. A job
     /// counts under entries 2p-1 and 2p of its pair p.
     /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
+    /// c = result a, invalid channel b (KEYS[7], capped as invalid tokens are);
     /// s = schedule member a at b ("+ms" from now or "=unix ms"). An empty result is not written.
     public static let complete = RedisScript(
         """
@@ -93,7 +94,7 @@ public enum QueueScripts {
         for k = 1, 3 do
           if (tonumber(ARGV[k]) or 0) < 1 then return redis.error_reply('ERR record caps must be whole numbers from 1') end
         end
-        local n_batches = (#KEYS - 6) / 2
+        local n_batches = (#KEYS - 7) / 2
         local first_job = 5 + 2 * n_batches
         local first_counter = first_job + 6 * tonumber(ARGV[4])
         local names, counts = {}, {}
@@ -103,14 +104,14 @@ public enum QueueScripts {
         end
         local owned, acks = {}, {}
         for b = 1, n_batches do
-          owned[b] = call('EXISTS', KEYS[5 + 2 * b]) == 1
+          owned[b] = call('EXISTS', KEYS[6 + 2 * b]) == 1
           acks[b] = {}
         end
         local results, recorded, now_ms, added = KEYS[1], 0, nil, {}
         for i = first_job, first_counter - 1, 6 do
           local b = tonumber(ARGV[i])
           local kind = ARGV[i + 3]
-          if owned[b] and call('SISMEMBER', KEYS[6 + 2 * b], ARGV[i + 1]) == 0 then
+          if owned[b] and call('SISMEMBER', KEYS[7 + 2 * b], ARGV[i + 1]) == 0 then
             recorded = recorded + 1
             acks[b][#acks[b] + 1] = ARGV[i + 1]
             if kind == 's' then
@@ -131,6 +132,7 @@ public enum QueueScripts {
               end
               if kind == 'd' then call('XADD', KEYS[2], '*', 'record', ARGV[i + 5]); added[2] = true end
               if kind == 'i' then call('XADD', KEYS[3], '*', 'record', ARGV[i + 5]); added[3] = true end
+              if kind == 'c' then call('XADD', KEYS[7], '*', 'record', ARGV[i + 5]); added[7] = true end
             end
           else
             local p = tonumber(ARGV[i + 2])
@@ -141,16 +143,17 @@ public enum QueueScripts {
         for k = 1, 3 do
           if added[k] then call('XTRIM', KEYS[k], 'MAXLEN', '~', ARGV[k]) end
         end
+        if added[7] then call('XTRIM', KEYS[7], 'MAXLEN', '~', ARGV[3]) end
         for j = 1, #names do
           if counts[j] > 0 then call('HINCRBY', KEYS[4], names[j], counts[j]) end
         end
         for b = 1, n_batches do
           if owned[b] then
             if ARGV[4 + 2 * b] == '1' then
-              call('DEL', KEYS[5 + 2 * b], KEYS[6 + 2 * b])
+              call('DEL', KEYS[6 + 2 * b], KEYS[7 + 2 * b])
               call('HDEL', KEYS[6], ARGV[3 + 2 * b])
             elseif #acks[b] > 0 then
-              call('SADD', KEYS[6 + 2 * b], unpack(acks[b]))
+              call('SADD', KEYS[7 + 2 * b], unpack(acks[b]))
             end
           end
         end

@@ -106,6 +106,7 @@ public final class Metrics: Sendable {
             "apns_retries_total": ("counter", "Notifications scheduled for another try"),
             "apns_dead_letters_total": ("counter", "Jobs dead-lettered, by reason"),
             "apns_invalid_tokens_total": ("counter", "Device tokens reported invalid"),
+            "apns_invalid_channels_total": ("counter", "Broadcast channels reported gone (ChannelNotRegistered)"),
             "apns_recoveries_total": ("counter", "Jobs taken back from workers whose lease ran out"),
             "apns_resends_may_duplicate_total": (
                 "counter",

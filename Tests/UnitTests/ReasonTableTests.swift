@@ -4,8 +4,10 @@ import XCTest
 
 final class ReasonTableTests: XCTestCase {
     func testEveryDocumentedReasonHasItsStatusAndDisposition() {
-        // apns-protocol.md §5.2 lists these 32 device-push reasons (plus BadEnvironmentKeyInToken seen in the wild).
-        XCTAssertEqual(APNSReason.table.count, 33)
+        // apns-protocol.md §5.2 lists 32 device-push reasons (plus BadEnvironmentKeyInToken seen in the wild), and
+        // §3.3 ten more for broadcasts and channels (plus MissingChannelQueueSize, observed).
+        XCTAssertEqual(APNSReason.table.count, 44)
+        XCTAssertEqual(APNSReason.channelNotRegistered.info.disposition, .invalidChannel)
         XCTAssertEqual(APNSReason.unregistered.info.status, 410)
         XCTAssertEqual(APNSReason.unregistered.info.disposition, .invalidToken)
         XCTAssertEqual(APNSReason.badDeviceToken.info.disposition, .invalidToken)

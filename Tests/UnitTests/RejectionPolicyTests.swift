@@ -4,7 +4,7 @@ import XCTest
 /// Every row of apns-protocol.md §5.2, and the lack of an answer, through `RejectionPolicy`.
 final class RejectionPolicyTests: XCTestCase {
     private enum Expected: Equatable {
-        case resend, reconnect, refreshToken, pause(closing: Bool), retry, invalidToken, deadLetter
+        case resend, reconnect, refreshToken, pause(closing: Bool), retry, invalidToken, invalidChannel, deadLetter
     }
 
     /// (status, reason, what becomes of a first try).
@@ -42,6 +42,17 @@ final class RejectionPolicyTests: XCTestCase {
         (500, "InternalServerError", .retry),
         (503, "ServiceUnavailable", .retry),
         (503, "Shutdown", .reconnect),
+        (400, "FeatureNotEnabled", .deadLetter),
+        (400, "MissingChannelId", .deadLetter),
+        (400, "BadChannelId", .deadLetter),
+        (400, "ChannelNotRegistered", .invalidChannel),
+        (400, "BadRequestParams", .deadLetter),
+        (400, "BadRequestPayload", .deadLetter),
+        (400, "MissingPushType", .deadLetter),
+        (400, "CannotCreateChannelConfig", .deadLetter),
+        (403, "TopicMismatch", .deadLetter),
+        (400, "MissingChannelQueueSize", .deadLetter),
+        (503, "Service Unavailable", .retry),
         (400, "SomethingNew", .deadLetter),
     ]
 
@@ -61,6 +72,7 @@ final class RejectionPolicyTests: XCTestCase {
         case .pauseCredential(let closing): .pause(closing: closing)
         case .finish(.retry): .retry
         case .finish(.invalidToken): .invalidToken
+        case .finish(.invalidChannel): .invalidChannel
         case .finish(.deadLetter): .deadLetter
         }
     }
