@@ -38,6 +38,11 @@ public final class AdminContext {
 
     /// Prints rows as an aligned table, or as a JSON array of objects with `--json`.
     public func table(_ columns: [String], _ rows: [[String]], jsonRows: [Any]? = nil) {
+        Self.table(columns, rows, jsonRows: jsonRows, json: json, say: say)
+    }
+
+    /// `table` for a command with no Redis (channel management).
+    public static func table(_ columns: [String], _ rows: [[String]], jsonRows: [Any]? = nil, json: Bool, say: (String) -> Void) {
         if json {
             let objects = jsonRows ?? rows.map { Dictionary(uniqueKeysWithValues: zip(columns, $0)) }
             say(AdminContext.encode(objects))
@@ -45,7 +50,7 @@ public final class AdminContext {
         }
         var widths = columns.map(\.count)
         // Tokens and ids are never cut: an operator copies them.
-        let whole = columns.map { ["token", "id", "job_id"].contains($0) }
+        let whole = columns.map { ["token", "id", "job_id", "channel"].contains($0) }
         for row in rows {
             for (i, cell) in row.enumerated() where i < widths.count {
                 widths[i] = whole[i] ? max(widths[i], cell.count) : min(60, max(widths[i], cell.count))
@@ -114,20 +119,24 @@ public enum AdminError: Error, CustomStringConvertible {
     case notFound(String)
     case invalid(String)
     case redis(String)
+    /// APNs could not be reached (connection, TLS, no answer).
+    case unreachable(String)
 
     public var description: String {
         switch self {
-        case .usage(let m), .notFound(let m), .invalid(let m): return m
+        case .usage(let m), .notFound(let m), .invalid(let m), .unreachable(let m): return m
         case .redis(let m): return "redis: \(m)"
         }
     }
 
-    /// 2: bad usage; 1: nothing matched or the input is invalid; 3: Redis failed.
+    /// 2: bad usage; 1: nothing matched, the input is invalid or APNs refused it; 3: Redis
+    /// failed; 4: APNs out of reach.
     public var exitCode: Int32 {
         switch self {
         case .usage: return 2
         case .notFound, .invalid: return 1
         case .redis: return 3
+        case .unreachable: return 4
         }
     }
 }

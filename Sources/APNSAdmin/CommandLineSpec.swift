@@ -20,6 +20,11 @@ public enum CommandLineSpec {
         "dead requeue": (filters.union(["edit", "replace", "yes", "dry-run"]), 0...Int.max),
         "dead purge": (filters.union(["yes", "dry-run"]), 0...Int.max),
         "tokens invalid": (["app", "since", "limit"], 0...0),
+        "channels create": (["app", "storage"], 0...0),
+        "channels list": (["app"], 0...0),
+        "channels show": (["app"], 1...1),
+        "channels delete": (["app"], 1...1),
+        "channels invalid": (["app", "since", "limit"], 0...0),
         "check-config": ([], 0...0),
     ]
 

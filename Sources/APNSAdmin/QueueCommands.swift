@@ -168,6 +168,16 @@ public enum QueueCommands {
         return records.count
     }
 
+    /// The invalid-channel feed, paged as `invalidTokens` is.
+    public static func invalidChannels(_ ctx: AdminContext, app: String?, after: String?, limit: Int) throws -> Int {
+        let records = try ctx.records(\.invalidChannels, after: after, limit: limit).filter { app == nil || $0.string("app") == app }
+        ctx.table(
+            ["id", "channel", "app", "reason", "job_id"],
+            records.map { [$0.id, $0.string("channel"), $0.string("app"), $0.string("reason"), $0.string("job_id")] },
+            jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+        return records.count
+    }
+
     /// Validates the configuration and credentials. Returns (errors, warnings).
     public static func checkConfig(_ config: WorkerConfiguration, say: (String) -> Void) -> (Int, Int) {
         var errors = 0, warnings = 0

@@ -113,7 +113,8 @@ extension WorkerConfiguration {
         if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }
         // Overrides for the single app of a simple deployment.
         let appKeys = [
-            "APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID", "APNSW_KEY_FILE",
+            "APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_MANAGE_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID",
+            "APNSW_KEY_FILE",
         ]
         guard appKeys.contains(where: { env[$0] != nil }) else { return }
         if apps.isEmpty {
@@ -134,6 +135,9 @@ extension WorkerConfiguration {
         app.endpoint.port = try int("APNSW_APNS_PORT") ?? app.endpoint.port
         app.endpoint.caFile = env["APNSW_APNS_CA_FILE"] ?? app.endpoint.caFile
         app.bundleID = env["APNSW_BUNDLE_ID"] ?? app.bundleID
+        if app.endpoint != apps[0].endpoint || env["APNSW_APNS_MANAGE_PORT"] != nil {
+            app.channelsEndpoint = app.endpoint.channelsEndpoint(port: try int("APNSW_APNS_MANAGE_PORT"))
+        }
         if case .token(let team, let kid, let file) = app.auth {
             app.auth = .token(teamID: env["APNSW_TEAM_ID"] ?? team, keyID: env["APNSW_KEY_ID"] ?? kid, keyFile: env["APNSW_KEY_FILE"] ?? file)
         }
@@ -236,12 +240,14 @@ extension AppConfiguration {
         case "development", "sandbox": endpoint = .development
         case let other: throw ConfigurationError("\(f.path).environment must be production or development, got \(other)")
         }
+        var managePort: Int?
         if let e = try f.object("endpoint") {
-            try e.rejectUnknown(["host", "port", "ca_file", "server_name"])
+            try e.rejectUnknown(["host", "port", "ca_file", "server_name", "manage_port"])
             let host = try e.string("host") ?? endpoint.host
             endpoint = APNSEndpoint(
                 host: host, port: try e.int("port") ?? endpoint.port, caFile: try e.string("ca_file"),
                 serverName: try e.string("server_name") ?? host)
+            managePort = try e.int("manage_port")
         }
         let auth: Auth
         if let t = try f.object("token") {
@@ -263,6 +269,7 @@ extension AppConfiguration {
             throw ConfigurationError("\(f.path) needs \"token\" or \"certificate\" credentials")
         }
         self.init(name: name, bundleID: bundle, endpoint: endpoint, auth: auth)
+        channelsEndpoint = endpoint.channelsEndpoint(port: managePort)
         truncateBody = try f.bool("truncate_body") ?? false
         maxRate = try f.int("max_rate")
     }

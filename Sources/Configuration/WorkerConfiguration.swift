@@ -105,6 +105,9 @@ public struct AppConfiguration: Sendable {
     public var name: String
     public var bundleID: String
     public var endpoint: APNSEndpoint
+    /// Where the channel-management API is (apns-protocol.md §3.2): Apple's host for the
+    /// environment, or the overridden endpoint's host on its `manage_port`.
+    public var channelsEndpoint: APNSEndpoint
     public var auth: Auth
     /// Shorten alert bodies that make a payload too large (jobs may say otherwise).
     public var truncateBody = false
@@ -122,6 +125,7 @@ public struct AppConfiguration: Sendable {
         self.bundleID = bundleID
         self.endpoint = endpoint
         self.auth = auth
+        channelsEndpoint = endpoint.channelsEndpoint(port: nil)
     }
 }
 
@@ -136,6 +140,20 @@ public struct APNSEndpoint: Sendable, Equatable {
 
     public static let production = APNSEndpoint(host: "api.push.apple.com", port: 443, caFile: nil, serverName: "api.push.apple.com")
     public static let development = APNSEndpoint(host: "api.sandbox.push.apple.com", port: 443, caFile: nil, serverName: "api.sandbox.push.apple.com")
+
+    public static let manageProduction = APNSEndpoint(
+        host: "api-manage-broadcast.push.apple.com", port: 2196, caFile: nil, serverName: "api-manage-broadcast.push.apple.com")
+    public static let manageDevelopment = APNSEndpoint(
+        host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195, caFile: nil,
+        serverName: "api-manage-broadcast.sandbox.push.apple.com")
+
+    /// The channel-management endpoint that goes with this push endpoint: Apple's own for
+    /// Apple's hosts, else this host on `port` (default 2196).
+    public func channelsEndpoint(port: Int?) -> APNSEndpoint {
+        if self == .production && port == nil { return .manageProduction }
+        if self == .development && port == nil { return .manageDevelopment }
+        return APNSEndpoint(host: host, port: port ?? 2196, caFile: caFile, serverName: serverName)
+    }
 
     public init(host: String, port: Int, caFile: String?, serverName: String? = nil) {
         self.host = host

@@ -7,9 +7,11 @@ import Telemetry
 
 let usage = """
     usage:
-      apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--log FILE] [--threads N]
+      apns-mock serve --config FILE [--listen ADDR] [--port N] [--port-file FILE] [--manage-port N]
+                      [--manage-port-file FILE] [--log FILE] [--threads N]
           Serve until SIGTERM/SIGINT, then print a JSON summary to stdout. --threads: event loops
-          serving the connections (default 1).
+          serving the connections (default 1). --manage-port: the channel-management listener
+          (default: a free port).
       apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
           (--hosts: more names for the server certificate, e.g. a container's service name)
           Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
@@ -55,6 +57,7 @@ struct APNSMockMain {
             var config: MockConfiguration
             do { config = try MockConfiguration.load(path: configPath) } catch { fail("cannot read \(configPath): \(error)") }
             if let port = options["port"] { config.port = Int(port) ?? 0 }
+            if let port = options["manage-port"] { config.managePort = Int(port) ?? 0 }
             if let listen = options["listen"] { config.listen = listen }
             if let log = options["log"] { config.log = log }
             if let threads = options["threads"] {
@@ -67,7 +70,11 @@ struct APNSMockMain {
             if let portFile = options["port-file"] {
                 try? String(server.port).write(toFile: portFile, atomically: true, encoding: .utf8)
             }
-            FileHandle.standardError.write(Data("apns-mock: listening on \(config.listen):\(server.port)\n".utf8))
+            if let portFile = options["manage-port-file"] {
+                try? String(server.managePort).write(toFile: portFile, atomically: true, encoding: .utf8)
+            }
+            FileHandle.standardError.write(
+                Data("apns-mock: listening on \(config.listen):\(server.port), channel management on port \(server.managePort)\n".utf8))
             var sources: [DispatchSourceSignal] = []
             for sig in [SIGTERM, SIGINT] {
                 signal(sig, SIG_IGN)

@@ -25,14 +25,22 @@ let help: [String: String] = [
       dead requeue    put dead letters back on the queue: ID, or filters or --all with --yes (--dry-run lists them)
       dead purge      delete dead letters: ID, or filters or --all with --yes (--dry-run lists them)
       tokens invalid  read the invalid-token feed (--app, --since ID, --limit)
+      channels create make a broadcast channel for an app (--app, --storage none|most-recent)
+      channels list   an app's broadcast channels (--app)
+      channels show ID    one channel's storage policy
+      channels delete ID  delete a channel (its queued broadcasts then end in the channel feed)
+      channels invalid    read the invalid-channel feed (--app, --since ID, --limit)
       check-config    validate the configuration and credentials (needs --config)
 
     A queue of N shards (--shards, or the configuration's shards) is read and summed over all of
     them; a shard's record ids end in @SHARD. Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
     The Redis password is read from the configuration, APNSW_REDIS_PASSWORD or the file
     APNSW_REDIS_PASSWORD_FILE names, never from a flag.
-    Exit codes: 0 done, 1 nothing matched or invalid input or failed checks, 2 usage (an unknown
-    flag, a wide requeue or purge without --yes), 3 Redis error. Every command takes --help.
+    The channels commands (but channels invalid) talk to Apple's channel-management API with the
+    app's credentials from --config, not to Redis.
+    Exit codes: 0 done, 1 nothing matched or invalid input or failed checks or APNs refused, 2 usage
+    (an unknown flag, a wide requeue or purge without --yes), 3 Redis error, 4 APNs out of reach.
+    Every command takes --help.
     """,
     "enqueue": """
     usage: apnsctl enqueue --token HEX [--token HEX ...] [--app NAME] [--id ID] [--push-type T] [--priority N]
@@ -51,6 +59,12 @@ let help: [String: String] = [
     "tokens": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "tokens invalid": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "check-config": "usage: apnsctl --config FILE check-config [--json]",
+    "channels": "usage: apnsctl --config FILE channels create|list|show|delete|invalid ... (see apnsctl --help)",
+    "channels create": "usage: apnsctl --config FILE channels create [--app A] [--storage none|most-recent] [--json]",
+    "channels list": "usage: apnsctl --config FILE channels list [--app A] [--json]",
+    "channels show": "usage: apnsctl --config FILE channels show ID [--app A] [--json]",
+    "channels delete": "usage: apnsctl --config FILE channels delete ID [--app A] [--json]",
+    "channels invalid": "usage: apnsctl channels invalid [--app A] [--since ID] [--limit 1000] [--json]",
 ]
 
 extension Array where Element == String {
@@ -161,6 +175,18 @@ struct APNSCtl {
             exit(errors > 0 ? 1 : 0)
         }
 
+        if words.first == "channels", words.dropFirst().first != "invalid" {
+            let say: (String) -> Void = { print($0) }
+            do {
+                try ChannelCommands.run(
+                    words[1], id: words.dropFirst(2).first, app: option("app"), storage: option("storage"), config: config, json: flag("json"),
+                    say: say)
+            } catch {
+                fail(error.description, code: error.exitCode)
+            }
+            exit(0)
+        }
+
         let redis: BlockingRedisConnection
         do { redis = try BlockingRedisConnection(endpoint.routed(toKey: QueueKeys(queue: queue).jobs), timeoutMs: 10_000) } catch {
             fail("\(error)", code: 3)
@@ -228,6 +254,13 @@ struct APNSCtl {
                 let n = try QueueCommands.invalidTokens(
                     ctx, app: option("app"), after: option("since"), limit: Int(option("limit") ?? "1000") ?? 1000)
                 if n == 0 { throw AdminError.notFound("no invalid tokens match") }
+            case ("channels"?, "invalid"?):
+                if let since = option("since"), !DeadLetterFilter.isValidID(since) {
+                    throw AdminError.invalid("--since \"\(since)\" is not a stream id (an id reads like 1764650000000-0)")
+                }
+                let n = try QueueCommands.invalidChannels(
+                    ctx, app: option("app"), after: option("since"), limit: Int(option("limit") ?? "1000") ?? 1000)
+                if n == 0 { throw AdminError.notFound("no invalid channels match") }
             default:
                 throw AdminError.usage("unknown command \"\(words.joined(separator: " "))\"\n\(help[""]!)")
             }

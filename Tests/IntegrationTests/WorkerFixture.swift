@@ -32,7 +32,9 @@ final class WorkerFixture: @unchecked Sendable {
         keySets = QueueKeys.served(queue: self.queue, shards: settings["shards"] as? Int ?? 1)
         directory = try TemporaryDirectory("apnsw-worker")
         configFile = directory.file("worker.json")
-        let endpoint: [String: Any] = ["host": "127.0.0.1", "port": mock.port, "ca_file": mock.files.caFile, "server_name": "localhost"]
+        let endpoint: [String: Any] = [
+            "host": "127.0.0.1", "port": mock.port, "manage_port": mock.server.managePort, "ca_file": mock.files.caFile, "server_name": "localhost",
+        ]
         self.endpoint = endpoint
         var redisSettings: [String: Any] = ["host": self.redis.endpoint.host, "port": self.redis.endpoint.port]
         if let socket = self.redis.endpoint.socket { redisSettings = ["socket": socket] }
