@@ -185,7 +185,17 @@ public enum QueueCommands {
         func warn(_ m: String) { warnings += 1; say("warning: \(m)") }
         func ok(_ m: String) { say("ok: \(m)") }
         let now = Int64(Date().timeIntervalSince1970)
-        for app in config.apps {
+        for listed in config.apps {
+            let report = listed.keyReport
+            for line in report.lines { ok(line) }
+            for w in report.warnings { warn(w) }
+            for other in listed.keys.dropFirst() {
+                do { _ = try JWTProvider(teamID: other.teamID, keyID: other.keyID, p8File: other.keyFile) } catch {
+                    fail("app \(listed.name): key \(other.keyID): \(error)")
+                }
+            }
+        }
+        for app in config.apps.map({ $0.keys.isEmpty ? $0 : $0.withFirstKey }) {
             for w in app.credentialWarnings { warn(w) }
             if app.bundleID.isEmpty || app.bundleID.contains(" ") { fail("app \(app.name): bundle_id \"\(app.bundleID)\" is not a bundle id") }
             switch app.auth {

@@ -216,4 +216,5 @@ public struct JobRejection: Error, Equatable, Sendable, CustomStringConvertible 
     public static let unknownTemplate = "UnknownTemplate"
     public static let missingPlaceholder = "MissingPlaceholder"
     public static let badPayloadForPushType = "BadPayloadForPushType"
+    public static let noKeyForTopic = "NoKeyForTopic"
 }

@@ -62,12 +62,26 @@ public struct MockConfiguration: Codable, Sendable {
         /// PEM file of the key's public half.
         public var publicKey: String
         public var topics: [String]
-        enum CodingKeys: String, CodingKey { case keyID = "key_id", teamID = "team_id", publicKey = "public_key", topics }
-        public init(keyID: String, teamID: String, publicKey: String, topics: [String]) {
+        /// "production" or "development": a team key limited to one (nil: both, an older key).
+        public var environment: String?
+        /// "topic" for a topic-specific key, else a team key (apns-protocol.md §6.1).
+        public var scope: String?
+        /// A topic key's one related key, whose tokens may share its connections.
+        public var related: String?
+        enum CodingKeys: String, CodingKey {
+            case keyID = "key_id", teamID = "team_id", publicKey = "public_key", topics, environment, scope, related
+        }
+        public init(
+            keyID: String, teamID: String, publicKey: String, topics: [String], environment: String? = nil, scope: String? = nil,
+            related: String? = nil
+        ) {
             self.keyID = keyID
             self.teamID = teamID
             self.publicKey = publicKey
             self.topics = topics
+            self.environment = environment
+            self.scope = scope
+            self.related = related
         }
     }
 

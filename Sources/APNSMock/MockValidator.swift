@@ -11,11 +11,15 @@ final class MockValidator {
         let teamID: String
         let topics: Set<String>
         let publicKey: ES256PublicKey
+        let environment: String?
+        let isTopicKey: Bool
+        let related: String?
     }
 
     private let keys: [String: VerifiedKey]
     let disabledBroadcasts: Set<String>
     private let tokenMaxAge: Int64
+    private let environment: String
     private let tokenUpdateWindow: Int64
     private let now: () -> Int64
     /// Keys revoked at run time (`MockServer.revoke`): their JWTs get 403 InvalidProviderToken.
@@ -36,10 +40,12 @@ final class MockValidator {
             let pem = try readFile(key.publicKey)
             keys[key.keyID] = VerifiedKey(
                 keyID: key.keyID, teamID: key.teamID, topics: Set(key.topics),
-                publicKey: try ES256PublicKey(pem: pem))
+                publicKey: try ES256PublicKey(pem: pem), environment: key.environment, isTopicKey: key.scope == "topic",
+                related: key.related)
         }
         self.keys = keys
         disabledBroadcasts = Set(configuration.broadcastDisabled)
+        environment = configuration.environment
         tokenMaxAge = Int64(configuration.tokenMaxAgeSeconds)
         tokenUpdateWindow = Int64(configuration.tokenUpdateWindowSeconds)
         self.now = now
@@ -49,6 +55,8 @@ final class MockValidator {
     struct ConnectionAuth {
         var certificateUID: String?
         var pinnedTeam: String?
+        /// The key of the connection's first verified JWT: later ones must be related to it.
+        var pinnedKey: String?
         /// The last `authorization` value verified here, whole, and its claims.
         var lastAuthorization: [UInt8]?
         var lastClaims: JWTClaims?
@@ -126,6 +134,7 @@ final class MockValidator {
             return .failure(.reject(403, .invalidProviderToken))
         }
         auth.pinnedTeam = claims.teamID
+        if let refused = checkScope(claims.keyID, auth: &auth) { return .failure(refused) }
         if now() - claims.issuedAt > tokenMaxAge {
             return .failure(.reject(403, .expiredProviderToken))
         }
@@ -138,6 +147,22 @@ final class MockValidator {
             auth.coveredTopic = topic
         }
         return .success(claims.keyID)
+    }
+
+    /// A key for the other environment, or one unrelated to the connection's first key, is
+    /// refused (apns-protocol.md §6.1): a connection never mixes a team key with a topic key, nor
+    /// two topic keys that are not related.
+    private func checkScope(_ keyID: String, auth: inout ConnectionAuth) -> MockDecision? {
+        if auth.pinnedKey == keyID { return nil }  // checked when it was pinned
+        let key = keys[keyID]!
+        if let env = key.environment, env != environment { return .reject(403, .badEnvironmentKeyIdInToken) }
+        guard let first = auth.pinnedKey, let pinned = keys[first] else {
+            auth.pinnedKey = keyID
+            return nil
+        }
+        let related = pinned.isTopicKey && key.isTopicKey && (pinned.related == keyID || key.related == first)
+        let bothTeamKeys = !pinned.isTopicKey && !key.isTopicKey
+        return related || bothTeamKeys ? nil : .reject(403, .unrelatedKeyIdInToken)
     }
 
     private func checkRequest(_ request: MockRequest, topic: String?) -> MockDecision {

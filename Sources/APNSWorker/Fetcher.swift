@@ -19,6 +19,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     let workerID: String
     let configuration: WorkerConfiguration
     private let apps: [AppRuntime]
+    /// One app configured (however many keys it has): jobs need not name it.
+    private let isOneApp: Bool
     let completer: Completer
     private let gate: InFlightGate
     let logger: Logger
@@ -66,6 +68,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.workerID = workerID
         self.configuration = configuration
         self.apps = apps
+        isOneApp = apps.allSatisfy { $0.name == apps.first?.name }
         self.completer = completer
         self.gate = gate
         self.batchIDs = batchIDs
@@ -335,7 +338,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     }
 
     /// The app of a job that names none: the only one, or the one named "default".
-    private var defaultApp: String? { apps.count == 1 ? apps[0].name : apps.first { $0.name == "default" }?.name }
+    private var defaultApp: String? { isOneApp ? apps.first?.name : apps.first { $0.name == "default" }?.name }
 
     /// The app a job names (or the only/default app) and the topic it goes to.
     private func resolve(_ job: Job) throws(JobRejection) -> (Int, String) {
@@ -343,22 +346,44 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         if let name = job.app {
             index = apps.firstIndex { $0.name == name }
         } else {
-            index = apps.count == 1 ? 0 : apps.firstIndex { $0.name == "default" }
+            index = isOneApp ? 0 : apps.firstIndex { $0.name == "default" }
         }
-        guard let index else {
+        guard let first = index else {
             throw JobRejection(
                 JobRejection.unknownApp,
                 job.app.map { "no app named \"\($0)\" is configured (known: \(apps.map(\.name).joined(separator: ", ")))" }
                     ?? "the job names no \"app\" and there is no app named \"default\"")
         }
-        let bundle = apps[index].configuration.bundleID
-        if job.isBroadcast { return (index, bundle) }  // the path names the bundle; APNs takes no topic
-        // A topic the push type derives from the bundle is the app's; one the job names must be
-        // the bundle or start with it and a dot.
-        guard let topic = job.topic else { return (index, job.pushType.topic(forBundle: bundle)) }
-        guard topic == bundle || topic.hasPrefix(bundle + ".") else {
-            throw JobRejection(.topicDisallowed, "topic \"\(topic)\" is not a topic of app \(apps[index].name) (bundle \(bundle))")
+        let bundle = apps[first].configuration.bundleID
+        let topic: String
+        if job.isBroadcast {
+            topic = bundle  // the path names the bundle; APNs takes no topic
+        } else if let named = job.topic {
+            // A topic the push type derives from the bundle is the app's; one the job names must
+            // be the bundle or start with it and a dot.
+            guard named == bundle || named.hasPrefix(bundle + ".") else {
+                throw JobRejection(.topicDisallowed, "topic \"\(named)\" is not a topic of app \(apps[first].name) (bundle \(bundle))")
+            }
+            topic = named
+        } else {
+            topic = job.pushType.topic(forBundle: bundle)
         }
-        return (index, topic)
+        guard apps[first].configuration.keyScope != nil else { return (first, topic) }
+        return (try key(for: topic, of: first), topic)
     }
+
+    /// The app's key that serves `topic` in its environment (apns-protocol.md §6.1): a topic
+    /// key for it before a team key; the app's keys are adjacent from `first` (`byKey`).
+    private func key(for topic: String, of first: Int) throws(JobRejection) -> Int {
+        let name = apps[first].name
+        let keys = apps.indices[first...].prefix { apps[$0].name == name }
+        let serving = keys.filter { apps[$0].configuration.covers(topic: topic) }
+        guard let chosen = serving.first(where: { apps[$0].configuration.keyScope?.isTopicKey == true }) ?? serving.first else {
+            throw JobRejection(
+                JobRejection.noKeyForTopic,
+                "app \(name) has no key for topic \(topic) in \(apps[first].configuration.environment.rawValue): add one to its \"tokens\"")
+        }
+        return chosen
+    }
+
 }

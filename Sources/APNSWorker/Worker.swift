@@ -38,7 +38,8 @@ public final class Worker: @unchecked Sendable {
         health = HealthState()
         // One JWT per (team, key), shared by every connection of the process.
         var providers: [String: JWTProvider] = [:]
-        apps = try configuration.apps.map { app in
+        // An app of several keys runs as one app per key (`byKey`): its own JWT and pool each.
+        apps = try configuration.apps.flatMap(\.byKey).map { app in
             guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(app, jwt: nil) }
             let id = team + "/" + kid
             let jwt =

@@ -231,13 +231,14 @@ extension WorkerConfiguration {
 
 extension AppConfiguration {
     init(fields f: Fields) throws {
-        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "certificate", "truncate_body", "max_rate"])
+        try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "tokens", "certificate", "truncate_body", "max_rate"])
         guard let name = try f.string("name") else { throw ConfigurationError("\(f.path): \"name\" is required") }
         guard let bundle = try f.string("bundle_id") else { throw ConfigurationError("\(f.path): \"bundle_id\" is required") }
         var endpoint: APNSEndpoint
+        let environment: APNSEnvironment
         switch try f.string("environment") ?? "production" {
-        case "production": endpoint = .production
-        case "development", "sandbox": endpoint = .development
+        case "production": (endpoint, environment) = (.production, .production)
+        case "development", "sandbox": (endpoint, environment) = (.development, .development)
         case let other: throw ConfigurationError("\(f.path).environment must be production or development, got \(other)")
         }
         var managePort: Int?
@@ -250,7 +251,18 @@ extension AppConfiguration {
             managePort = try e.int("manage_port")
         }
         let auth: Auth
-        if let t = try f.object("token") {
+        let keys = try Self.scopedKeys(try f.objects("tokens"))
+        if !keys.isEmpty {
+            guard try f.object("token") == nil, try f.object("certificate") == nil else {
+                throw ConfigurationError("\(f.path): give \"tokens\" (several keys) or one \"token\" or \"certificate\", not both")
+            }
+            guard let serving = keys.first(where: { $0.scope.serves(environment) }) else {
+                throw ConfigurationError(
+                    "\(f.path).tokens: no key serves \(environment.rawValue) (each names another \"environment\"): add one, or change the app's environment"
+                )
+            }
+            auth = .token(teamID: serving.teamID, keyID: serving.keyID, keyFile: serving.keyFile)
+        } else if let t = try f.object("token") {
             try t.rejectUnknown(["team_id", "key_id", "key_file"])
             guard let team = try t.string("team_id"), let kid = try t.string("key_id"), let file = try t.string("key_file") else {
                 throw ConfigurationError("\(t.path) needs team_id, key_id and key_file")
@@ -269,6 +281,8 @@ extension AppConfiguration {
             throw ConfigurationError("\(f.path) needs \"token\" or \"certificate\" credentials")
         }
         self.init(name: name, bundleID: bundle, endpoint: endpoint, auth: auth)
+        self.environment = environment
+        self.keys = keys
         channelsEndpoint = endpoint.channelsEndpoint(port: managePort)
         truncateBody = try f.bool("truncate_body") ?? false
         maxRate = try f.int("max_rate")
@@ -282,7 +296,7 @@ extension AppConfiguration {
         case .certificate(_, let key): files = [key]
         case .pkcs12(let file, _): files = [file]
         }
-        return files.compactMap { file in
+        return (files + keys.map(\.keyFile).filter { !files.contains($0) }).compactMap { file in
             var info = stat()
             guard stat(file, &info) == 0, info.st_mode & 0o004 != 0 else { return nil }
             let mode = Int(info.st_mode & 0o7777)

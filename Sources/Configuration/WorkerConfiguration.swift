@@ -83,7 +83,7 @@ public struct WorkerConfiguration: Sendable {
     /// one transaction.
     public var recordingCapacity: Int { max(batchSize, 2 * streamCapacity) }
 
-    private var streamCapacity: Int { connections * streams * ioThreads * max(1, Set(apps.map(\.poolKey)).count) }
+    private var streamCapacity: Int { connections * streams * ioThreads * max(1, Set(apps.flatMap(\.byKey).map(\.poolKey)).count) }
 }
 
 extension AppConfiguration {
@@ -109,6 +109,12 @@ public struct AppConfiguration: Sendable {
     /// environment, or the overridden endpoint's host on its `manage_port`.
     public var channelsEndpoint: APNSEndpoint
     public var auth: Auth
+    /// The environment the app sends to (an `endpoint` override keeps it).
+    public var environment = APNSEnvironment.production
+    /// `"tokens"`: several keys, each picked for the jobs whose topic it serves (`byKey`).
+    public var keys: [ScopedKey] = []
+    /// What this app's one key may sign for; nil: anything the credential covers.
+    public var keyScope: KeyScope?
     /// Shorten alert bodies that make a payload too large (jobs may say otherwise).
     public var truncateBody = false
     /// Requests a second for this app at most (shared with apps of the same pool); nil: no cap.
@@ -121,6 +127,7 @@ public struct AppConfiguration: Sendable {
     }
 
     public init(name: String, bundleID: String, endpoint: APNSEndpoint, auth: Auth) {
+        environment = endpoint == .development ? .development : .production
         self.name = name
         self.bundleID = bundleID
         self.endpoint = endpoint
