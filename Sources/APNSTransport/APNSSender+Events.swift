@@ -164,9 +164,10 @@ extension APNSSender {
     /// A paused pool keeps `heldWhilePaused` sends (the probe among them); the rest wait in the
     /// schedule until about when the pause ends, so that they hold up no other pool's jobs.
     func deferExcess(pool p: Int, now: UInt64) {
-        let excess = pending[p].count - settings.heldWhilePaused
+        // A retired pool keeps none: its jobs go out again through the pools that replaced it.
+        let excess = pending[p].count - (retiredPools[p] ? 0 : settings.heldWhilePaused)
         guard excess > 0 else { return }
-        let wait = max(5000, breakers[p].remainingPauseMs(nowMs: now))  // not sooner: each return costs Redis a write
+        let wait = retiredPools[p] ? 1000 : max(5000, breakers[p].remainingPauseMs(nowMs: now))  // not sooner: each return costs Redis a write
         for _ in 0..<excess {
             guard let r = pending[p].popFirst() else { break }
             decided(r, outcome: .deferred(afterMs: wait + Int.random(in: 0...2000, using: &rng)))

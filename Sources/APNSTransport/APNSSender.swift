@@ -69,35 +69,41 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
 
     public let loop: EventLoop
     let resolver: HostResolver
-    let apps: [AppRuntime]
+    /// Every app runtime this sender has had: a reload appends, and a request's index stays valid.
+    var apps: [AppRuntime]
+    /// The runtimes new jobs may take; a retired one only finishes what it holds.
+    var activeApps: [Bool]
     let settings: Settings
     let logger: Logger
     let metrics: Metrics
     let health: HealthState
     let sink: DecidedSink
-    private let name: String
+    let name: String
 
     /// Connection pools: apps with the same endpoint and credential share one (`AppRuntime.poolKey`).
-    let pools: [AppRuntime]
-    let poolNames: [String]
-    let poolOf: [Int]
+    var pools: [AppRuntime] = []
+    var poolNames: [String] = []
+    var poolOf: [Int] = []
+    /// Pools a reload left with no active app: they finish what they hold, then close (`closeIfDrained`).
+    var retiredPools: [Bool] = []
+    var closedPools: [Bool] = []
 
     // Loop-thread state, per pool.
-    var pending: [PendingQueue]
-    var slots: [[APNSConnection?]]
+    var pending: [PendingQueue] = []
+    var slots: [[APNSConnection?]] = []
     /// Grows with each connection that ends before delivering anything, for the whole pool.
-    var reconnects: [Backoff]
+    var reconnects: [Backoff] = []
     var draining: [ObjectIdentifier: APNSConnection] = [:]
-    var breakers: [CircuitBreaker]
+    var breakers: [CircuitBreaker] = []
     /// Sends waiting on a timer to go again, per pool.
-    var waitingResends: [Int]
+    var waitingResends: [Int] = []
     /// The last answer, or when work arrived at an idle pool (monotonic ms).
-    var lastProgressMs: [UInt64]
-    private var busyAtLastScan: [Bool]
-    var troubles: [TroubleLog]
+    var lastProgressMs: [UInt64] = []
+    var busyAtLastScan: [Bool] = []
+    var troubles: [TroubleLog] = []
     var rejectionLog: RejectionLog
     /// The reason APNs gave for the last credential pause of each pool.
-    var pauseReasons: [String]
+    var pauseReasons: [String] = []
     /// Sends decided this turn, and the apps with a delivery among them: readiness is told once
     /// per turn, not per push.
     var decidedThisTurn = 0
@@ -105,9 +111,9 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     var stopping = false
     private var touched: [APNSConnection] = []
     /// Pools whose connections but the first are still to open (`openRest`).
-    private var restToOpen: [Bool]
+    var restToOpen: [Bool] = []
     /// Each pool's rate cap (its apps' `max_rate`, the smallest), nil for none.
-    private var poolRates: [TokenBucket?]
+    var poolRates: [TokenBucket?] = []
     private var rateWakeScheduled = false
     var rng = SystemRandomNumberGenerator()
 
@@ -125,41 +131,10 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         self.logger = logger
         self.sink = sink
         deliveredApps = Array(repeating: false, count: apps.count)
+        activeApps = Array(repeating: true, count: apps.count)
         self.loop = loop
-        var keys: [String] = [], representatives: [AppRuntime] = [], names: [[String]] = [], poolOf: [Int] = []
-        for app in apps {
-            if let i = keys.firstIndex(of: app.poolKey) {
-                names[i].append(app.name)
-                poolOf.append(i)
-            } else {
-                keys.append(app.poolKey)
-                representatives.append(app)
-                names.append([app.name])
-                poolOf.append(keys.count - 1)
-            }
-        }
-        pools = representatives
-        poolNames = names.map { $0.joined(separator: "+") }
-        self.poolOf = poolOf
-        pending = pools.map { _ in PendingQueue() }
-        let breaker = CircuitBreaker(
-            credentialPauseMs: settings.credentialPauseMs, transportPauseMs: settings.transportPauseMs,
-            maxCredentialPauseMs: settings.maxCredentialPauseMs, maxTransportPauseMs: settings.maxTransportPauseMs,
-            probeTimeoutMs: settings.requestTimeoutMs + 5000)
-        breakers = pools.map { _ in breaker }
-        slots = pools.map { _ in Array(repeating: nil, count: settings.connectionsPerApp) }
-        reconnects = pools.map { _ in Backoff(baseMs: settings.reconnectBaseMs, capMs: settings.reconnectCapMs) }
-        waitingResends = pools.map { _ in 0 }
-        lastProgressMs = pools.map { _ in 0 }
-        busyAtLastScan = pools.map { _ in false }
-        troubles = pools.map { _ in TroubleLog() }
-        pauseReasons = pools.map { _ in "" }
         rejectionLog = RejectionLog(mode: RejectionLog.Mode(rawValue: settings.logRejections) ?? .each, wholeTokens: settings.logWholeTokens)
-        restToOpen = pools.map { _ in true }
-        poolRates = pools.indices.map { p in
-            let caps = apps.indices.filter { poolOf[$0] == p }.compactMap { apps[$0].configuration.maxRate }
-            return caps.min().map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) }
-        }
+        addPools(for: apps.indices)
     }
 
     /// Opens the connections: one per pool first, the rest once it has settled, to resume its
@@ -258,7 +233,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     }
 
     func openConnection(pool p: Int, slot s: Int) {
-        guard !stopping else { return }
+        guard !stopping, !closedPools[p] else { return }
         let c = APNSConnection(
             app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection,
             rate: settings.ratePerConnection.map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) })
@@ -305,6 +280,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
             for c in draining.values { c.expireRequests(olderThan: timeout, now: now) }
             rejectionLog.flush(nowMs: now, everyMs: UInt64(settings.troubleLogIntervalMs), logger: logger)
             for p in pools.indices { watch(pool: p, now: now) }
+            for p in pools.indices where retiredPools[p] { closeIfDrained(pool: p) }
             publishGauges()
             if !stopping { scheduleScan() }
         }
@@ -342,17 +318,20 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
             for p in pools.indices {
                 let live = slots[p].compactMap { $0 }
                 let readyCount = live.filter { $0.isReady && !$0.isClosed }.count
-                for (a, app) in apps.enumerated() where poolOf[a] == p { ready[app.name] = readyCount }
+                for (a, app) in apps.enumerated() where poolOf[a] == p && activeApps[a] { ready[app.name] = readyCount }
                 m.set("apns_connections", .init(("pool", poolNames[p]), ("loop", name)), Double(readyCount))
                 m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), Double(live.reduce(0) { $0 + $1.liveStreamLimit }))
             }
         }
         // An app paused on its credentials is not ready, and says why.
         var paused: [String: String] = [:]
-        for (a, app) in apps.enumerated() where breakers[poolOf[a]].isOpen && breakers[poolOf[a]].cause == .credential {
+        for (a, app) in apps.enumerated() where activeApps[a] && breakers[poolOf[a]].isOpen && breakers[poolOf[a]].cause == .credential {
             paused[app.name] = "APNs refused its credentials (\(pauseReasons[poolOf[a]])); sending one probe at a time"
         }
-        metrics.record { m in for app in apps { m.set("apns_app_paused", .init(("app", app.name), ("loop", name)), paused[app.name] == nil ? 0 : 1) }
+        metrics.record { m in
+            for (a, app) in apps.enumerated() where activeApps[a] {
+                m.set("apns_app_paused", .init(("app", app.name), ("loop", name)), paused[app.name] == nil ? 0 : 1)
+            }
         }
         health.update(loop: name, readyConnections: ready, paused: paused)
     }

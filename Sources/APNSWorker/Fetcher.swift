@@ -18,9 +18,13 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     let keys: QueueKeys
     let workerID: String
     let configuration: WorkerConfiguration
-    private let apps: [AppRuntime]
+    /// Every app runtime this worker has had (`AppRegistry`); `active` says which take jobs.
+    var apps: [AppRuntime]
+    var active: [Bool]
+    /// Apps a reload removed: their jobs wait in the schedule (`parkedMs`).
+    var removed: Set<String> = []
     /// One app configured (however many keys it has): jobs need not name it.
-    private let isOneApp: Bool
+    var isOneApp: Bool
     let completer: Completer
     private let gate: InFlightGate
     let logger: Logger
@@ -68,6 +72,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.workerID = workerID
         self.configuration = configuration
         self.apps = apps
+        active = apps.map { _ in true }
         isOneApp = apps.allSatisfy { $0.name == apps.first?.name }
         self.completer = completer
         self.gate = gate
@@ -269,6 +274,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     }
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
                     let (app, topic) = try resolve(parsed)
+                    let parked = !active[app]
                     let job = try PayloadRenderer.render(
                         consume parsed, templates: library,
                         truncateByDefault: apps[app].configuration.truncateBody)
@@ -287,31 +293,36 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                             handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic,
                             takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout)
                     }
+                    // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
+                    func emit(_ r: consuming SendRequest) {
+                        guard parked else { return sends.append(r) }
+                        decided.append(r.decide(.deferred(afterMs: Self.parkedMs + Int.random(in: 0...5000)), appName: apps[app].name))
+                    }
                     // A retried piece of a fan-out job carries its one token in its envelope.
                     let retried = meta.token.flatMap(DeviceToken.init)
                     if retried != nil || job.otherTokens.isEmpty {
                         units += 1
                         let token = retried ?? job.token
-                        sends.append(request(consume job, token, fanout: 1))
+                        emit(request(consume job, token, fanout: 1))
                     } else if !meta.done.isEmpty {
                         // Taken back part way: the tokens with a result are not sent again.
                         let done = Set(meta.done)
                         var left = ([job.token] + job.otherTokens).filter { !done.contains($0.hex) }
                         if left.isEmpty { left = [job.token] }  // its ack was lost with its last result: one more send acks it
                         units += left.count
-                        for token in left { sends.append(request(job, token, fanout: left.count)) }
+                        for token in left { emit(request(job, token, fanout: left.count)) }
                     } else {
                         let fanout = job.tokenCount
                         units += fanout
-                        sends.append(request(job, job.token, fanout: fanout))
-                        for token in job.otherTokens { sends.append(request(job, token, fanout: fanout)) }
+                        emit(request(job, job.token, fanout: fanout))
+                        for token in job.otherTokens { emit(request(job, token, fanout: fanout)) }
                     }
                 } catch {
                     units += 1
                     // Its records name it as it names itself; it counts under its app only if that is configured.
                     let raw = opened ?? taken.bytes[range]
                     let names = JobNames(scanning: raw)
-                    let counted = names.app.map { n in apps.contains { $0.name == n } ? n : nil } ?? defaultApp
+                    let counted = names.app.map { n in firstActive(named: n) != nil ? n : nil } ?? defaultApp
                     decided.append(
                         .unsent(
                             handle: handle, batch: batch, index: index, raw: raw, job: nil, appName: counted, topic: nil,
@@ -338,20 +349,16 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     }
 
     /// The app of a job that names none: the only one, or the one named "default".
-    private var defaultApp: String? { isOneApp ? apps.first?.name : apps.first { $0.name == "default" }?.name }
+    private var defaultApp: String? { (isOneApp ? active.firstIndex(of: true) : firstActive(named: "default")).map { apps[$0].name } }
 
     /// The app a job names (or the only/default app) and the topic it goes to.
     private func resolve(_ job: Job) throws(JobRejection) -> (Int, String) {
-        let index: Int?
-        if let name = job.app {
-            index = apps.firstIndex { $0.name == name }
-        } else {
-            index = isOneApp ? 0 : apps.firstIndex { $0.name == "default" }
-        }
+        let name = job.app ?? (isOneApp ? nil : "default")
+        let index = name.map { firstActive(named: $0) ?? removedApp(named: $0) } ?? active.firstIndex(of: true)
         guard let first = index else {
             throw JobRejection(
                 JobRejection.unknownApp,
-                job.app.map { "no app named \"\($0)\" is configured (known: \(apps.map(\.name).joined(separator: ", ")))" }
+                job.app.map { "no app named \"\($0)\" is configured (known: \(knownApps))" }
                     ?? "the job names no \"app\" and there is no app named \"default\"")
         }
         let bundle = apps[first].configuration.bundleID
@@ -368,7 +375,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         } else {
             topic = job.pushType.topic(forBundle: bundle)
         }
-        guard apps[first].configuration.keyScope != nil else { return (first, topic) }
+        guard active[first], apps[first].configuration.keyScope != nil else { return (first, topic) }
         return (try key(for: topic, of: first), topic)
     }
 
@@ -376,7 +383,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// key for it before a team key; the app's keys are adjacent from `first` (`byKey`).
     private func key(for topic: String, of first: Int) throws(JobRejection) -> Int {
         let name = apps[first].name
-        let keys = apps.indices[first...].prefix { apps[$0].name == name }
+        let keys = apps.indices[first...].filter { apps[$0].name == name && active[$0] }
         let serving = keys.filter { apps[$0].configuration.covers(topic: topic) }
         guard let chosen = serving.first(where: { apps[$0].configuration.keyScope?.isTopicKey == true }) ?? serving.first else {
             throw JobRejection(

@@ -99,8 +99,7 @@ final class Housekeeper: @unchecked Sendable {
     /// change, for `apnsctl stats`.
     private func publishPauses(_ r: BlockingRedisConnection) throws(RedisError) {
         guard let health else { return }
-        var now: [String: String] = [:]
-        for app in configuration.apps { if let why = health.pauseReason(app: app.name) { now[app.name] = why } }
+        let now = health.pausedApps  // the apps of now, after any reload
         guard now != publishedPauses else { return }
         var commands: [[String]] = []
         for app in publishedPauses.keys where now[app] == nil { commands.append(["HDEL", keys.paused, "\(app)/\(workerID)"]) }

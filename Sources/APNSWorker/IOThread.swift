@@ -20,6 +20,8 @@ protocol NotificationTransport: AnyObject {
     @discardableResult func dropTakenBack() -> Int
     /// Closes every connection. Loop thread.
     func close()
+    /// Takes the apps after a reload: `apps` extends those it has; `active` take new jobs. Loop thread.
+    func update(apps: [AppRuntime], active: [Bool])
 }
 
 extension APNSSender: NotificationTransport {}
@@ -66,6 +68,15 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
                 lane.completer.start()
             }
             loop.run()
+        }
+    }
+
+    /// Hands the apps of a reload to the transport, then to the fetchers, on the loop: no job
+    /// resolves to a runtime the transport does not have yet. Any thread.
+    func update(_ snapshot: AppRegistry.Snapshot) {
+        loop.execute { [self] in
+            transport.update(apps: snapshot.runtimes, active: snapshot.active)
+            for lane in lanes { lane.fetcher.update(snapshot) }
         }
     }
 

@@ -7,6 +7,7 @@ import Glibc
 import IOLoop
 import QueueContract
 import RedisClient
+import Synchronization
 import TLS
 import Telemetry
 
@@ -18,10 +19,13 @@ public final class Worker: @unchecked Sendable {
     /// The queue's own keys, and the key sets it serves (its shards' with them, if any).
     public let keys: QueueKeys
     public let servedKeys: [QueueKeys]
-    private let logger: Logger
-    private let apps: [AppRuntime]
+    let logger: Logger
+    /// The apps and keys it sends with, as a reload changes them.
+    let registry: AppRegistry
+    /// Serializes reloads: each re-reads the whole file.
+    let reloading = Mutex(())
     private let gate: InFlightGate
-    private let ioThreads: [IOThread]
+    let ioThreads: [IOThread]
     /// One per key set served.
     private let housekeepers: [Housekeeper]
     public let metrics: Metrics
@@ -36,21 +40,7 @@ public final class Worker: @unchecked Sendable {
         keys = servedKeys[0]
         metrics = Metrics()
         health = HealthState()
-        // One JWT per (team, key), shared by every connection of the process.
-        var providers: [String: JWTProvider] = [:]
-        // An app of several keys runs as one app per key (`byKey`): its own JWT and pool each.
-        apps = try configuration.apps.flatMap(\.byKey).map { app in
-            guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(app, jwt: nil) }
-            let id = team + "/" + kid
-            let jwt =
-                try providers[id]
-                ?? JWTProvider(
-                    teamID: team, keyID: kid, p8File: file,
-                    refreshAfterSeconds: Int64(configuration.tokenRefreshSeconds),
-                    minimumAgeSeconds: Int64(configuration.tokenMinRefreshSeconds))
-            providers[id] = jwt
-            return try AppRuntime(app, jwt: jwt)
-        }
+        registry = try AppRegistry(configuration: configuration)
         let gate = InFlightGate(sendingCapacity: configuration.sendingCapacity, recordingCapacity: configuration.recordingCapacity)
         self.gate = gate
         var settings = APNSSender.Settings(
@@ -63,7 +53,7 @@ public final class Worker: @unchecked Sendable {
         settings.ratePerConnection = configuration.ratePerConnection
         settings.logRejections = configuration.logRejections
         settings.logWholeTokens = configuration.logTokens == "whole"
-        let (runtimes, metrics, health, batchIDs, id, served) = (apps, metrics, health, BatchIDs(), workerID, servedKeys)
+        let (runtimes, metrics, health, batchIDs, id, served) = (registry.snapshot.runtimes, metrics, health, BatchIDs(), workerID, servedKeys)
         let leases = served.map { _ in LeaseGuard(leaseMs: configuration.leaseMs) }
         let templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop, for each
@@ -136,7 +126,7 @@ public final class Worker: @unchecked Sendable {
             [
                 "worker": .string(workerID), "queue": .string(configuration.queue), "shards": .int(configuration.shards),
                 "redis": .string(configuration.redis.description),
-                "apps": .string(apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
+                "apps": .string(configuration.apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
                 "connections": .int(configuration.connections), "streams": .int(configuration.streams),
             ])
     }
@@ -146,7 +136,7 @@ public final class Worker: @unchecked Sendable {
     @discardableResult
     public func checkCertificates(now: Int64 = Int64(Date().timeIntervalSince1970)) -> [String] {
         var expired: [String] = []
-        for app in apps {
+        for app in appRuntimes {
             let info: CertificateInfo
             do {
                 switch app.configuration.auth {
@@ -180,7 +170,7 @@ public final class Worker: @unchecked Sendable {
                 checkCertificates()
                 lastCertificateCheck = Date()
             }
-            for app in apps {
+            for app in registry.snapshot.runtimes {
                 guard let jwt = app.jwt else { continue }
                 do {
                     if try jwt.refreshIfDue() {
@@ -196,7 +186,10 @@ public final class Worker: @unchecked Sendable {
 
     /// In-flight gauge and app list for the health server.
     var inFlight: Int { gate.current }
-    var appRuntimes: [AppRuntime] { apps }
+    var appRuntimes: [AppRuntime] {
+        let now = registry.snapshot
+        return now.runtimes.indices.filter { now.active[$0] }.map { now.runtimes[$0] }
+    }
 
     /// Stops taking jobs, lets in-flight ones finish within the grace period, writes their
     /// outcomes, and hands any still unfinished back to the queue.
@@ -213,7 +206,7 @@ public final class Worker: @unchecked Sendable {
                 let redis = try BlockingRedisConnection(configuration.redis.routed(toKey: keys.jobs), timeoutMs: 5000)
                 handedBack += try InFlightJobs.handBack(redis, keys, worker: workerID)
                 guard set == 0 else { continue }
-                _ = try redis.command(["HDEL", keys.paused] + configuration.apps.map { "\($0.name)/\(workerID)" })
+                _ = try redis.command(["HDEL", keys.paused] + Set(registry.snapshot.runtimes.map(\.name)).map { "\($0)/\(workerID)" })
                 try housekeepers[0].writeMayDuplicate(redis)
             } catch {
                 logger.error(

@@ -40,6 +40,11 @@ public final class HealthState: Sendable {
         state.withLock { s in s.paused.values.lazy.compactMap { $0[app] }.first }
     }
 
+    /// Every paused app, and why (the first loop's reason).
+    public var pausedApps: [String: String] {
+        state.withLock { s in s.paused.values.reduce(into: [:]) { all, loop in all.merge(loop) { first, _ in first } } }
+    }
+
     /// One of the worker's Redis connections is up (`error` nil), or failed with `error`.
     public func redis(_ connection: String, error: String?) {
         state.withLock { $0.redis[connection] = .some(error) }

@@ -13,7 +13,8 @@ struct APNSWorkerMain {
     static let usage = """
         usage: apns-worker [--config FILE] | --version
           Runs a worker until SIGTERM or SIGINT. Settings come from FILE (JSON) and APNSW_* environment
-          variables; see README.md "Configuration". Exit codes: 0 stopped cleanly, 2 bad configuration.
+          variables; see README.md "Configuration". SIGHUP, or a change to FILE or a credential file it
+          names, reloads the apps and keys. Exit codes: 0 stopped cleanly, 2 bad configuration.
         """
 
     static func fail(_ message: String) -> Never {
@@ -51,14 +52,21 @@ struct APNSWorkerMain {
             exit(2)
         }
 
-        let signals = SignalStream.watch([SIGTERM, SIGINT])
+        let signals = SignalStream.watch([SIGTERM, SIGINT, SIGHUP])
         worker.start()
         let maintenance = Task { await worker.maintain() }
+        let watch = configPath.map { path in Task { await worker.watchSettings(path: path) } }
         for await sig in signals {
+            if sig == SIGHUP {
+                logger.info("SIGHUP: reloading the apps and keys", [:])
+                worker.reload(path: configPath)
+                continue
+            }
             logger.info("signal received", ["signal": .int(Int(sig))])
             break
         }
         maintenance.cancel()
+        watch?.cancel()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             OSThread.start(name: "shutdown") {
                 worker.shutdown()
