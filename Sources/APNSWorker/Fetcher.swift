@@ -380,7 +380,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     }
 
     /// The app's key that serves `topic` in its environment (apns-protocol.md §6.1): a topic
-    /// key for it before a team key; the app's keys are adjacent from `first` (`byKey`).
+    /// key for it before a team key; the app's active keys come at or after `first`.
     private func key(for topic: String, of first: Int) throws(JobRejection) -> Int {
         let name = apps[first].name
         let keys = apps.indices[first...].filter { apps[$0].name == name && active[$0] }

@@ -26,9 +26,7 @@ extension Worker {
                 return true
             }
             for thread in ioThreads { thread.update(snapshot) }
-            for warning in next.apps.filter({ change.added.contains($0.name) || change.changed.contains($0.name) }).flatMap(\.credentialWarnings) {
-                logger.warning("a private key is not private", ["detail": .string(warning)])
-            }
+            logCredentialWarnings(next.apps.filter { change.added.contains($0.name) || change.changed.contains($0.name) })
             logger.info(
                 "reloaded the apps; settings other than apps take effect at a restart",
                 [

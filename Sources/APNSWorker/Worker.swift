@@ -113,9 +113,7 @@ public final class Worker: @unchecked Sendable {
 
     public func start() {
         checkCertificates()
-        for warning in configuration.apps.flatMap(\.credentialWarnings) {
-            logger.warning("a private key is not private", ["detail": .string(warning)])
-        }
+        logCredentialWarnings(configuration.apps)
         for housekeeper in housekeepers {
             housekeeper.recoverPreviousRun()
             housekeeper.start()
@@ -129,6 +127,10 @@ public final class Worker: @unchecked Sendable {
                 "apps": .string(configuration.apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
                 "connections": .int(configuration.connections), "streams": .int(configuration.streams),
             ])
+    }
+
+    func logCredentialWarnings(_ apps: [AppConfiguration]) {
+        for warning in apps.flatMap(\.credentialWarnings) { logger.warning("a private key is not private", ["detail": .string(warning)]) }
     }
 
     /// Logs a warning 30 days before a client certificate expires, and an error once it has.
@@ -170,7 +172,7 @@ public final class Worker: @unchecked Sendable {
                 checkCertificates()
                 lastCertificateCheck = Date()
             }
-            for app in registry.snapshot.runtimes {
+            for app in appRuntimes {  // a retired key's drain, if it outlives a JWT, mints on ExpiredProviderToken
                 guard let jwt = app.jwt else { continue }
                 do {
                     if try jwt.refreshIfDue() {
