@@ -77,6 +77,8 @@ let package = Package(
             ], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "TLS", "IOLoop"]),
+        // apnsctl web: an HTTP/1.1 server, the dashboard's pages and its JSON API over APNSAdmin.
+        .target(name: "Dashboard", dependencies: ["APNSAdmin", "APNSCore", "QueueContract", "RedisClient", "Configuration", "IOLoop", "TLS"]),
         // Test support and demo/bench server: the strict mock APNs.
         .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "COpenSSL"], swiftSettings: hotPath),
 
@@ -86,7 +88,7 @@ let package = Package(
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker", "Configuration", "IOLoop", "Telemetry"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock", "Telemetry"]),
         .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
-        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Configuration", "IOLoop", "Telemetry"]),
+        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Dashboard", "Configuration", "IOLoop", "Telemetry"]),
 
         // Pure: no sockets, no services.
         .testTarget(
@@ -107,7 +109,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker",
-                "APNSMock", "TestSupport",
+                "APNSMock", "TestSupport", "APNSAdmin", "Dashboard",
             ]),
     ],
     swiftLanguageModes: [.v6]

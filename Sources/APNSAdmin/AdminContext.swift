@@ -83,7 +83,7 @@ public final class AdminContext {
     /// an AdminError.
     func call(_ args: [String]) throws -> RedisReply { try call(keys, args) }
 
-    func call(_ set: QueueKeys, _ args: [String]) throws -> RedisReply {
+    public func call(_ set: QueueKeys, _ args: [String]) throws -> RedisReply {
         let reply = try connection(set).command(args)
         if case .error(let m) = reply { throw AdminError.redis(m) }
         return reply
@@ -102,7 +102,7 @@ public final class AdminContext {
     }
 
     /// A stream's entries from every key set, oldest first: `stream` names it in a key set.
-    func records(_ stream: KeyPath<QueueKeys, String>, after: String? = nil, limit: Int) throws -> [StreamRecord] {
+    public func records(_ stream: KeyPath<QueueKeys, String>, after: String? = nil, limit: Int) throws -> [StreamRecord] {
         let start = after.map { "(" + StreamRecord.split($0).entry } ?? "-"
         var all: [StreamRecord] = []
         for set in keySets {
@@ -172,7 +172,10 @@ public struct StreamRecord {
         }
     }
 
-    func string(_ key: String) -> String { fields[key]?.display ?? "" }
+    public func string(_ key: String) -> String { fields[key]?.display ?? "" }
+
+    /// The record as `--json` and the dashboard's API give it.
+    public var json: [String: Any] { ["id": id, "record": fields] }
 }
 
 extension String {
@@ -190,7 +193,7 @@ public func parseDuration(_ text: String) throws -> Int64 {
 }
 
 /// `x` with one decimal, as the tables show rates.
-func oneDecimal(_ x: Double) -> String {
+public func oneDecimal(_ x: Double) -> String {
     let tenths = Int((x * 10).rounded())
     return (tenths < 0 ? "-" : "") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
 }

@@ -10,15 +10,17 @@ public struct DeadLetterFilter {
     public var newerThanMs: Int64?
     public var ids: [String] = []
     public var all = false
+    /// Only letters written at or before this time (UNIX ms): what a confirmation counted.
+    public var untilMs: Int64?
 
     public init() {}
 
-    var isEmpty: Bool { reason == nil && app == nil && olderThanMs == nil && newerThanMs == nil && ids.isEmpty && !all }
+    public var isEmpty: Bool { reason == nil && app == nil && olderThanMs == nil && newerThanMs == nil && ids.isEmpty && !all }
     /// Filters or --all, not ids alone: these need `--yes`.
-    var isWide: Bool { all || reason != nil || app != nil || olderThanMs != nil || newerThanMs != nil }
+    public var isWide: Bool { all || reason != nil || app != nil || olderThanMs != nil || newerThanMs != nil }
 
     /// The filters in words, for what a command would do.
-    var summary: String {
+    public var summary: String {
         var parts: [String] = []
         if let reason { parts.append("reason \(reason)") }
         if let app { parts.append("app \(app)") }
@@ -38,12 +40,13 @@ public struct DeadLetterFilter {
         return (1...2).contains(parts.count) && parts.allSatisfy(digits)
     }
 
-    func matches(_ r: StreamRecord, nowMs: Int64) -> Bool {
+    public func matches(_ r: StreamRecord, nowMs: Int64) -> Bool {
         if !ids.isEmpty, !ids.contains(r.id) { return false }
         if let reason, r.string("reason") != reason { return false }
         if let app, r.string("app") != app { return false }
         if let olderThanMs, nowMs - r.timeMs < olderThanMs { return false }
         if let newerThanMs, nowMs - r.timeMs > newerThanMs { return false }
+        if let untilMs, r.timeMs > untilMs { return false }
         return true
     }
 }
@@ -64,7 +67,7 @@ public enum DeadLetterCommands {
         return 0
         """)
 
-    static func select(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int = 1_000_000) throws -> [StreamRecord] {
+    public static func select(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int = 1_000_000) throws -> [StreamRecord] {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         if filter.ids.count == 1, !filter.all {
             let (entry, shard) = StreamRecord.split(filter.ids[0])
@@ -80,7 +83,7 @@ public enum DeadLetterCommands {
             ["id", "age", "reason", "app", "job_id", "token", "detail"],
             records.map { r in
                 [r.id, age(r.timeMs), r.string("reason"), r.string("app"), r.string("job_id"), r.string("token"), r.string("detail")]
-            }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+            }, jsonRows: records.map(\.json))
         return records.count
     }
 
@@ -89,7 +92,7 @@ public enum DeadLetterCommands {
         f.ids = [id]
         guard let r = try select(ctx, f).first else { throw AdminError.notFound("no dead letter \(id)") }
         if ctx.json {
-            ctx.say(AdminContext.encode(["id": r.id, "record": r.fields]))
+            ctx.say(AdminContext.encode(r.json))
             return
         }
         ctx.say("id:      \(r.id) (\(age(r.timeMs)) ago)")
@@ -136,7 +139,7 @@ public enum DeadLetterCommands {
         guard !records.isEmpty else { throw AdminError.notFound("no dead letter matches (\(filter.summary))") }
         guard try confirmed(ctx, filter, records, verb: "purge", confirmation) else { return 0 }
         var removed = 0
-        if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil {
+        if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil && filter.untilMs == nil {
             for set in ctx.keySets {
                 removed += Int(try ctx.call(set, ["XLEN", set.deadLetters]).integer ?? 0)
                 _ = try ctx.call(set, ["DEL", set.deadLetters])
@@ -179,7 +182,7 @@ public enum DeadLetterCommands {
     }
 
     /// The producer's job as it was: the record's `job` value byte for byte, or `job_text`.
-    static func originalJob(_ r: StreamRecord) throws -> [UInt8] {
+    public static func originalJob(_ r: StreamRecord) throws -> [UInt8] {
         if let text = r.fields["job_text"]?.string { return Array(text.utf8) }
         var found: Range<Int>?
         r.raw.withUnsafeBufferPointer { buf in
@@ -193,7 +196,7 @@ public enum DeadLetterCommands {
         return Array(r.raw[found])
     }
 
-    static func age(_ ms: Int64) -> String {
+    public static func age(_ ms: Int64) -> String {
         let s = max(0, (Int64(Date().timeIntervalSince1970 * 1000) - ms) / 1000)
         if s < 120 { return "\(s)s" }
         if s < 7200 { return "\(s / 60)m" }

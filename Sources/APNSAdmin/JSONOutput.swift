@@ -21,5 +21,5 @@ extension JSONValue {
     }
 
     /// How a table or a line shows the value: a string as it is, anything else as JSON.
-    var display: String { string ?? text }
+    public var display: String { string ?? text }
 }

@@ -21,7 +21,27 @@ public enum QueueCommands {
         /// Apps live workers have paused because APNs refused their credentials.
         public var paused: [(app: String, worker: String, reason: String)] = []
         /// Each key set's part (with shards): what a shard to drain still holds.
-        public var keySets: [(keys: String, depth: Int64, inFlight: Int64, scheduled: Int64)] = []
+        public var keySets: [KeySetStats] = []
+    }
+
+    /// One key set's figures (the queue's own keys, or one shard's).
+    public struct KeySetStats {
+        public var keys: String
+        public var depth: Int64 = 0
+        public var inFlight: Int64 = 0
+        public var scheduled: Int64 = 0
+        public var retries: Int64 = 0
+        public var deadLetters: Int64 = 0
+        public var resultsPerSecond: Double = 0
+        /// The job at the consuming end of the list (the next taken), if any.
+        public var oldestJob: [UInt8]?
+
+        public var json: [String: Any] {
+            [
+                "keys": keys, "depth": depth, "in_flight": inFlight, "scheduled": scheduled, "retries": retries, "dead_letters": deadLetters,
+                "results_per_second": resultsPerSecond,
+            ]
+        }
     }
 
     /// The queue's figures, summed over its key sets (its shards, and its own keys).
@@ -32,18 +52,27 @@ public enum QueueCommands {
         var exists = false
         var workers: [String: (leaseLeftMs: Int64, inFlight: Int64)] = [:]
         for k in ctx.keySets {
-            let (depth, scheduled, inFlightBefore) = (s.depth, s.scheduled, s.inFlight)
-            defer { s.keySets.append((k.label, s.depth - depth, s.inFlight - inFlightBefore, s.scheduled - scheduled)) }
-            s.depth += try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
-            s.scheduled += try ctx.call(k, ["ZCARD", k.scheduled]).integer ?? 0
+            var part = KeySetStats(keys: k.label)
+            defer {
+                s.depth += part.depth
+                s.inFlight += part.inFlight
+                s.scheduled += part.scheduled
+                s.retries += part.retries
+                s.deadLetters += part.deadLetters
+                s.resultsPerSecond += part.resultsPerSecond
+                s.keySets.append(part)
+            }
+            part.depth = try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
+            if case .string(let tail) = try ctx.call(k, ["LINDEX", k.jobs, "-1"]) { part.oldestJob = tail }
+            part.scheduled = try ctx.call(k, ["ZCARD", k.scheduled]).integer ?? 0
             // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
-            s.retries += Int64(
+            part.retries = Int64(
                 try ctx.call(k, ["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
                     $0.text?.contains(#""attempts":["#) == true
                 }.count)
-            s.deadLetters += try ctx.call(k, ["XLEN", k.deadLetters]).integer ?? 0
+            part.deadLetters = try ctx.call(k, ["XLEN", k.deadLetters]).integer ?? 0
             let lastTen = try ctx.call(k, ["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
-            s.resultsPerSecond += Double(lastTen) / 10
+            part.resultsPerSecond = Double(lastTen) / 10
             let counters = try ctx.call(k, ["HGETALL", k.stats]).array.compactMap(\.text)
             for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i], default: 0] += Int64(counters[i + 1]) ?? 0 }
             let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
@@ -51,7 +80,7 @@ public enum QueueCommands {
             let listed = try ctx.call(k, ["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
             for i in stride(from: 0, to: listed.count - 1, by: 2) {
                 let held = try ctx.inFlight(worker: listed[i], in: k)
-                s.inFlight += held
+                part.inFlight += held
                 let left = (Int64(Double(listed[i + 1]) ?? 0)) - now
                 // A worker's lease is as good as its worst shard's.
                 let before = workers[listed[i]]
@@ -70,30 +99,37 @@ public enum QueueCommands {
         return s
     }
 
+    /// The apps the counters name (`delivered:app`, ...).
+    public static func apps(_ s: Stats) -> [String] {
+        Set(s.counters.keys.compactMap { $0.split(separator: ":", maxSplits: 1).count == 2 ? String($0.split(separator: ":")[1]) : nil }).sorted()
+    }
+
+    /// `apnsctl stats --json`, and the dashboard's /api/overview with it.
+    public static func statsJSON(_ ctx: AdminContext, _ s: Stats) -> [String: Any] {
+        var perApp: [String: [String: Int64]] = [:]
+        for app in apps(s) {
+            for (key, v) in s.counters where key.hasSuffix(":" + app) { perApp[app, default: [:]][String(key.dropLast(app.count + 1))] = v }
+        }
+        return [
+            "queue": ctx.keys.queue, "shards": max(1, ctx.keySets.count - 1), "depth": s.depth, "in_flight": s.inFlight,
+            "scheduled": s.scheduled, "retries": s.retries,
+            "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
+            "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
+            "key_sets": s.keySets.map(\.json),
+            "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
+            "workers": s.workers.map {
+                ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
+            },
+        ]
+    }
+
     public static func printStats(_ ctx: AdminContext, _ s: Stats) {
         if !s.exists {
             ctx.warn("warning: queue \"\(ctx.keys.queue)\" has no keys in Redis at all: is its name right? (--queue, or the configuration's queue)")
         }
-        let apps = Set(s.counters.keys.compactMap { $0.split(separator: ":", maxSplits: 1).count == 2 ? String($0.split(separator: ":")[1]) : nil })
-            .sorted()
+        let apps = apps(s)
         if ctx.json {
-            var perApp: [String: [String: Int64]] = [:]
-            for app in apps {
-                for (key, v) in s.counters where key.hasSuffix(":" + app) { perApp[app, default: [:]][String(key.dropLast(app.count + 1))] = v }
-            }
-            ctx.say(
-                AdminContext.encode(
-                    [
-                        "queue": ctx.keys.queue, "shards": max(1, ctx.keySets.count - 1), "depth": s.depth, "in_flight": s.inFlight,
-                        "scheduled": s.scheduled, "retries": s.retries,
-                        "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
-                        "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
-                        "key_sets": s.keySets.map { ["keys": $0.keys, "depth": $0.depth, "in_flight": $0.inFlight, "scheduled": $0.scheduled] },
-                        "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
-                        "workers": s.workers.map {
-                            ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
-                        },
-                    ] as [String: Any]))
+            ctx.say(AdminContext.encode(statsJSON(ctx, s)))
             return
         }
         ctx.say(
@@ -164,7 +200,7 @@ public enum QueueCommands {
             ["id", "token", "app", "topic", "reason", "apns_timestamp"],
             records.map {
                 [$0.id, $0.string("token"), $0.string("app"), $0.string("topic"), $0.string("reason"), $0.string("apns_timestamp")]
-            }, jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+            }, jsonRows: records.map(\.json))
         return records.count
     }
 
@@ -174,7 +210,7 @@ public enum QueueCommands {
         ctx.table(
             ["id", "channel", "app", "reason", "job_id"],
             records.map { [$0.id, $0.string("channel"), $0.string("app"), $0.string("reason"), $0.string("job_id")] },
-            jsonRows: records.map { ["id": $0.id, "record": $0.fields] })
+            jsonRows: records.map(\.json))
         return records.count
     }
 

@@ -314,13 +314,18 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     /// Connections and stream limits per app, for /metrics and /readyz.
     func publishGauges() {
         var ready: [String: Int] = [:]
+        var limits: [String: Int] = [:]
         metrics.record { m in
             for p in pools.indices {
                 let live = slots[p].compactMap { $0 }
                 let readyCount = live.filter { $0.isReady && !$0.isClosed }.count
-                for (a, app) in apps.enumerated() where poolOf[a] == p && activeApps[a] { ready[app.name] = readyCount }
+                let limit = live.reduce(0) { $0 + $1.liveStreamLimit }
+                for (a, app) in apps.enumerated() where poolOf[a] == p && activeApps[a] {
+                    ready[app.name] = readyCount
+                    limits[app.name] = limit
+                }
                 m.set("apns_connections", .init(("pool", poolNames[p]), ("loop", name)), Double(readyCount))
-                m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), Double(live.reduce(0) { $0 + $1.liveStreamLimit }))
+                m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), Double(limit))
             }
         }
         // An app paused on its credentials is not ready, and says why.
@@ -333,6 +338,6 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
                 m.set("apns_app_paused", .init(("app", app.name), ("loop", name)), paused[app.name] == nil ? 0 : 1)
             }
         }
-        health.update(loop: name, readyConnections: ready, paused: paused)
+        health.update(loop: name, readyConnections: ready, streamLimits: limits, paused: paused)
     }
 }

@@ -11,11 +11,11 @@ import Telemetry
 /// jobs, and takes back the jobs of workers whose lease ran out (`kill -9`). Every worker runs
 /// one for each key set it serves, so no coordinator is needed: each step is one atomic script.
 final class Housekeeper: @unchecked Sendable {
-    private let keys: QueueKeys
-    /// The one for the queue's own keys also writes what is the queue's: paused apps, and the
-    /// count of resends that may duplicate.
-    private var hasQueueDuties: Bool { keys.shard == nil }
-    private let workerID: String
+    let keys: QueueKeys
+    /// The one for the queue's own keys also writes what is the queue's: paused apps, the
+    /// worker's info, and the count of resends that may duplicate.
+    var hasQueueDuties: Bool { keys.shard == nil }
+    let workerID: String
     private let configuration: WorkerConfiguration
     private let logger: Logger
     private let redis: ReconnectingRedisConnection
@@ -91,27 +91,13 @@ final class Housekeeper: @unchecked Sendable {
         health.redis(redis.label, error: "not connected yet")
     }
 
-    private var health: HealthState?
+    var health: HealthState?
     /// The paused apps last written to the queue's paused hash, and why.
-    private var publishedPauses: [String: String] = [:]
-
-    /// Writes this worker's credential pauses to `apns:{Q}:paused` (field app/worker) when they
-    /// change, for `apnsctl stats`.
-    private func publishPauses(_ r: BlockingRedisConnection) throws(RedisError) {
-        guard let health else { return }
-        let now = health.pausedApps  // the apps of now, after any reload
-        guard now != publishedPauses else { return }
-        var commands: [[String]] = []
-        for app in publishedPauses.keys where now[app] == nil { commands.append(["HDEL", keys.paused, "\(app)/\(workerID)"]) }
-        for (app, why) in now where publishedPauses[app] != why {
-            var w = JSONWriter()
-            w.beginObject(); w.field("app", app); w.field("worker", workerID); w.field("reason", why)
-            w.field("time_ms", WallClock.nowMilliseconds()); w.endObject()
-            commands.append(["HSET", keys.paused, "\(app)/\(workerID)", String(decoding: w.bytes, as: UTF8.self)])
-        }
-        _ = try r.pipeline(commands.map { $0.map { Array($0.utf8) } })
-        publishedPauses = now
-    }
+    var publishedPauses: [String: String] = [:]
+    /// What this worker says of itself in the worker-info hash (nil: nothing), and when it last did.
+    var describeWorker: (@Sendable () -> String)?
+    var lastInfoMs: UInt64 = 0
+    var lastSnapshotMs: UInt64 = 0
 
     func stop() { runner.stop() }
 
@@ -155,8 +141,15 @@ final class Housekeeper: @unchecked Sendable {
             ).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
             if hasQueueDuties { try writeMayDuplicate(r) }
-            for worker in expired.compactMap(\.text) { try recover(r, worker: worker, mode: .lease) }
-            if hasQueueDuties { try publishPauses(r) }
+            for worker in expired.compactMap(\.text) {
+                try recover(r, worker: worker, mode: .lease)
+                if hasQueueDuties { _ = try r.command(["HDEL", keys.workerInfo, worker]) }
+            }
+            if hasQueueDuties {
+                try publishPauses(r)
+                try publishInfo(r)
+            }
+            try snapshotCounters(r)
             try takeBackStranded(r)
         }
     }

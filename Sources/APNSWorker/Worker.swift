@@ -105,15 +105,14 @@ public final class Worker: @unchecked Sendable {
     }
 
     static func defaultID() -> String {
-        var name = [CChar](repeating: 0, count: 256)
-        gethostname(&name, name.count)
-        let host = String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return "\(host)-\(getpid())"
+        "\(hostName())-\(getpid())"
     }
 
     public func start() {
         checkCertificates()
         logCredentialWarnings(configuration.apps)
+        let startedMs = WallClock.nowMilliseconds()
+        housekeepers[0].describeWorker = { [unowned self] in describe(startedMs: startedMs) }
         for housekeeper in housekeepers {
             housekeeper.recoverPreviousRun()
             housekeeper.start()
@@ -208,6 +207,7 @@ public final class Worker: @unchecked Sendable {
                 let redis = try BlockingRedisConnection(configuration.redis.routed(toKey: keys.jobs), timeoutMs: 5000)
                 handedBack += try InFlightJobs.handBack(redis, keys, worker: workerID)
                 guard set == 0 else { continue }
+                _ = try redis.command(["HDEL", keys.workerInfo, workerID])
                 _ = try redis.command(["HDEL", keys.paused] + Set(registry.snapshot.runtimes.map(\.name)).map { "\($0)/\(workerID)" })
                 try housekeepers[0].writeMayDuplicate(redis)
             } catch {

@@ -27,6 +27,8 @@ public struct QueueKeys: Sendable, Equatable {
         templates = queuePrefix + ":templates"
         stats = prefix + ":stats"
         paused = queuePrefix + ":paused"
+        history = prefix + ":history"
+        workerInfo = queuePrefix + ":worker-info"
     }
 
     /// The key sets a worker serves for a queue of `shards` shards: the queue's own, and with two
@@ -75,4 +77,10 @@ public struct QueueKeys: Sendable, Equatable {
     /// HASH `app/worker` → JSON (app, worker, reason, time_ms): apps a worker has paused because
     /// APNs refused their credentials. Written by that worker's housekeeper, removed when it stops.
     public let paused: String
+    /// ZSET 10-second slot (UNIX ms) → `slot:delivered:failed:dead_lettered:retried`, the stats
+    /// counters then; the housekeepers add one per slot and keep a day (the dashboard's charts).
+    public let history: String
+    /// HASH worker id → JSON (host, pid, version, apps and their connections, stream limits,
+    /// pauses, last success, JWT age), rewritten by each live worker every 5 s.
+    public let workerInfo: String
 }

@@ -7,6 +7,7 @@ import Synchronization
 public final class HealthState: Sendable {
     private struct State {
         var ready: [String: [String: Int]] = [:]  // loop → app → ready connections
+        var streamLimits: [String: [String: Int]] = [:]  // loop → app → streams its connections allow
         var paused: [String: [String: String]] = [:]  // loop → app → why
         var lastSuccessMs: [String: Int64] = [:]
         var redis: [String: String?] = [:]  // connection → nil (up) or its last error
@@ -15,9 +16,10 @@ public final class HealthState: Sendable {
 
     public init() {}
 
-    public func update(loop: String, readyConnections: [String: Int], paused: [String: String] = [:]) {
+    public func update(loop: String, readyConnections: [String: Int], streamLimits: [String: Int] = [:], paused: [String: String] = [:]) {
         state.withLock {
             $0.ready[loop] = readyConnections
+            $0.streamLimits[loop] = streamLimits
             $0.paused[loop] = paused
         }
     }
@@ -32,6 +34,17 @@ public final class HealthState: Sendable {
         state.withLock { s in
             let ready = s.ready.values.reduce(0) { $0 + ($1[app] ?? 0) }
             return ready > 0 || (s.lastSuccessMs[app].map { nowMs - $0 < 60_000 } ?? false)
+        }
+    }
+
+    /// An app as the dashboard shows it: ready connections and their stream limits over all
+    /// loops, its pause, its last success.
+    public func status(app: String) -> (connections: Int, streamLimit: Int, paused: String?, lastSuccessMs: Int64?) {
+        state.withLock { s in
+            (
+                s.ready.values.reduce(0) { $0 + ($1[app] ?? 0) }, s.streamLimits.values.reduce(0) { $0 + ($1[app] ?? 0) },
+                s.paused.values.lazy.compactMap { $0[app] }.first, s.lastSuccessMs[app]
+            )
         }
     }
 

@@ -1,6 +1,7 @@
 import APNSAdmin
 import APNSCore
 import Configuration
+import Dashboard
 import FoundationEssentials
 import Glibc
 import IOLoop
@@ -31,6 +32,7 @@ let help: [String: String] = [
       channels delete ID  delete a channel (its queued broadcasts then end in the channel feed)
       channels invalid    read the invalid-channel feed (--app, --since ID, --limit)
       check-config    validate the configuration and credentials (needs --config)
+      web             serve the dashboard and its JSON API (--listen 127.0.0.1:8088, --auth-file FILE, --read-only)
 
     A queue of N shards (--shards, or the configuration's shards) is read and summed over all of
     them; a shard's record ids end in @SHARD. Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
@@ -59,6 +61,13 @@ let help: [String: String] = [
     "tokens": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "tokens invalid": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "check-config": "usage: apnsctl --config FILE check-config [--json]",
+    "web": """
+    usage: apnsctl web [--listen HOST:PORT] [--auth-file FILE] [--read-only]
+    Serves the dashboard (pages and /api/...) for the queue, default on 127.0.0.1:8088.
+    Changing data (requeue, purge) needs the secret: --auth-file FILE, APNSW_WEB_TOKEN_FILE or
+    APNSW_WEB_TOKEN, at least 16 characters. Without one, or with --read-only, it only shows.
+    Listening beyond 127.0.0.0/8 needs the secret, and then reading needs it too. See docs/dashboard.md.
+    """,
     "channels": "usage: apnsctl --config FILE channels create|list|show|delete|invalid ... (see apnsctl --help)",
     "channels create": "usage: apnsctl --config FILE channels create [--app A] [--storage none|most-recent] [--json]",
     "channels list": "usage: apnsctl --config FILE channels list [--app A] [--json]",
@@ -187,6 +196,8 @@ struct APNSCtl {
             exit(0)
         }
 
+        if words.first == "web" { serveDashboard(options: options, config: config, endpoint: endpoint, queue: queue, shards: shards) }
+
         let redis: BlockingRedisConnection
         do { redis = try BlockingRedisConnection(endpoint.routed(toKey: QueueKeys(queue: queue).jobs), timeoutMs: 10_000) } catch {
             fail("\(error)", code: 3)
@@ -271,5 +282,37 @@ struct APNSCtl {
         } catch {
             fail("\(error)", code: 1)
         }
+    }
+}
+
+/// `apnsctl web`: the dashboard over the same Redis and queue settings as the other commands.
+func serveDashboard(options: [String: [String]], config: WorkerConfiguration?, endpoint: RedisEndpoint, queue: String, shards: Int) -> Never {
+    let settings: WebCommand.Settings
+    do {
+        settings = try WebCommand.Settings.parse(
+            listen: options["listen"]?.last, authFile: options["auth-file"]?.last, readOnly: options["read-only"] != nil,
+            environment: ProcessInfo.processInfo.environment)
+    } catch {
+        FileStream.standardError.write("apnsctl: \(error.description)\n")
+        exit(2)
+    }
+    let keys = QueueKeys(queue: queue)
+    let data = DashboardData(readOnly: settings.readOnly, configuredApps: config?.apps.map(\.name) ?? []) {
+        let redis = try BlockingRedisConnection(endpoint.routed(toKey: keys.jobs), timeoutMs: 5000)
+        return AdminContext(redis: redis, keys: keys, shards: shards, json: true, configuration: config, cluster: endpoint, output: { _ in })
+    }
+    // Each app's channels, asked of APNs with its credentials (only with --config).
+    var lister: (@Sendable (String) throws -> [String])?
+    if let config {
+        lister = { @Sendable (app: String) throws -> [String] in
+            var lines: [String] = []
+            try ChannelCommands.run("list", id: nil, app: app, storage: nil, config: config, json: true) { lines.append($0) }
+            guard let first = lines.first, let rows = (try? JSONValue.parse(Array(first.utf8)))?.array else { return [] }
+            return rows.compactMap { $0["channel"]?.string }
+        }
+    }
+    do { try WebCommand.run(settings, data: data, queue: queue, channelLister: lister) } catch {
+        FileStream.standardError.write("apnsctl: cannot serve the dashboard on \(settings.host):\(settings.port): \(error)\n")
+        exit(2)
     }
 }

@@ -1,0 +1,167 @@
+import APNSAdmin
+import APNSCore
+import FoundationEssentials
+import RedisClient
+
+/// `apnsctl web`: routes each request to a page, the JSON API, an action or a static file, and
+/// adds the security headers to every answer.
+public final class DashboardServer: Sendable {
+    let data: DashboardData
+    let access: Access
+    let queue: String
+    private let channelLister: (@Sendable (String) throws -> [String])?
+
+    /// `secret`: what signs in (nil: nothing may change data). `openReads`: reading needs no sign-in.
+    public init(
+        data: DashboardData, queue: String, secret: String?, readOnly: Bool, openReads: Bool,
+        channelLister: (@Sendable (String) throws -> [String])? = nil
+    ) {
+        self.data = data
+        self.queue = queue
+        self.channelLister = channelLister
+        access = Access(secret: secret, readOnly: readOnly, openReads: openReads)
+    }
+
+    static let securityHeaders: [(name: String, value: String)] = [
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
+        ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"),
+    ]
+
+    public func handle(_ request: HTTPRequest) -> HTTPResponse {
+        var response = route(request)
+        response.headers += Self.securityHeaders
+        return response
+    }
+
+    private func route(_ request: HTTPRequest) -> HTTPResponse {
+        let (method, path) = (request.method, request.path)
+        if let file = StaticFiles.file(path) {
+            return method == "GET" ? HTTPResponse(status: 200, type: file.type, body: Array(file.body.utf8)) : notAllowed("GET")
+        }
+        switch (method, path) {
+        case ("GET", "/login"): return page("Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(request.query["next"]), failed: false, canSignIn: access.canSignIn))
+        case ("POST", "/login"):
+            let form = request.form
+            guard let cookie = access.signIn(form["secret"] ?? "") else {
+                var r = page("Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(form["next"]), failed: true, canSignIn: access.canSignIn))
+                r.status = 401
+                return r
+            }
+            return .redirect(safeNext(form["next"]), headers: [("Set-Cookie", cookie)])
+        case ("POST", "/logout"):
+            if let refused = access.refusal(request, csrf: request.form["csrf"]) { return failure(refused.0, refused.1, api: false) }
+            return .redirect("/", headers: [("Set-Cookie", access.signOut(request))])
+        default: break
+        }
+        let api = path.hasPrefix("/api/")
+        guard access.mayRead(request) else {
+            if api { return failure(401, "sign in first: give the dashboard's secret as a Bearer token or a basic-auth password", api: true) }
+            return .redirect("/login?next=\(FormDecoding.encode(path))")
+        }
+        do {
+            if method == "POST" { return try act(request, api: api) }
+            guard method == "GET" || method == "HEAD" else { return notAllowed("GET, POST") }
+            return try api ? read(api: request) : read(page: request)
+        } catch let error as RedisError {
+            return failure(502, "Redis does not answer: \(error)", api: api)
+        } catch let error as AdminError {
+            if case .redis = error { return failure(502, error.description, api: api) }
+            return failure(error.exitCode == 1 ? 404 : 400, error.description, api: api)
+        } catch {
+            return failure(500, "\(error)", api: api)
+        }
+    }
+
+    private func read(page request: HTTPRequest) throws -> HTTPResponse {
+        let q = request.query
+        func filled(_ name: String) -> String? { q[name].flatMap { $0.isEmpty ? nil : $0 } }
+        switch request.path {
+        case "/": return page("Overview", "/", request, refresh: true, QueuePages.overview(try data.overview()))
+        case "/workers": return page("Workers", "/workers", request, refresh: true, QueuePages.workers(try data.workers()))
+        case "/apps": return page("Apps", "/apps", request, refresh: true, QueuePages.apps(try data.apps()))
+        case "/dead":
+            let query = DeadLetterQuery(q)
+            let found = try data.deadLetters(try query.filter())
+            let (rows, matched, choices) = (found.rows, found.matched, (found.reasons, found.apps))
+            let notice = q["done"].flatMap { done in q["n"].flatMap { Int($0) }.map { "\(done == "purged" ? "Purged" : "Requeued") \($0) dead letter(s)." } }
+            return page(
+                "Dead letters", "/dead", request, refresh: notice == nil,
+                DeadLetterPages.list(rows, matched: matched, query: query, choices: choices, viewer: access.viewer(request), notice: notice))
+        case "/dead/show":
+            guard let id = filled("id") else { return failure(400, "say which dead letter: /dead/show?id=ID", api: false) }
+            return try show(id: id, request: request, edited: nil, error: nil)
+        case "/tokens", "/tokens.csv":
+            let rows = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"))
+            if request.path == "/tokens.csv" {
+                return HTTPResponse(
+                    status: 200, type: "text/csv; charset=utf-8", body: Array(FeedPages.csv(rows).utf8),
+                    headers: [("Content-Disposition", "attachment; filename=\"invalid-tokens.csv\"")])
+            }
+            let all = try data.feed(\.invalidTokens, app: nil, reason: nil)
+            let choices = (Set(all.map { $0.string("app") }).sorted(), Set(all.map { $0.string("reason") }).sorted())
+            return page("Invalid tokens", "/tokens", request, refresh: true, FeedPages.tokens(rows, app: filled("app"), reason: filled("reason"), choices: choices))
+        case "/channels":
+            let rows = try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"))
+            let all = try data.feed(\.invalidChannels, app: nil, reason: nil)
+            let choices = (Set(all.map { $0.string("app") }).sorted(), Set(all.map { $0.string("reason") }).sorted())
+            var listed: (app: String, ids: [String])?
+            var listError: String?
+            if let app = filled("list"), let channelLister {
+                do { listed = (app, try channelLister(app)) } catch { listError = "\(error)" }
+            }
+            let body = FeedPages.channels(
+                rows, app: filled("app"), reason: filled("reason"), choices: choices, apps: channelLister == nil ? [] : data.configuredApps, listed: listed,
+                listError: listError)
+            return page("Channels", "/channels", request, refresh: filled("list") == nil, body)
+        default: return failure(404, "no page \(request.path)", api: false)
+        }
+    }
+
+    func show(id: String, request: HTTPRequest, edited: String?, error: String?) throws -> HTTPResponse {
+        var f = DeadLetterFilter()
+        f.ids = [id]
+        guard DeadLetterFilter.isValidID(id), let r = try data.deadLetters(f).rows.first else {
+            return failure(404, "no dead letter \(id): it may have been requeued or purged", api: false)
+        }
+        let job = try edited ?? String(decoding: DeadLetterCommands.originalJob(r), as: UTF8.self)
+        var response = page("Dead letter \(r.id)", "/dead", request, refresh: false, DeadLetterPages.show(r, job: job, viewer: access.viewer(request), error: error))
+        if error != nil { response.status = 422 }
+        return response
+    }
+
+    func page(_ title: String, _ path: String, _ request: HTTPRequest, refresh: Bool, _ body: String) -> HTTPResponse {
+        let html = HTML.page(title: title, path: path, queue: queue, user: access.viewer(request), refresh: refresh, body: body)
+        return HTTPResponse(status: 200, type: "text/html; charset=utf-8", body: request.method == "HEAD" ? [] : Array(html.utf8))
+    }
+
+    func json(_ value: Any, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, type: "application/json", body: Array((AdminContext.encode(value) + "\n").utf8))
+    }
+
+    func failure(_ status: Int, _ message: String, api: Bool) -> HTTPResponse {
+        if api { return json(["error": message], status: status) }
+        var r = HTTPResponse(
+            status: status, type: "text/html; charset=utf-8",
+            body: Array(
+                HTML.page(title: "Error \(status)", path: "", queue: queue, user: Viewer(mode: .anonymous, csrf: nil), refresh: false, body: "<p class=\"notice bad\" id=\"error\">\(e(message))</p>")
+                    .utf8))
+        r.status = status
+        return r
+    }
+
+    private func notAllowed(_ allowed: String) -> HTTPResponse {
+        var r = HTTPResponse(status: 405, text: "method not allowed")
+        r.headers.append(("Allow", allowed))
+        return r
+    }
+
+    /// Where to go after signing in: a path of this site only, never another site.
+    private func safeNext(_ next: String?) -> String {
+        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\") else { return "/" }
+        return next
+    }
+}
+

@@ -1,0 +1,121 @@
+import FoundationEssentials
+
+/// HTML built as text. Everything from Redis or a request goes through `escape` (`e`): nothing
+/// else writes markup, so a dead letter holding `<script>` shows as text.
+enum HTML {
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for c in text.unicodeScalars {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// The pages in the navigation bar: path and title.
+    static let sections = [
+        ("/", "Overview"), ("/workers", "Workers"), ("/apps", "Apps"), ("/dead", "Dead letters"), ("/tokens", "Invalid tokens"),
+        ("/channels", "Channels"),
+    ]
+
+    /// A whole page. `refresh`: the page reloads itself (app.js every 5 s; a meta refresh without JavaScript).
+    static func page(title: String, path: String, queue: String, user: Viewer, refresh: Bool, body: String) -> String {
+        let nav = sections.map { href, name in
+            "<a href=\"\(href)\"\(href == path ? " class=\"current\" aria-current=\"page\"" : "")>\(e(name))</a>"
+        }.joined()
+        let who: String
+        switch user.mode {
+        case .readOnly: who = "<span class=\"badge muted\">read-only</span>"
+        case .signedIn: who = "<form method=\"post\" action=\"/logout\" class=\"inline\">\(user.csrfField)<button class=\"link\">Sign out</button></form>"
+        case .anonymous: who = "<a href=\"/login?next=\(FormDecoding.encode(path))\">Sign in to act</a>"
+        }
+        return """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(e(title)) · apns-worker \(e(queue))</title><link rel="stylesheet" href="/static/app.css">
+            \(refresh ? "<noscript><meta http-equiv=\"refresh\" content=\"10\"></noscript>" : "")
+            <script src="/static/app.js" defer></script></head>
+            <body\(refresh ? " data-refresh=\"5\"" : "")><header><span class="brand">apns-worker</span><span class="queue">queue \(e(queue))</span><nav>\(nav)</nav><span class="who">\(who)</span></header>
+            <main id="main"><h1>\(e(title))</h1>
+            \(body)
+            </main><footer>Updated <time id="updated">\(e(clock(Int64(Date().timeIntervalSince1970 * 1000))))</time> UTC\(refresh ? " · refreshes every 5 s" : "")</footer></body></html>
+            """
+    }
+
+    /// A table; cells are markup already (build them with `e` or `cell`).
+    static func table(_ columns: [String], _ rows: [[String]], id: String? = nil, empty: String = "Nothing here.") -> String {
+        guard !rows.isEmpty else { return "<p class=\"empty\">\(e(empty))</p>" }
+        let head = columns.map { "<th>\(e($0))</th>" }.joined()
+        let body = rows.map { "<tr>" + $0.map { "<td>\($0)</td>" }.joined() + "</tr>" }.joined(separator: "\n")
+        return "<div class=\"scroll\"><table\(id.map { " id=\"\($0)\"" } ?? "")><thead><tr>\(head)</tr></thead><tbody>\n\(body)\n</tbody></table></div>"
+    }
+
+    /// A number, right-aligned in its column.
+    static func num<N: BinaryInteger>(_ n: N, tone: String? = nil) -> String {
+        "<span class=\"num\(tone.map { " " + $0 } ?? "")\">\(grouped(Int64(n)))</span>"
+    }
+
+    static func badge(_ text: String, tone: String) -> String { "<span class=\"badge \(tone)\">\(e(text))</span>" }
+
+    static func link(_ href: String, _ text: String) -> String { "<a href=\"\(e(href))\">\(e(text))</a>" }
+
+    static func hidden(_ name: String, _ value: String?) -> String {
+        value.map { "<input type=\"hidden\" name=\"\(e(name))\" value=\"\(e($0))\">" } ?? ""
+    }
+
+    /// 1234567 → 1,234,567.
+    static func grouped(_ n: Int64) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0, (digits.count - i) % 3 == 0 { out += "," }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
+
+    /// A span of milliseconds in words: 45 s, 12 min, 3 h, 2 d.
+    static func span(_ ms: Int64) -> String {
+        let s = max(0, ms) / 1000
+        if s < 120 { return "\(s) s" }
+        if s < 7200 { return "\(s / 60) min" }
+        if s < 172_800 { return "\(s / 3600) h" }
+        return "\(s / 86400) d"
+    }
+
+    /// UNIX ms → `2026-12-03 11:52:07`.
+    static func clock(_ ms: Int64) -> String {
+        let days = ms.floorDiv(86_400_000)
+        let rest = (ms - days * 86_400_000) / 1000
+        let (y, m, d) = civil(days)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(y)-\(two(m))-\(two(d)) \(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))"
+    }
+
+    /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
+    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = z.floorDiv(146_097)
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+}
+
+/// Shorthand for `HTML.escape`.
+func e(_ text: String) -> String { HTML.escape(text) }
+
+extension Int64 {
+    func floorDiv(_ d: Int64) -> Int64 { self >= 0 ? self / d : (self - d + 1) / d }
+}

@@ -1,0 +1,116 @@
+import APNSAdmin
+import APNSCore
+import FoundationEssentials
+
+/// The dead-letter filter as a page's query or a form's fields: reason, app, newer_than and
+/// older_than (15m, 2h, 7d), or one id.
+struct DeadLetterQuery {
+    var reason: String?
+    var app: String?
+    var newerThan: String?
+    var olderThan: String?
+    var id: String?
+
+    init(_ fields: [String: String]) {
+        func value(_ name: String) -> String? { fields[name].flatMap { $0.isEmpty ? nil : $0 } }
+        (reason, app, newerThan, olderThan, id) = (value("reason"), value("app"), value("newer_than"), value("older_than"), value("id"))
+    }
+
+    /// The filter apnsctl's commands take; a bad duration or id names itself.
+    func filter() throws -> DeadLetterFilter {
+        var f = DeadLetterFilter()
+        if let id {
+            guard DeadLetterFilter.isValidID(id) else { throw AdminError.invalid("\"\(id)\" is not a dead-letter id") }
+            f.ids = [id]
+            return f
+        }
+        f.reason = reason
+        f.app = app
+        f.newerThanMs = try newerThan.map(parseDuration)
+        f.olderThanMs = try olderThan.map(parseDuration)
+        f.all = f.reason == nil && f.app == nil && f.newerThanMs == nil && f.olderThanMs == nil
+        return f
+    }
+
+    var pairs: [(String, String?)] { [("reason", reason), ("app", app), ("newer_than", newerThan), ("older_than", olderThan), ("id", id)] }
+    var queryString: String { FormDecoding.query(pairs) }
+    var hiddenFields: String { pairs.map { HTML.hidden($0.0, $0.1) }.joined() }
+}
+
+enum DeadLetterPages {
+    static func list(_ rows: [StreamRecord], matched: Int, query: DeadLetterQuery, choices: (reasons: [String], apps: [String]), viewer: Viewer, notice: String?)
+        -> String
+    {
+        var html = notice.map { "<p class=\"notice ok\" id=\"notice\">\(e($0))</p>" } ?? ""
+        func select(_ name: String, _ label: String, _ options: [String], _ chosen: String?) -> String {
+            let items = ([""] + options).map { o in
+                "<option value=\"\(e(o))\"\(o == (chosen ?? "") ? " selected" : "")>\(o.isEmpty ? "any" : e(o))</option>"
+            }.joined()
+            return "<label>\(e(label))<select name=\"\(name)\">\(items)</select></label>"
+        }
+        html += "<form class=\"filters\" method=\"get\" action=\"/dead\" id=\"filters\">"
+        html += select("reason", "Reason", choices.reasons, query.reason) + select("app", "App", choices.apps, query.app)
+        html += "<label>Newer than<input name=\"newer_than\" placeholder=\"15m\" size=\"6\" value=\"\(e(query.newerThan ?? ""))\"></label>"
+        html += "<label>Older than<input name=\"older_than\" placeholder=\"2h\" size=\"6\" value=\"\(e(query.olderThan ?? ""))\"></label>"
+        html += "<button type=\"submit\">Filter</button> <a href=\"/dead\">Clear</a></form>"
+        html += "<p id=\"matched\" data-count=\"\(matched)\"><b>\(HTML.grouped(Int64(matched)))</b> dead letter\(matched == 1 ? "" : "s") match"
+        html += matched > rows.count ? " (the newest \(rows.count) are shown)." : ".</p>"
+        if viewer.canAct, matched > 0 {
+            html += "<div class=\"actions\">"
+            html += "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue these \(matched)</button></form>"
+            html += "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge these \(matched)</button></form>"
+            html += "</div>"
+        }
+        html += HTML.table(
+            ["Id", "Age", "Reason", "App", "Job id", "Token", "Detail"],
+            rows.map { r in
+                [
+                    HTML.link("/dead/show?id=\(FormDecoding.encode(r.id))", r.id), e(DeadLetterCommands.age(r.timeMs)),
+                    HTML.badge(r.string("reason"), tone: "bad"), e(r.string("app")), "<code>\(e(r.string("job_id")))</code>",
+                    "<code>\(e(String(r.string("token").prefix(16))))\(r.string("token").count > 16 ? "…" : "")</code>",
+                    e(String(r.string("detail").prefix(160))),
+                ]
+            }, id: "dead-letters", empty: "No dead letter matches.")
+        return html
+    }
+
+    static func show(_ r: StreamRecord, job: String, viewer: Viewer, error: String?) -> String {
+        var html = error.map { "<p class=\"notice bad\" id=\"error\">\(e($0))</p>" } ?? ""
+        html += "<dl class=\"facts\" id=\"facts\"><dt>Id</dt><dd><code>\(e(r.id))</code> (\(e(DeadLetterCommands.age(r.timeMs))) ago)</dd>"
+        for key in ["reason", "detail", "app", "job_id", "token", "topic", "channel", "worker"] where r.fields[key] != nil {
+            html += "<dt>\(e(key))</dt><dd>\(key == "reason" ? HTML.badge(r.string(key), tone: "bad") : e(r.string(key)))</dd>"
+        }
+        html += "</dl><h2>Attempts</h2>"
+        html += HTML.table(
+            ["#", "Status", "Reason", "At", "Detail"],
+            (r.fields["attempts"]?.array ?? []).enumerated().map { i, a in
+                [
+                    HTML.num(i + 1), e(a["status"]?.display ?? "–"), e(a["reason"]?.display ?? ""),
+                    a["time_ms"]?.integer.map { e(HTML.clock($0) + " UTC") } ?? "–", e(a["detail"]?.display ?? ""),
+                ]
+            }, id: "attempts", empty: "No attempt was recorded.")
+        html += "<h2>Original job</h2><pre id=\"job\">\(e(job))</pre>"
+        guard viewer.canAct else {
+            html += "<p class=\"muted\">Sign in to requeue or purge this dead letter.</p>"
+            return html
+        }
+        html += "<h2>Requeue</h2><form method=\"post\" action=\"/dead/requeue\" id=\"editor\">\(viewer.csrfField)\(HTML.hidden("id", r.id))"
+        html += "<p class=\"muted\">Edit the job if it needs it; it is checked as a producer's job would be before it goes back on the queue.</p>"
+        html += "<textarea name=\"job\" id=\"job-editor\" spellcheck=\"false\">\(e(job))</textarea>"
+        html += "<div class=\"actions\"><button class=\"primary\" id=\"requeue-one\">Requeue this job</button></div></form>"
+        html += "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(HTML.hidden("id", r.id))<button class=\"danger\" id=\"purge-one\">Purge this dead letter</button></form>"
+        return html
+    }
+
+    /// Asks once, with the count: the form sends it back with `confirm` and `until`.
+    static func confirm(verb: String, count: Int, untilMs: Int64, summary: String, query: DeadLetterQuery, viewer: Viewer) -> String {
+        let what = "\(HTML.grouped(Int64(count))) dead letter\(count == 1 ? "" : "s")"
+        var html = "<div class=\"notice \(verb == "purge" ? "bad" : "warn")\" id=\"confirm\"><p><b>\(verb == "purge" ? "Purge" : "Requeue") \(what)?</b> "
+        html += "They match: \(e(summary)). \(verb == "purge" ? "Purged letters are gone for good." : "Each job goes back on the queue as it was.")</p>"
+        html += "<form method=\"post\" action=\"/dead/\(verb)\" class=\"inline\">\(viewer.csrfField)\(query.hiddenFields)"
+        html += HTML.hidden("confirm", String(count)) + HTML.hidden("until", String(untilMs))
+        html += "<button class=\"\(verb == "purge" ? "danger" : "primary")\" id=\"confirm-button\">\(verb == "purge" ? "Purge" : "Requeue") \(what)</button></form> "
+        html += "<a href=\"/dead?\(e(query.queryString))\">Cancel</a></div>"
+        return html
+    }
+}
