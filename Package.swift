@@ -95,7 +95,7 @@ let package = Package(
             name: "UnitTests",
             dependencies: [
                 "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2",
-                "APNSWorker", "APNSMock",
+                "APNSWorker", "APNSMock", "Dashboard",
             ]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
         .testTarget(

@@ -30,17 +30,18 @@ enum FeedPages {
     }
 
     /// The feed as CSV; a cell a spreadsheet would run as a formula is quoted with a leading '.
+    static func csvCell(_ text: String) -> String {
+        let safe = text.first.map { "=+-@\t\r".contains($0) } == true ? "'" + text : text
+        return safe.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+            ? "\"" + safe.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\"" : safe
+    }
+
     static func csv(_ rows: [StreamRecord]) -> String {
-        func cell(_ text: String) -> String {
-            let safe = text.first.map { "=+-@\t\r".contains($0) } == true ? "'" + text : text
-            return safe.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
-                ? "\"" + safe.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\"" : safe
-        }
         let columns = ["id", "time_ms", "token", "app", "topic", "reason", "apns_timestamp"]
         var out = columns.joined(separator: ",") + "\r\n"
         for r in rows {
             out += [r.id, String(r.timeMs), r.string("token"), r.string("app"), r.string("topic"), r.string("reason"), r.string("apns_timestamp")]
-                .map(cell).joined(separator: ",") + "\r\n"
+                .map(csvCell).joined(separator: ",") + "\r\n"
         }
         return out
     }

@@ -2,6 +2,14 @@ import Foundation
 
 /// A plain HTTP/1.1 GET on 127.0.0.1, for the worker's /metrics, /healthz and /readyz.
 public func httpGet(port: Int, path: String, timeout: Int = 5) -> (status: Int, body: String)? {
+    httpRequest(port: port, method: "GET", path: path, timeout: timeout).map { ($0.status, $0.body) }
+}
+
+/// One HTTP/1.1 request on 127.0.0.1 (the server closes after its answer). Header names come
+/// back in lower case.
+public func httpRequest(
+    port: Int, method: String, path: String, headers: [String: String] = [:], body: String = "", timeout: Int = 5
+) -> (status: Int, headers: [String: String], body: String)? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -15,7 +23,10 @@ public func httpGet(port: Int, path: String, timeout: Int = 5) -> (status: Int, 
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
     guard ok == 0 else { return nil }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+    if !body.isEmpty || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
+    let request = Array((head + "\r\n" + body).utf8)
     _ = request.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     var response = [UInt8]()
     var buf = [UInt8](repeating: 0, count: 65536)
@@ -26,5 +37,10 @@ public func httpGet(port: Int, path: String, timeout: Int = 5) -> (status: Int, 
     }
     let text = String(decoding: response, as: UTF8.self)
     guard let split = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else { return nil }
-    return (status, String(text[split.upperBound...]))
+    var fields: [String: String] = [:]
+    for line in text[..<split.lowerBound].components(separatedBy: "\r\n").dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return (status, fields, String(text[split.upperBound...]))
 }
