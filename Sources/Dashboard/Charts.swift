@@ -13,7 +13,7 @@ enum Charts {
         let plotW = width - left - 6, plotH = height - bottom - 10
         let top = max(1, minutes.map { m in series.map { $0.value(m) }.max() ?? 0 }.max() ?? 1)
         func y(_ v: Int64) -> Double { 10 + plotH - plotH * Double(v) / Double(top) }
-        var svg = "<svg id=\"\(id)\" class=\"chart\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(e(title))\">"
+        var svg = "<svg class=\"chart\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(e(title))\">"
         svg += "<title>\(e(title))</title>"
         for tick in [0, top / 2, top] {
             svg += "<line class=\"grid\" x1=\"\(left)\" x2=\"\(width - 6)\" y1=\"\(fmt(y(tick)))\" y2=\"\(fmt(y(tick)))\"/>"
@@ -49,7 +49,7 @@ enum Charts {
         let totals = series.map { one in
             "<span class=\"key \(one.name)\"><i></i>\(e(one.label)) <b class=\"num\" data-total=\"\(one.name)\">\(HTML.grouped(minutes.reduce(0) { $0 + one.value($1) }))</b></span>"
         }.joined()
-        return "<figure class=\"chart-box\"><figcaption>\(e(title))</figcaption>\(svg)<div class=\"legend\">\(totals)</div></figure>"
+        return "<figure class=\"chart-box\" id=\"\(id)\"><figcaption>\(e(title))</figcaption>\(svg)<div class=\"legend\">\(totals)</div></figure>"
     }
 
     private static func fmt(_ x: Double) -> String {

@@ -136,10 +136,12 @@ public final class DashboardData: @unchecked Sendable {
         public var counters: [String: Int64] = [:]
 
         public enum State: String { case ready, paused, connecting, unserved = "no worker" }
+        /// Ready as /readyz is: a ready connection, or a success in the last minute.
         public var state: State {
             if !paused.isEmpty { return .paused }
             if workers == 0 { return .unserved }
-            return connections > 0 ? .ready : .connecting
+            let recent = lastSuccessMs.map { Int64(Date().timeIntervalSince1970 * 1000) - $0 < 60_000 } ?? false
+            return connections > 0 || recent ? .ready : .connecting
         }
 
         public var json: [String: Any] {

@@ -27,7 +27,7 @@ public final class DashboardServer: Sendable {
             "Content-Security-Policy",
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
         ),
-        ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"),
+        ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "same-origin"), ("Cache-Control", "no-store"),
     ]
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
@@ -42,6 +42,7 @@ public final class DashboardServer: Sendable {
             return method == "GET" ? HTTPResponse(status: 200, type: file.type, body: Array(file.body.utf8)) : notAllowed("GET")
         }
         switch (method, path) {
+        case ("GET", "/favicon.ico"): return HTTPResponse(status: 204, type: "image/x-icon", body: [])
         case ("GET", "/login"): return page("Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(request.query["next"]), failed: false, canSignIn: access.canSignIn))
         case ("POST", "/login"):
             let form = request.form

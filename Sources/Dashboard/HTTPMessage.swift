@@ -61,7 +61,7 @@ public struct HTTPResponse: Sendable {
     }
 
     static let reasons: [Int: String] = [
-        200: "OK", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+        200: "OK", 204: "No Content", 303: "See Other", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
         405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 411: "Length Required", 413: "Content Too Large",
         422: "Unprocessable Content", 431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
         502: "Bad Gateway", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
