@@ -127,8 +127,9 @@ public final class DashboardServer: Sendable {
         guard DeadLetterFilter.isValidID(id), let r = try data.deadLetters(f).rows.first else {
             return failure(404, "no dead letter \(id): it may have been requeued or purged", api: false)
         }
-        let job = try edited ?? String(decoding: DeadLetterCommands.originalJob(r), as: UTF8.self)
-        var response = page("Dead letter \(r.id)", "/dead", request, refresh: false, DeadLetterPages.show(r, job: job, viewer: access.viewer(request), error: error))
+        let job = String(decoding: try DeadLetterCommands.originalJob(r), as: UTF8.self)
+        let body = DeadLetterPages.show(r, job: job, editing: edited ?? job, viewer: access.viewer(request), error: error)
+        var response = page("Dead letter \(r.id)", "/dead", request, refresh: false, body)
         if error != nil { response.status = 422 }
         return response
     }

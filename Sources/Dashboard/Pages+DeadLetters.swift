@@ -74,7 +74,8 @@ enum DeadLetterPages {
         return html
     }
 
-    static func show(_ r: StreamRecord, job: String, viewer: Viewer, error: String?) -> String {
+    /// One letter: its facts, attempts and original job, and (signed in) the editor holding `editing`.
+    static func show(_ r: StreamRecord, job: String, editing: String, viewer: Viewer, error: String?) -> String {
         var html = error.map { "<p class=\"notice bad\" id=\"error\">\(e($0))</p>" } ?? ""
         html += "<dl class=\"facts\" id=\"facts\"><dt>Id</dt><dd><code>\(e(r.id))</code> (\(e(DeadLetterCommands.age(r.timeMs))) ago)</dd>"
         for key in ["reason", "detail", "app", "job_id", "token", "topic", "channel", "worker"] where r.fields[key] != nil {
@@ -96,7 +97,7 @@ enum DeadLetterPages {
         }
         html += "<h2>Requeue</h2><form method=\"post\" action=\"/dead/requeue\" id=\"editor\">\(viewer.csrfField)\(HTML.hidden("id", r.id))"
         html += "<p class=\"muted\">Edit the job if it needs it; it is checked as a producer's job would be before it goes back on the queue.</p>"
-        html += "<textarea name=\"job\" id=\"job-editor\" spellcheck=\"false\">\(e(job))</textarea>"
+        html += "<textarea name=\"job\" id=\"job-editor\" spellcheck=\"false\">\(e(editing))</textarea>"
         html += "<div class=\"actions\"><button class=\"primary\" id=\"requeue-one\">Requeue this job</button></div></form>"
         html += "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(HTML.hidden("id", r.id))<button class=\"danger\" id=\"purge-one\">Purge this dead letter</button></form>"
         return html

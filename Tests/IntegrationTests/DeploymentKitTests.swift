@@ -51,16 +51,19 @@ final class DeploymentKitTests: XCTestCase {
         XCTAssertEqual(config.metricsHost, "0.0.0.0", "the probes reach the pod's address")
     }
 
-    func testTheSystemdUnitVerifies() throws {
-        let dir = try TemporaryDirectory("apnsw-systemd")
-        let unit = try text("docker/systemd/apns-worker.service")
-        XCTAssertTrue(unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict") && unit.contains("NoNewPrivileges=yes"))
-        // As installed, with the binary where ExecStart says it is.
-        let local = unit.replacingOccurrences(of: "/usr/local/bin/apns-worker", with: ChildProcess.productsDirectory + "/apns-worker")
-        try local.write(toFile: dir.file("apns-worker.service"), atomically: true, encoding: .utf8)
-        let verified = try run("systemd-analyze", ["verify", dir.file("apns-worker.service")], in: dir)
-        XCTAssertEqual(verified.code, 0, verified.out)
-        XCTAssertEqual(verified.out.trimmingCharacters(in: .whitespacesAndNewlines), "", "no warning either (an unknown key is one)")
+    func testTheSystemdUnitsVerify() throws {
+        for (name, program) in [("apns-worker.service", "apns-worker"), ("apnsctl-web.service", "apnsctl")] {
+            let dir = try TemporaryDirectory("apnsw-systemd")
+            let unit = try text("docker/systemd/" + name)
+            XCTAssertTrue(unit.contains("DynamicUser=yes") && unit.contains("ProtectSystem=strict") && unit.contains("NoNewPrivileges=yes"), name)
+            // As installed, with the binary where ExecStart says it is.
+            let local = unit.replacingOccurrences(of: "/usr/local/bin/\(program)", with: ChildProcess.productsDirectory + "/" + program)
+            try local.write(toFile: dir.file(name), atomically: true, encoding: .utf8)
+            let verified = try run("systemd-analyze", ["verify", dir.file(name)], in: dir)
+            XCTAssertEqual(verified.code, 0, verified.out)
+            XCTAssertEqual(verified.out.trimmingCharacters(in: .whitespacesAndNewlines), "", "\(name): no warning either (an unknown key is one)")
+        }
+        XCTAssertTrue(try text("docker/systemd/apnsctl-web.service").contains("--listen 127.0.0.1:8088 --auth-file"), "the dashboard on loopback, with its secret")
     }
 
     func testTheImageAndComposeFilesSayWhatTheyShould() throws {
@@ -76,7 +79,8 @@ final class DeploymentKitTests: XCTestCase {
         XCTAssertTrue(try text("scripts/build-release").contains("strip "), "binaries are stripped")
         let compose = try text("docker/compose.yaml")
         XCTAssertEqual(
-            compose.components(separatedBy: "condition: service_healthy").count - 1, 3, "the worker waits for Redis and the mock, ctl for Redis")
+            compose.components(separatedBy: "condition: service_healthy").count - 1, 4, "the worker waits for Redis and the mock, web and ctl for Redis")
+        XCTAssertTrue(compose.contains("\"--auth-file\", \"/run/secrets/web_secret\"") && compose.contains("127.0.0.1:8088:8088"), "the dashboard with its secret, published on loopback")
         XCTAssertEqual(compose.components(separatedBy: "target: worker").count - 1, 1, "the worker image is built once")
         XCTAssertTrue(compose.contains("APNSW_REDIS_PASSWORD_FILE: /run/secrets/redis_password") && compose.contains("secrets:"))
     }

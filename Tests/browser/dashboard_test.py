@@ -302,6 +302,8 @@ class DashboardBrowserTest(unittest.TestCase):
         self.browser.find_element(By.ID, "requeue-one").click()
         self.assertIn("not a valid job", wait_for(lambda: self.browser.find_elements(By.ID, "error"), what="the error")[0].text)
         self.assertEqual(s.dead_count(), 1)
+        self.assertIn('"token":"abc"', self.browser.find_element(By.ID, "job").text, "the original stays shown as it was")
+        self.assertEqual(self.browser.find_element(By.ID, "job-editor").get_attribute("value"), '{"id":"fix-me","token":', "the edit is kept")
         editor = self.browser.find_element(By.ID, "job-editor")
         editor.clear()
         editor.send_keys(fixed)
