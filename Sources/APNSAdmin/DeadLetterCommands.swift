@@ -139,7 +139,8 @@ public enum DeadLetterCommands {
         guard !records.isEmpty else { throw AdminError.notFound("no dead letter matches (\(filter.summary))") }
         guard try confirmed(ctx, filter, records, verb: "purge", confirmation) else { return 0 }
         var removed = 0
-        if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil && filter.untilMs == nil {
+        if filter.all && filter.reason == nil && filter.app == nil && filter.olderThanMs == nil && filter.newerThanMs == nil && filter.untilMs == nil
+        {
             for set in ctx.keySets {
                 removed += Int(try ctx.call(set, ["XLEN", set.deadLetters]).integer ?? 0)
                 _ = try ctx.call(set, ["DEL", set.deadLetters])

@@ -8,12 +8,13 @@ import TLS
 /// `apnsctl stats`, `enqueue`, `tokens invalid`, `check-config`.
 public enum QueueCommands {
     public struct Stats {
-        public var depth: Int64 = 0
-        public var inFlight: Int64 = 0
-        public var scheduled: Int64 = 0
-        public var retries: Int64 = 0
-        public var deadLetters: Int64 = 0
-        public var resultsPerSecond: Double = 0
+        /// The queue's figures: its key sets' summed.
+        public var depth: Int64 { keySets.reduce(0) { $0 + $1.depth } }
+        public var inFlight: Int64 { keySets.reduce(0) { $0 + $1.inFlight } }
+        public var scheduled: Int64 { keySets.reduce(0) { $0 + $1.scheduled } }
+        public var retries: Int64 { keySets.reduce(0) { $0 + $1.retries } }
+        public var deadLetters: Int64 { keySets.reduce(0) { $0 + $1.deadLetters } }
+        public var resultsPerSecond: Double { keySets.reduce(0) { $0 + $1.resultsPerSecond } }
         public var counters: [String: Int64] = [:]
         public var workers: [(id: String, leaseLeftMs: Int64, inFlight: Int64)] = []
         /// Whether Redis holds any key of the queue: none is most often a misspelt name.
@@ -53,15 +54,7 @@ public enum QueueCommands {
         var workers: [String: (leaseLeftMs: Int64, inFlight: Int64)] = [:]
         for k in ctx.keySets {
             var part = KeySetStats(keys: k.label)
-            defer {
-                s.depth += part.depth
-                s.inFlight += part.inFlight
-                s.scheduled += part.scheduled
-                s.retries += part.retries
-                s.deadLetters += part.deadLetters
-                s.resultsPerSecond += part.resultsPerSecond
-                s.keySets.append(part)
-            }
+            defer { s.keySets.append(part) }
             part.depth = try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
             if case .string(let tail) = try ctx.call(k, ["LINDEX", k.jobs, "-1"]) { part.oldestJob = tail }
             part.scheduled = try ctx.call(k, ["ZCARD", k.scheduled]).integer ?? 0

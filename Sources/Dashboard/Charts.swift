@@ -27,7 +27,8 @@ enum Charts {
                     let v = one.value(m)
                     guard v > 0 else { continue }
                     let x = left + Double(i) * step + Double(s) * barW
-                    svg += "<rect class=\"bar \(one.name)\" x=\"\(fmt(x))\" y=\"\(fmt(y(v)))\" width=\"\(fmt(barW))\" height=\"\(fmt(10 + plotH - y(v)))\""
+                    svg +=
+                        "<rect class=\"bar \(one.name)\" x=\"\(fmt(x))\" y=\"\(fmt(y(v)))\" width=\"\(fmt(barW))\" height=\"\(fmt(10 + plotH - y(v)))\""
                     svg += " data-minute=\"\(m.startMs)\" data-series=\"\(one.name)\" data-value=\"\(v)\">"
                     svg += "<title>\(e(HTML.clock(m.startMs).suffix(8).prefix(5) + " UTC")): \(HTML.grouped(v)) \(e(one.label))</title></rect>"
                 }
@@ -42,7 +43,8 @@ enum Charts {
             let labels = [(first, "start"), (minutes[minutes.count / 2], "middle"), (last, "end")]
             for (m, anchor) in labels {
                 let x = anchor == "start" ? left : anchor == "end" ? width - 6 : left + plotW / 2
-                svg += "<text class=\"axis\" x=\"\(fmt(x))\" y=\"\(Int(height) - 6)\" text-anchor=\"\(anchor)\">\(e(String(HTML.clock(m.startMs).suffix(8).prefix(5))))</text>"
+                svg +=
+                    "<text class=\"axis\" x=\"\(fmt(x))\" y=\"\(Int(height) - 6)\" text-anchor=\"\(anchor)\">\(e(String(HTML.clock(m.startMs).suffix(8).prefix(5))))</text>"
             }
         }
         svg += "</svg>"

@@ -182,7 +182,9 @@ public final class DashboardData: @unchecked Sendable {
 
     /// The newest `limit` letters `filter` matches, newest first, how many match, and the
     /// reasons and apps of all letters (the filter's choices).
-    public func deadLetters(_ filter: DeadLetterFilter, limit: Int = 500) throws -> (
+    public func deadLetters(
+        _ filter: DeadLetterFilter, limit: Int = 500
+    ) throws -> (
         rows: [StreamRecord], matched: Int, reasons: [String], apps: [String]
     ) {
         try with { ctx in

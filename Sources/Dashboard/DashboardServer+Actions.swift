@@ -19,7 +19,9 @@ extension DashboardServer {
             guard let id = filled("id") else { return failure(400, "say which dead letter: /api/dead/show?id=ID", api: true) }
             var f = DeadLetterFilter()
             f.ids = [id]
-            guard DeadLetterFilter.isValidID(id), let r = try data.deadLetters(f).rows.first else { return failure(404, "no dead letter \(id)", api: true) }
+            guard DeadLetterFilter.isValidID(id), let r = try data.deadLetters(f).rows.first else {
+                return failure(404, "no dead letter \(id)", api: true)
+            }
             return json(r.json)
         case "/api/tokens": return json(try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"), limit: limit).map(\.json))
         case "/api/channels": return json(try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"), limit: limit).map(\.json))

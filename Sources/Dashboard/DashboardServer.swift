@@ -43,11 +43,16 @@ public final class DashboardServer: Sendable {
         }
         switch (method, path) {
         case ("GET", "/favicon.ico"): return HTTPResponse(status: 204, type: "image/x-icon", body: [])
-        case ("GET", "/login"): return page("Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(request.query["next"]), failed: false, canSignIn: access.canSignIn))
+        case ("GET", "/login"):
+            return page(
+                "Sign in", path, request, refresh: false,
+                FeedPages.login(next: safeNext(request.query["next"]), failed: false, canSignIn: access.canSignIn))
         case ("POST", "/login"):
             let form = request.form
             guard let cookie = access.signIn(form["secret"] ?? "") else {
-                var r = page("Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(form["next"]), failed: true, canSignIn: access.canSignIn))
+                var r = page(
+                    "Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(form["next"]), failed: true, canSignIn: access.canSignIn)
+                )
                 r.status = 401
                 return r
             }
@@ -87,7 +92,9 @@ public final class DashboardServer: Sendable {
             let query = DeadLetterQuery(q)
             let found = try data.deadLetters(try query.filter())
             let (rows, matched, choices) = (found.rows, found.matched, (found.reasons, found.apps))
-            let notice = q["done"].flatMap { done in q["n"].flatMap { Int($0) }.map { "\(done == "purged" ? "Purged" : "Requeued") \($0) dead letter(s)." } }
+            let notice = q["done"].flatMap { done in
+                q["n"].flatMap { Int($0) }.map { "\(done == "purged" ? "Purged" : "Requeued") \($0) dead letter(s)." }
+            }
             return page(
                 "Dead letters", "/dead", request, refresh: notice == nil,
                 DeadLetterPages.list(rows, matched: matched, query: query, choices: choices, viewer: access.viewer(request), notice: notice))
@@ -103,7 +110,9 @@ public final class DashboardServer: Sendable {
             }
             let all = try data.feed(\.invalidTokens, app: nil, reason: nil)
             let choices = (Set(all.map { $0.string("app") }).sorted(), Set(all.map { $0.string("reason") }).sorted())
-            return page("Invalid tokens", "/tokens", request, refresh: true, FeedPages.tokens(rows, app: filled("app"), reason: filled("reason"), choices: choices))
+            return page(
+                "Invalid tokens", "/tokens", request, refresh: true,
+                FeedPages.tokens(rows, app: filled("app"), reason: filled("reason"), choices: choices))
         case "/channels":
             let rows = try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"))
             let all = try data.feed(\.invalidChannels, app: nil, reason: nil)
@@ -114,7 +123,8 @@ public final class DashboardServer: Sendable {
                 do { listed = (app, try channelLister(app)) } catch { listError = "\(error)" }
             }
             let body = FeedPages.channels(
-                rows, app: filled("app"), reason: filled("reason"), choices: choices, apps: channelLister == nil ? [] : data.configuredApps, listed: listed,
+                rows, app: filled("app"), reason: filled("reason"), choices: choices, apps: channelLister == nil ? [] : data.configuredApps,
+                listed: listed,
                 listError: listError)
             return page("Channels", "/channels", request, refresh: filled("list") == nil, body)
         default: return failure(404, "no page \(request.path)", api: false)
@@ -148,8 +158,11 @@ public final class DashboardServer: Sendable {
         var r = HTTPResponse(
             status: status, type: "text/html; charset=utf-8",
             body: Array(
-                HTML.page(title: "Error \(status)", path: "", queue: queue, user: Viewer(mode: .anonymous, csrf: nil), refresh: false, body: "<p class=\"notice bad\" id=\"error\">\(e(message))</p>")
-                    .utf8))
+                HTML.page(
+                    title: "Error \(status)", path: "", queue: queue, user: Viewer(mode: .anonymous, csrf: nil), refresh: false,
+                    body: "<p class=\"notice bad\" id=\"error\">\(e(message))</p>"
+                )
+                .utf8))
         r.status = status
         return r
     }
@@ -166,4 +179,3 @@ public final class DashboardServer: Sendable {
         return next
     }
 }
-

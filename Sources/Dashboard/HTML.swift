@@ -33,7 +33,8 @@ enum HTML {
         let who: String
         switch user.mode {
         case .readOnly: who = "<span class=\"badge muted\">read-only</span>"
-        case .signedIn: who = "<form method=\"post\" action=\"/logout\" class=\"inline\">\(user.csrfField)<button class=\"link\">Sign out</button></form>"
+        case .signedIn:
+            who = "<form method=\"post\" action=\"/logout\" class=\"inline\">\(user.csrfField)<button class=\"link\">Sign out</button></form>"
         case .anonymous: who = "<a href=\"/login?next=\(FormDecoding.encode(path))\">Sign in to act</a>"
         }
         return """
@@ -54,7 +55,8 @@ enum HTML {
         guard !rows.isEmpty else { return "<p class=\"empty\">\(e(empty))</p>" }
         let head = columns.map { "<th>\(e($0))</th>" }.joined()
         let body = rows.map { "<tr>" + $0.map { "<td>\($0)</td>" }.joined() + "</tr>" }.joined(separator: "\n")
-        return "<div class=\"scroll\"><table\(id.map { " id=\"\($0)\"" } ?? "")><thead><tr>\(head)</tr></thead><tbody>\n\(body)\n</tbody></table></div>"
+        return
+            "<div class=\"scroll\"><table\(id.map { " id=\"\($0)\"" } ?? "")><thead><tr>\(head)</tr></thead><tbody>\n\(body)\n</tbody></table></div>"
     }
 
     /// A number, right-aligned in its column.

@@ -57,7 +57,8 @@ public struct HTTPResponse: Sendable {
     }
 
     public static func redirect(_ location: String, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: 303, type: "text/plain; charset=utf-8", body: Array("see \(location)\n".utf8), headers: [("Location", location)] + headers)
+        HTTPResponse(
+            status: 303, type: "text/plain; charset=utf-8", body: Array("see \(location)\n".utf8), headers: [("Location", location)] + headers)
     }
 
     static let reasons: [Int: String] = [

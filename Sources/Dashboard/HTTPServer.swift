@@ -101,7 +101,9 @@ public final class HTTPServer: @unchecked Sendable {
         var head: HTTPHead?
         while true {
             if head == nil, let end = received.headEnd {
-                guard end <= limits.maxHeaderBytes else { return .refused(431, "the request line and headers are over \(limits.maxHeaderBytes) bytes") }
+                guard end <= limits.maxHeaderBytes else {
+                    return .refused(431, "the request line and headers are over \(limits.maxHeaderBytes) bytes")
+                }
                 do { head = try HTTPHead.parse(received[..<end], limits: limits) } catch { return .refused(error.status, error.message) }
                 received.removeFirst(end + 4)
             }

@@ -38,7 +38,9 @@ struct DeadLetterQuery {
 }
 
 enum DeadLetterPages {
-    static func list(_ rows: [StreamRecord], matched: Int, query: DeadLetterQuery, choices: (reasons: [String], apps: [String]), viewer: Viewer, notice: String?)
+    static func list(
+        _ rows: [StreamRecord], matched: Int, query: DeadLetterQuery, choices: (reasons: [String], apps: [String]), viewer: Viewer, notice: String?
+    )
         -> String
     {
         var html = notice.map { "<p class=\"notice ok\" id=\"notice\">\(e($0))</p>" } ?? ""
@@ -57,8 +59,10 @@ enum DeadLetterPages {
         html += matched > rows.count ? " (the newest \(rows.count) are shown)." : ".</p>"
         if viewer.canAct, matched > 0 {
             html += "<div class=\"actions\">"
-            html += "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue these \(matched)</button></form>"
-            html += "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge these \(matched)</button></form>"
+            html +=
+                "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue these \(matched)</button></form>"
+            html +=
+                "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge these \(matched)</button></form>"
             html += "</div>"
         }
         html += HTML.table(
@@ -99,18 +103,22 @@ enum DeadLetterPages {
         html += "<p class=\"muted\">Edit the job if it needs it; it is checked as a producer's job would be before it goes back on the queue.</p>"
         html += "<textarea name=\"job\" id=\"job-editor\" spellcheck=\"false\">\(e(editing))</textarea>"
         html += "<div class=\"actions\"><button class=\"primary\" id=\"requeue-one\">Requeue this job</button></div></form>"
-        html += "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(HTML.hidden("id", r.id))<button class=\"danger\" id=\"purge-one\">Purge this dead letter</button></form>"
+        html +=
+            "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(HTML.hidden("id", r.id))<button class=\"danger\" id=\"purge-one\">Purge this dead letter</button></form>"
         return html
     }
 
     /// Asks once, with the count: the form sends it back with `confirm` and `until`.
     static func confirm(verb: String, count: Int, untilMs: Int64, summary: String, query: DeadLetterQuery, viewer: Viewer) -> String {
         let what = "\(HTML.grouped(Int64(count))) dead letter\(count == 1 ? "" : "s")"
-        var html = "<div class=\"notice \(verb == "purge" ? "bad" : "warn")\" id=\"confirm\"><p><b>\(verb == "purge" ? "Purge" : "Requeue") \(what)?</b> "
-        html += "They match: \(e(summary)). \(verb == "purge" ? "Purged letters are gone for good." : "Each job goes back on the queue as it was.")</p>"
+        var html =
+            "<div class=\"notice \(verb == "purge" ? "bad" : "warn")\" id=\"confirm\"><p><b>\(verb == "purge" ? "Purge" : "Requeue") \(what)?</b> "
+        html +=
+            "They match: \(e(summary)). \(verb == "purge" ? "Purged letters are gone for good." : "Each job goes back on the queue as it was.")</p>"
         html += "<form method=\"post\" action=\"/dead/\(verb)\" class=\"inline\">\(viewer.csrfField)\(query.hiddenFields)"
         html += HTML.hidden("confirm", String(count)) + HTML.hidden("until", String(untilMs))
-        html += "<button class=\"\(verb == "purge" ? "danger" : "primary")\" id=\"confirm-button\">\(verb == "purge" ? "Purge" : "Requeue") \(what)</button></form> "
+        html +=
+            "<button class=\"\(verb == "purge" ? "danger" : "primary")\" id=\"confirm-button\">\(verb == "purge" ? "Purge" : "Requeue") \(what)</button></form> "
         html += "<a href=\"/dead?\(e(query.queryString))\">Cancel</a></div>"
         return html
     }

@@ -40,14 +40,16 @@ enum FeedPages {
         let columns = ["id", "time_ms", "token", "app", "topic", "reason", "apns_timestamp"]
         var out = columns.joined(separator: ",") + "\r\n"
         for r in rows {
-            out += [r.id, String(r.timeMs), r.string("token"), r.string("app"), r.string("topic"), r.string("reason"), r.string("apns_timestamp")]
+            out +=
+                [r.id, String(r.timeMs), r.string("token"), r.string("app"), r.string("topic"), r.string("reason"), r.string("apns_timestamp")]
                 .map(csvCell).joined(separator: ",") + "\r\n"
         }
         return out
     }
 
     static func channels(
-        _ rows: [StreamRecord], app: String?, reason: String?, choices: (apps: [String], reasons: [String]), apps: [String], listed: (app: String, ids: [String])?,
+        _ rows: [StreamRecord], app: String?, reason: String?, choices: (apps: [String], reasons: [String]), apps: [String],
+        listed: (app: String, ids: [String])?,
         listError: String?
     ) -> String {
         var html = ""
@@ -57,10 +59,13 @@ enum FeedPages {
             html += "</select></label><button type=\"submit\">List its channels (asks APNs)</button></form>"
             if let listError { html += "<p class=\"notice bad\">\(e(listError))</p>" }
             if let listed {
-                html += HTML.table(["Channel", "App"], listed.ids.map { ["<code>\(e($0))</code>", e(listed.app)] }, id: "channel-list", empty: "App \(listed.app) has no channel.")
+                html += HTML.table(
+                    ["Channel", "App"], listed.ids.map { ["<code>\(e($0))</code>", e(listed.app)] }, id: "channel-list",
+                    empty: "App \(listed.app) has no channel.")
             }
         } else {
-            html += "<p class=\"muted\">Start apnsctl web with --config to list each app's channels at APNs; create and delete them with apnsctl channels.</p>"
+            html +=
+                "<p class=\"muted\">Start apnsctl web with --config to list each app's channels at APNs; create and delete them with apnsctl channels.</p>"
         }
         html += "<h2>Invalid channels</h2>" + filters(action: "/channels", app: app, reason: reason, choices: choices)
         html += HTML.table(
@@ -76,7 +81,8 @@ enum FeedPages {
 
     static func login(next: String, failed: Bool, canSignIn: Bool) -> String {
         guard canSignIn else {
-            return "<p class=\"notice warn\">This dashboard takes no sign-in: it was started \(e("with --read-only or without a secret (--auth-file, APNSW_WEB_TOKEN)")), so it only shows.</p>"
+            return
+                "<p class=\"notice warn\">This dashboard takes no sign-in: it was started \(e("with --read-only or without a secret (--auth-file, APNSW_WEB_TOKEN)")), so it only shows.</p>"
         }
         var html = failed ? "<p class=\"notice bad\" id=\"error\">That is not the dashboard's secret.</p>" : ""
         html += "<form class=\"login\" method=\"post\" action=\"/login\">\(HTML.hidden("next", next))"

@@ -24,7 +24,8 @@ enum QueuePages {
         ]
         html += "<div class=\"cards\" id=\"cards\">"
         for (label, value, tone) in cards {
-            html += "<div class=\"card\" data-card=\"\(e(label))\"><div class=\"label\">\(e(label))</div><div class=\"value\(tone.map { " " + $0 } ?? "")\">\(e(value))</div></div>"
+            html +=
+                "<div class=\"card\" data-card=\"\(e(label))\"><div class=\"label\">\(e(label))</div><div class=\"value\(tone.map { " " + $0 } ?? "")\">\(e(value))</div></div>"
         }
         html += "</div>"
         html += "<div class=\"charts\">"
@@ -36,7 +37,8 @@ enum QueuePages {
             ["Keys", "Waiting", "Oldest job", "In flight", "Scheduled", "Retries", "Dead letters", "Results/s"],
             s.keySets.map { k in
                 [
-                    "<code>{\(e(k.keys))}</code>", HTML.num(k.depth), k.depth > 0 ? "≥ " + HTML.span(o.oldestAgeMs[k.keys] ?? 0) : "<span class=\"muted\">–</span>",
+                    "<code>{\(e(k.keys))}</code>", HTML.num(k.depth),
+                    k.depth > 0 ? "≥ " + HTML.span(o.oldestAgeMs[k.keys] ?? 0) : "<span class=\"muted\">–</span>",
                     HTML.num(k.inFlight), HTML.num(k.scheduled), HTML.num(k.retries, tone: k.retries > 0 ? "warn" : nil),
                     HTML.num(k.deadLetters, tone: k.deadLetters > 0 ? "bad" : nil), "<span class=\"num\">\(oneDecimal(k.resultsPerSecond))</span>",
                 ]
@@ -74,9 +76,14 @@ enum QueuePages {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let tones: [DashboardData.AppRow.State: String] = [.ready: "ok", .paused: "bad", .connecting: "warn", .unserved: "muted"]
         return HTML.table(
-            ["App", "Health", "Why", "Last success", "Connections", "Stream limit", "JWT age", "Workers", "Delivered", "Invalid tokens", "Dead letters"],
+            [
+                "App", "Health", "Why", "Last success", "Connections", "Stream limit", "JWT age", "Workers", "Delivered", "Invalid tokens",
+                "Dead letters",
+            ],
             rows.map { a in
-                let jwt = a.jwtAgeSeconds.map { age in "<span class=\"\(age >= 3300 ? "bad" : age >= 3000 ? "warn" : "ok")\">\(e(HTML.span(age * 1000)))</span>" }
+                let jwt = a.jwtAgeSeconds.map { age in
+                    "<span class=\"\(age >= 3300 ? "bad" : age >= 3000 ? "warn" : "ok")\">\(e(HTML.span(age * 1000)))</span>"
+                }
                 return [
                     "<b>\(e(a.app))</b>", HTML.badge(a.state.rawValue, tone: tones[a.state] ?? "muted"),
                     a.paused.isEmpty ? "<span class=\"muted\">–</span>" : a.paused.map(e).joined(separator: "<br>"),

@@ -51,9 +51,12 @@ public enum WebCommand {
         }
     }
 
-    public static func run(_ settings: Settings, data: DashboardData, queue: String, channelLister: (@Sendable (String) throws -> [String])?) throws -> Never {
+    public static func run(
+        _ settings: Settings, data: DashboardData, queue: String, channelLister: (@Sendable (String) throws -> [String])?
+    ) throws -> Never {
         let dashboard = DashboardServer(
-            data: data, queue: queue, secret: settings.secret, readOnly: settings.readOnly, openReads: settings.isLoopback, channelLister: channelLister)
+            data: data, queue: queue, secret: settings.secret, readOnly: settings.readOnly, openReads: settings.isLoopback,
+            channelLister: channelLister)
         let server = try HTTPServer(host: settings.host, port: settings.port, limits: settings.limits) { request in
             let started = MonotonicClock.nowMilliseconds()
             let response = dashboard.handle(request)

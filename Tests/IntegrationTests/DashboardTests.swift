@@ -28,7 +28,8 @@ final class DashboardTests: XCTestCase {
     private func ctlJSON(_ f: WorkerFixture, _ args: [String]) throws -> Any {
         let out = f.directory.file("ctl-\(UInt32.random(in: 0...UInt32.max)).out")
         let p = try ChildProcess(
-            ChildProcess.productsDirectory + "/apnsctl", ["--redis", "\(f.redis.endpoint.host):\(f.redis.endpoint.port)", "--queue", f.queue, "--json"] + args,
+            ChildProcess.productsDirectory + "/apnsctl",
+            ["--redis", "\(f.redis.endpoint.host):\(f.redis.endpoint.port)", "--queue", f.queue, "--json"] + args,
             outputFile: out)
         XCTAssertEqual(p.wait(timeout: 30), 0, p.output)
         let line = p.output.split(separator: "\n").first { $0.hasPrefix("{") || $0.hasPrefix("[") } ?? ""
@@ -156,7 +157,8 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(httpRequest(port: p, method: "GET", path: "/api/overview", headers: ["Authorization": "Bearer \(Self.secret)"])?.status, 200)
         let basic = Data("ops:\(Self.secret)".utf8).base64EncodedString()
         XCTAssertEqual(httpRequest(port: p, method: "GET", path: "/api/overview", headers: ["Authorization": "Basic \(basic)"])?.status, 200)
-        XCTAssertEqual(httpRequest(port: p, method: "GET", path: "/api/overview", headers: ["Authorization": "Bearer wrong-wrong-wrong-wrong"])?.status, 401)
+        XCTAssertEqual(
+            httpRequest(port: p, method: "GET", path: "/api/overview", headers: ["Authorization": "Bearer wrong-wrong-wrong-wrong"])?.status, 401)
     }
 
     func testActionsNeedTheSecretAndTheFormsCSRFTokenAndReadOnlyTurnsThemOff() throws {
@@ -180,7 +182,10 @@ final class DashboardTests: XCTestCase {
         XCTAssertEqual(httpRequest(port: port, method: "POST", path: "/api/dead/requeue", headers: form, body: "id=\(id)")?.status, 401)
         // Basic auth without the form's CSRF token: refused too (a browser sends basic auth by itself).
         let basic = "Basic " + Data("ops:\(Self.secret)".utf8).base64EncodedString()
-        XCTAssertEqual(httpRequest(port: port, method: "POST", path: "/dead/purge", headers: form.merging(["Authorization": basic]) { a, _ in a }, body: "id=\(id)")?.status, 403)
+        XCTAssertEqual(
+            httpRequest(
+                port: port, method: "POST", path: "/dead/purge", headers: form.merging(["Authorization": basic]) { a, _ in a }, body: "id=\(id)")?
+                .status, 403)
         // A signed-in session from another site: refused.
         let signIn = try XCTUnwrap(httpRequest(port: port, method: "POST", path: "/login", headers: form, body: "secret=\(Self.secret)"))
         XCTAssertEqual(signIn.status, 303)
@@ -191,13 +196,16 @@ final class DashboardTests: XCTestCase {
         let signed = form.merging(["Cookie": cookie]) { a, _ in a }
         XCTAssertEqual(httpRequest(port: port, method: "POST", path: "/dead/purge", headers: signed, body: "id=\(id)&csrf=wrong")?.status, 403)
         XCTAssertEqual(
-            httpRequest(port: port, method: "POST", path: "/dead/purge", headers: signed.merging(["Origin": "http://evil.example"]) { a, _ in a }, body: "id=\(id)&csrf=\(csrf)")?.status, 403)
+            httpRequest(
+                port: port, method: "POST", path: "/dead/purge", headers: signed.merging(["Origin": "http://evil.example"]) { a, _ in a },
+                body: "id=\(id)&csrf=\(csrf)")?.status, 403)
         XCTAssertEqual(try f.connect().command(["XLEN", f.keys.deadLetters]).integer, 1, "nothing refused touched the letter")
         // With the token: a purge asks once with the count, then goes ahead.
         let ask = try XCTUnwrap(httpRequest(port: port, method: "POST", path: "/dead/purge", headers: signed, body: "id=\(id)&csrf=\(csrf)"))
         XCTAssertTrue(ask.body.contains("Purge 1 dead letter?"), ask.body)
         let until = try XCTUnwrap(ask.body.components(separatedBy: "name=\"until\" value=\"").dropFirst().first?.prefix { $0 != "\"" })
-        let done = try XCTUnwrap(httpRequest(port: port, method: "POST", path: "/dead/purge", headers: signed, body: "id=\(id)&csrf=\(csrf)&confirm=1&until=\(until)"))
+        let done = try XCTUnwrap(
+            httpRequest(port: port, method: "POST", path: "/dead/purge", headers: signed, body: "id=\(id)&csrf=\(csrf)&confirm=1&until=\(until)"))
         XCTAssertEqual(done.status, 303)
         XCTAssertEqual(try f.connect().command(["XLEN", f.keys.deadLetters]).integer, 0)
         // --read-only: no action at all, even with the secret.
@@ -207,5 +215,45 @@ final class DashboardTests: XCTestCase {
             httpRequest(port: roPort, method: "POST", path: "/api/dead/purge", headers: ["Authorization": "Bearer \(Self.secret)"], body: "all=1"))
         XCTAssertEqual(refused.status, 403)
         XCTAssertTrue(refused.body.contains("read-only"), refused.body)
+    }
+
+    func testAShardedQueueShowsEachKeySetAndChartsTheirSum() throws {
+        let f = try WorkerFixture(settings: ["shards": 2])
+        try f.startWorker("dash-shards")
+        try f.enqueue((0..<10).map { WorkerFixture.job($0) }, to: f.keySets[1].jobs)
+        try f.enqueue((10..<25).map { WorkerFixture.job($0) }, to: f.keySets[2].jobs)
+        try f.waitForOutcomes(25)
+        let (web, port) = try startWeb(f, ["--shards", "2"])
+        defer { web.signal(SIGTERM) }
+        var hour: [[String: Any]] = []
+        XCTAssertTrue(
+            waitUntil(timeout: 15) {
+                let o = (try? getJSON(port, "/api/overview")) as? [String: Any]
+                hour = o?["per_minute_last_hour"] as? [[String: Any]] ?? []
+                return hour.reduce(0) { $0 + ($1["delivered"] as? Int ?? 0) } == 25
+            }, "the chart sums both shards' deliveries: \(hour.filter { ($0["delivered"] as? Int ?? 0) > 0 })")
+        let overview = try XCTUnwrap(try getJSON(port, "/api/overview") as? [String: Any])
+        let sets = try XCTUnwrap(overview["key_sets"] as? [[String: Any]])
+        XCTAssertEqual(sets.map { $0["keys"] as? String }, [f.queue, f.queue + ".0", f.queue + ".1"])
+        XCTAssertEqual((overview["counters"] as? [String: Int])?["delivered"], 25)
+        let page = try XCTUnwrap(httpRequest(port: port, method: "GET", path: "/"))
+        XCTAssertTrue(page.body.contains("{\(f.queue).1}"), "each shard has its row")
+    }
+
+    func testTheChannelsPageListsAnAppsChannelsAtAPNs() throws {
+        let f = try WorkerFixture()
+        let redis = "\(f.redis.endpoint.host):\(f.redis.endpoint.port)"
+        let made = try ChildProcess(
+            ChildProcess.productsDirectory + "/apnsctl", ["--config", f.configFile, "--redis", redis, "channels", "create", "--json"],
+            outputFile: f.directory.file("create.out"))
+        XCTAssertEqual(made.wait(timeout: 30), 0, made.output)
+        let channel = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: Data(made.output.utf8)) as? [String: Any])?["channel"] as? String)
+        let (web, port) = try startWeb(f, ["--config", f.configFile])
+        defer { web.signal(SIGTERM) }
+        let page = try XCTUnwrap(httpRequest(port: port, method: "GET", path: "/channels?list=default"))
+        XCTAssertEqual(page.status, 200)
+        XCTAssertTrue(page.body.contains("id=\"channel-list\""), page.body)
+        XCTAssertTrue(page.body.contains(channel), "the channel APNs lists")
     }
 }

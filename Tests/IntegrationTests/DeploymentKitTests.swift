@@ -63,7 +63,9 @@ final class DeploymentKitTests: XCTestCase {
             XCTAssertEqual(verified.code, 0, verified.out)
             XCTAssertEqual(verified.out.trimmingCharacters(in: .whitespacesAndNewlines), "", "\(name): no warning either (an unknown key is one)")
         }
-        XCTAssertTrue(try text("docker/systemd/apnsctl-web.service").contains("--listen 127.0.0.1:8088 --auth-file"), "the dashboard on loopback, with its secret")
+        XCTAssertTrue(
+            try text("docker/systemd/apnsctl-web.service").contains("--listen 127.0.0.1:8088 --auth-file"),
+            "the dashboard on loopback, with its secret")
     }
 
     func testTheImageAndComposeFilesSayWhatTheyShould() throws {
@@ -79,8 +81,11 @@ final class DeploymentKitTests: XCTestCase {
         XCTAssertTrue(try text("scripts/build-release").contains("strip "), "binaries are stripped")
         let compose = try text("docker/compose.yaml")
         XCTAssertEqual(
-            compose.components(separatedBy: "condition: service_healthy").count - 1, 4, "the worker waits for Redis and the mock, web and ctl for Redis")
-        XCTAssertTrue(compose.contains("\"--auth-file\", \"/run/secrets/web_secret\"") && compose.contains("127.0.0.1:8088:8088"), "the dashboard with its secret, published on loopback")
+            compose.components(separatedBy: "condition: service_healthy").count - 1, 4,
+            "the worker waits for Redis and the mock, web and ctl for Redis")
+        XCTAssertTrue(
+            compose.contains("\"--auth-file\", \"/run/secrets/web_secret\"") && compose.contains("127.0.0.1:8088:8088"),
+            "the dashboard with its secret, published on loopback")
         XCTAssertEqual(compose.components(separatedBy: "target: worker").count - 1, 1, "the worker image is built once")
         XCTAssertTrue(compose.contains("APNSW_REDIS_PASSWORD_FILE: /run/secrets/redis_password") && compose.contains("secrets:"))
     }

@@ -20,7 +20,9 @@ final class DashboardUnitTests: XCTestCase {
     }
 
     func testSnapshotMembersParseAndShardsSumBySlot() {
-        XCTAssertEqual(CounterHistory.Snapshot(member: "10000:5:1:2:3"), CounterHistory.Snapshot(slotMs: 10_000, delivered: 5, failed: 1, deadLettered: 2, retried: 3))
+        XCTAssertEqual(
+            CounterHistory.Snapshot(member: "10000:5:1:2:3"),
+            CounterHistory.Snapshot(slotMs: 10_000, delivered: 5, failed: 1, deadLettered: 2, retried: 3))
         XCTAssertNil(CounterHistory.Snapshot(member: "10000:5:x:2:3"))
         XCTAssertNil(CounterHistory.Snapshot(member: "10000:5"))
         let merged = CounterHistory.merge([[snap(10, 1), snap(20, 2)], [snap(10, 10), snap(30, 30)]])

@@ -42,6 +42,12 @@ def job(i, prefix="aa", **extra):
     return dumps(j)
 
 
+def dead_letters(wrong_type=0, short_token=0, tag=""):
+    """Jobs the worker dead-letters: "tokens" not a list (WrongFieldType), a 3-digit token (BadDeviceToken)."""
+    return ([dumps({"id": "wrong-%s%d" % (tag, i), "tokens": "x"}) for i in range(wrong_type)]
+            + [dumps({"id": "short-%s%d" % (tag, i), "token": "abc", "payload": {"aps": {}}}) for i in range(short_token)])
+
+
 def wait_for(check, timeout=20, what="a condition"):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -196,6 +202,14 @@ class DashboardBrowserTest(unittest.TestCase):
     def rows(self, table_id):
         return self.browser.find_elements(By.CSS_SELECTOR, "#%s tbody tr" % table_id)
 
+    def post_from_page(self, path, body, form=True):
+        """What a script on the page gets when it POSTs `body` to `path` (a forged request)."""
+        headers = "{'Content-Type': 'application/x-www-form-urlencoded'}" if form else "{}"
+        return self.browser.execute_async_script(
+            "var done = arguments[arguments.length - 1];"
+            "fetch(%s, {method: 'POST', headers: %s, body: %s}).then(function (r) { done(r.status); });"
+            % (json.dumps(path), headers, json.dumps(body)))
+
     def console_errors(self):
         return [e for e in self.browser.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]]
 
@@ -209,8 +223,7 @@ class DashboardBrowserTest(unittest.TestCase):
 
     def test_every_page_loads_and_refreshes_itself(self):
         s = self.stack("pages")
-        s.enqueue(*[job(i) for i in range(40)], *[job(i, prefix="dead") for i in range(3)],
-                  dumps({"id": "bad-1", "tokens": "not a list"}), dumps({"id": "bad-2", "token": "abc", "payload": {"aps": {}}}))
+        s.enqueue(*[job(i) for i in range(40)], *[job(i, prefix="dead") for i in range(3)], *dead_letters(wrong_type=1, short_token=1))
         s.wait_finished(45)
         wait_for(lambda: '"connections":0' not in (s.r.hget(s.prefix + ":worker-info", "worker-pages") or '"connections":0'), timeout=10,
                  what="the worker's info with its connections")
@@ -265,8 +278,7 @@ class DashboardBrowserTest(unittest.TestCase):
 
     def test_filter_dead_letters_and_show_one(self):
         s = self.stack("filter")
-        s.enqueue(*[dumps({"id": "wrong-%d" % i, "tokens": "x"}) for i in range(4)],
-                  *[dumps({"id": "short-%d" % i, "token": "abc", "payload": {"aps": {}}}) for i in range(3)])
+        s.enqueue(*dead_letters(wrong_type=4, short_token=3))
         s.wait_finished(7)
         self.open(s, "/dead")
         self.assertEqual(self.browser.find_element(By.ID, "matched").get_attribute("data-count"), "7")
@@ -318,8 +330,7 @@ class DashboardBrowserTest(unittest.TestCase):
 
     def test_purge_a_filtered_set_asks_once_with_the_count(self):
         s = self.stack("purge")
-        s.enqueue(*[dumps({"id": "w-%d" % i, "tokens": "x"}) for i in range(6)],
-                  *[dumps({"id": "s-%d" % i, "token": "abc", "payload": {"aps": {}}}) for i in range(2)])
+        s.enqueue(*dead_letters(wrong_type=6, short_token=2))
         s.wait_finished(8)
         self.sign_in(s, "/dead?reason=WrongFieldType")
         self.assertEqual(self.browser.find_element(By.ID, "matched").get_attribute("data-count"), "6")
@@ -346,23 +357,12 @@ class DashboardBrowserTest(unittest.TestCase):
         self.assertEqual(len(self.browser.find_elements(By.CSS_SELECTOR, "#job script, #job img")), 0)
         self.assertEqual(self.browser.find_elements(By.ID, "purge-one"), [], "no action offered before signing in")
         # A forged POST from the page without the secret is refused, and the letter stays.
-        status = self.browser.execute_async_script(
-            "var done = arguments[arguments.length - 1];"
-            "fetch('/dead/purge', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},"
-            " body: 'id=%s&confirm=1'}).then(function (r) { done(r.status); });" % entry)
-        self.assertEqual(status, 401)
-        status = self.browser.execute_async_script(
-            "var done = arguments[arguments.length - 1];"
-            "fetch('/api/dead/requeue', {method: 'POST', body: 'id=%s'}).then(function (r) { done(r.status); });" % entry)
-        self.assertEqual(status, 401)
+        self.assertEqual(self.post_from_page("/dead/purge", "id=%s&confirm=1" % entry), 401)
+        self.assertEqual(self.post_from_page("/api/dead/requeue", "id=" + entry, form=False), 401)
         self.assertEqual(s.dead_count(), 1)
         # Signed in, but a form without its CSRF token is refused too.
         self.sign_in(s, "/dead/show?id=" + entry)
-        status = self.browser.execute_async_script(
-            "var done = arguments[arguments.length - 1];"
-            "fetch('/dead/purge', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'},"
-            " body: 'id=%s&confirm=1'}).then(function (r) { done(r.status); });" % entry)
-        self.assertEqual(status, 403)
+        self.assertEqual(self.post_from_page("/dead/purge", "id=%s&confirm=1" % entry), 403)
         self.assertEqual(s.dead_count(), 1)
         self.assertIsNone(self.browser.execute_script("return window.pwned === undefined ? null : window.pwned"))
 
