@@ -24,6 +24,23 @@ extension Housekeeper {
         publishedPauses = now
     }
 
+    /// The dashboard's data, after the tick's own work: a failure here (a Redis user without
+    /// these commands) is logged once and never stops the lease or the take-backs.
+    func publishForOperators() {
+        do {
+            try redis.with { r throws(RedisError) in
+                if hasQueueDuties { try publishInfo(r) }
+                try snapshotCounters(r)
+            }
+            warnedPublishing = false
+        } catch {
+            if !warnedPublishing {
+                logger.warning("cannot write the dashboard's worker info or counter history", ["error": .string("\(error)")])
+            }
+            warnedPublishing = true
+        }
+    }
+
     /// Rewrites this worker's entry in the worker-info hash every 5 s.
     func publishInfo(_ r: BlockingRedisConnection) throws(RedisError) {
         let now = MonotonicClock.nowMilliseconds()

@@ -17,8 +17,8 @@ final class Housekeeper: @unchecked Sendable {
     var hasQueueDuties: Bool { keys.shard == nil }
     let workerID: String
     private let configuration: WorkerConfiguration
-    private let logger: Logger
-    private let redis: ReconnectingRedisConnection
+    let logger: Logger
+    let redis: ReconnectingRedisConnection
     private let runner = ThreadRunner()
     private let metrics: Metrics
     private let intervalMs: Int
@@ -98,6 +98,7 @@ final class Housekeeper: @unchecked Sendable {
     var describeWorker: (@Sendable () -> String)?
     var lastInfoMs: UInt64 = 0
     var lastSnapshotMs: UInt64 = 0
+    var warnedPublishing = false
 
     func stop() { runner.stop() }
 
@@ -145,13 +146,10 @@ final class Housekeeper: @unchecked Sendable {
                 try recover(r, worker: worker, mode: .lease)
                 if hasQueueDuties { _ = try r.command(["HDEL", keys.workerInfo, worker]) }
             }
-            if hasQueueDuties {
-                try publishPauses(r)
-                try publishInfo(r)
-            }
-            try snapshotCounters(r)
+            if hasQueueDuties { try publishPauses(r) }
             try takeBackStranded(r)
         }
+        publishForOperators()
     }
 
     /// A failover can lose completions the old master took after its replica was promoted: the

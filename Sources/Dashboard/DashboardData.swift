@@ -118,7 +118,10 @@ public final class DashboardData: @unchecked Sendable {
             for i in stride(from: 0, to: infos.count - 1, by: 2) { info[infos[i]] = try? JSONValue.parse(infos[i + 1].utf8) }
             return try stats.workers.map { w in
                 var batches: Int64 = 0
-                for set in ctx.keySets { batches += try ctx.call(set, ["HLEN", set.batches(worker: w.id)]).integer ?? 0 }
+                for set in ctx.keySets {
+                    let listed = try ctx.call(set, ["HGETALL", set.batches(worker: w.id)]).array.compactMap(\.text)
+                    batches += Int64(stride(from: 1, to: listed.count, by: 2).filter { listed[$0] != "0" }.count)  // "0": a fence
+                }
                 return WorkerRow(id: w.id, leaseLeftMs: w.leaseLeftMs, inFlight: w.inFlight, batches: batches, info: info[w.id])
             }
         }

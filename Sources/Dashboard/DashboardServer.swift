@@ -145,7 +145,9 @@ public final class DashboardServer: Sendable {
     }
 
     func page(_ title: String, _ path: String, _ request: HTTPRequest, refresh: Bool, _ body: String) -> HTTPResponse {
-        let html = HTML.page(title: title, path: path, queue: queue, user: access.viewer(request), refresh: refresh, body: body)
+        let html = HTML.page(
+            title: title, path: path, here: request.method == "GET" ? request.target : nil, queue: queue, user: access.viewer(request),
+            refresh: refresh, body: body)
         return HTTPResponse(status: 200, type: "text/html; charset=utf-8", body: request.method == "HEAD" ? [] : Array(html.utf8))
     }
 

@@ -26,7 +26,8 @@ enum HTML {
     ]
 
     /// A whole page. `refresh`: the page reloads itself (app.js every 5 s; a meta refresh without JavaScript).
-    static func page(title: String, path: String, queue: String, user: Viewer, refresh: Bool, body: String) -> String {
+    /// `here`: the page's own path and query, where signing in comes back to.
+    static func page(title: String, path: String, here: String? = nil, queue: String, user: Viewer, refresh: Bool, body: String) -> String {
         let nav = sections.map { href, name in
             "<a href=\"\(href)\"\(href == path ? " class=\"current\" aria-current=\"page\"" : "")>\(e(name))</a>"
         }.joined()
@@ -35,7 +36,7 @@ enum HTML {
         case .readOnly: who = "<span class=\"badge muted\">read-only</span>"
         case .signedIn:
             who = "<form method=\"post\" action=\"/logout\" class=\"inline\">\(user.csrfField)<button class=\"link\">Sign out</button></form>"
-        case .anonymous: who = "<a href=\"/login?next=\(FormDecoding.encode(path))\">Sign in to act</a>"
+        case .anonymous: who = "<a href=\"/login?next=\(FormDecoding.encode(here ?? path))\">Sign in to act</a>"
         }
         return """
             <!doctype html>

@@ -1,6 +1,8 @@
 /// One HTTP/1.1 request, read whole (the server caps its size before it gets here).
 public struct HTTPRequest: Sendable {
     public let method: String
+    /// The path and query as sent.
+    public let target: String
     /// The path, percent-decoded, without the query.
     public let path: String
     public let query: [String: String]
@@ -12,6 +14,7 @@ public struct HTTPRequest: Sendable {
 
     public init(method: String, target: String, headers: [(name: String, value: String)], body: [UInt8], peer: String = "") {
         self.method = method
+        self.target = target
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         path = FormDecoding.decode(parts[0], plusIsSpace: false)
         query = parts.count > 1 ? FormDecoding.fields(parts[1]) : [:]
@@ -22,9 +25,11 @@ public struct HTTPRequest: Sendable {
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
-    /// The body's fields, for a form POST (application/x-www-form-urlencoded); empty otherwise.
+    /// The body's fields, for a form POST (application/x-www-form-urlencoded, or no type at all,
+    /// as a script's bare `-d` may send); empty otherwise.
     public var form: [String: String] {
-        guard header("content-type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else { return [:] }
+        let type = header("content-type")?.lowercased()
+        guard type == nil || type!.hasPrefix("application/x-www-form-urlencoded") else { return [:] }
         return FormDecoding.fields(Substring(String(decoding: body, as: UTF8.self)))
     }
 

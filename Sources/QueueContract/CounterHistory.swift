@@ -8,16 +8,17 @@ public enum CounterHistory {
     public static let keptMs: Int64 = 86_400_000 + 120_000
 
     /// KEYS: history, stats. Returns 1 when it added the slot's snapshot, 0 when one was there.
+    /// It calls only commands the workers' documented ACL user already has.
     public static let snapshot = RedisScript(
         """
         local now = redis.call('TIME')
         local slot = math.floor(tonumber(now[1]) / 10) * 10000
-        if redis.call('ZCOUNT', KEYS[1], slot, slot) > 0 then return 0 end
-        local c = redis.call('HMGET', KEYS[2], 'delivered', 'invalid_token', 'invalid_channel', 'dead_lettered', 'retried')
-        local function n(v) return tonumber(v) or 0 end
-        local member = slot .. ':' .. n(c[1]) .. ':' .. (n(c[2]) + n(c[3])) .. ':' .. n(c[4]) .. ':' .. n(c[5])
+        if #redis.call('ZRANGEBYSCORE', KEYS[1], slot, slot, 'LIMIT', 0, 1) > 0 then return 0 end
+        local function n(name) return tonumber(redis.call('HGET', KEYS[2], name)) or 0 end
+        local member = slot .. ':' .. n('delivered') .. ':' .. (n('invalid_token') + n('invalid_channel')) .. ':' .. n('dead_lettered') .. ':' .. n('retried')
         redis.call('ZADD', KEYS[1], slot, member)
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (slot - \(keptMs)))
+        local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. (slot - \(keptMs)), 'LIMIT', 0, 100)
+        if #old > 0 then redis.call('ZREM', KEYS[1], unpack(old)) end
         return 1
         """)
 

@@ -48,10 +48,35 @@ final class RedisACLTests: XCTestCase {
             "APNSW_REDIS_HOST": redis.endpoint.host, "APNSW_REDIS_PORT": String(redis.endpoint.port), "APNSW_REDIS_USERNAME": "apnsw",
             "APNSW_REDIS_PASSWORD": password, "APNSW_QUEUE": f.queue,
         ]
-        for args in [["stats"], ["dead", "list"], ["tokens", "invalid"], ["dead", "purge", "--all", "--yes"]] {
+        for args in [["stats"], ["dead", "list"], ["tokens", "invalid"]] {
             let p = try ChildProcess(ChildProcess.productsDirectory + "/apnsctl", args, environment: env, outputFile: out)
             XCTAssertEqual(p.wait(timeout: 30), 0, "\(args): \(p.output)")
         }
+        // The dashboard's data, written by the worker as this user, and apnsctl web reading and purging as it.
+        XCTAssertGreaterThan(try r.command(["ZCARD", f.keys.history]).integer ?? 0, 0, "the worker wrote the counter history")
+        let secret = "acl-dashboard-secret-0"
+        let web = try ChildProcess(
+            ChildProcess.productsDirectory + "/apnsctl", ["web", "--listen", "127.0.0.1:0"],
+            environment: env.merging(["APNSW_WEB_TOKEN": secret]) { a, _ in a }, outputFile: f.directory.file("web.out"))
+        defer { web.signal(SIGTERM) }
+        var port: Int?
+        XCTAssertTrue(
+            waitUntil(timeout: 10) {
+                port = web.output.components(separatedBy: "http://127.0.0.1:").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }
+                return port != nil
+            }, web.output)
+        for path in ["/api/overview", "/api/workers", "/api/apps", "/api/dead", "/api/tokens", "/", "/workers", "/apps", "/dead", "/tokens"] {
+            XCTAssertEqual(httpRequest(port: port ?? 0, method: "GET", path: path)?.status, 200, path)
+        }
+        let bearer = ["Authorization": "Bearer \(secret)"]
+        let ask = try XCTUnwrap(httpRequest(port: port ?? 0, method: "POST", path: "/api/dead/purge", headers: bearer, body: ""))
+        XCTAssertEqual(ask.status, 409, ask.body)
+        let answer = try JSONSerialization.jsonObject(with: Data(ask.body.utf8)) as? [String: Any]
+        let count = try XCTUnwrap(answer?["would_purge"] as? Int), until = try XCTUnwrap(answer?["until"] as? Int)
+        let purged = httpRequest(port: port ?? 0, method: "POST", path: "/api/dead/purge", headers: bearer, body: "confirm=\(count)&until=\(until)")
+        XCTAssertEqual(purged?.status, 200, purged?.body ?? "")
+        let p = try ChildProcess(ChildProcess.productsDirectory + "/apnsctl", ["dead", "purge", "--all", "--yes"], environment: env, outputFile: out)
+        XCTAssertEqual(p.wait(timeout: 30), 1, "the dashboard purged them all already: \(p.output)")
         let denied = try r.command(["ACL", "LOG"]).array
         XCTAssertEqual(denied.count, 0, "Redis denied nothing: \(denied)")
         XCTAssertTrue(w.output.contains("redis://apnsw@"), "the user, never the password, in the logs")
