@@ -98,11 +98,17 @@ public enum QueueCommands {
     }
 
     /// `apnsctl stats --json`, and the dashboard's /api/overview with it.
-    public static func statsJSON(_ ctx: AdminContext, _ s: Stats) -> [String: Any] {
+    /// Each app's counters (`delivered:app` → app → delivered).
+    public static func countersByApp(_ s: Stats) -> [String: [String: Int64]] {
         var perApp: [String: [String: Int64]] = [:]
         for app in apps(s) {
             for (key, v) in s.counters where key.hasSuffix(":" + app) { perApp[app, default: [:]][String(key.dropLast(app.count + 1))] = v }
         }
+        return perApp
+    }
+
+    public static func statsJSON(_ ctx: AdminContext, _ s: Stats) -> [String: Any] {
+        let perApp = countersByApp(s)
         return [
             "queue": ctx.keys.queue, "shards": max(1, ctx.keySets.count - 1), "depth": s.depth, "in_flight": s.inFlight,
             "scheduled": s.scheduled, "retries": s.retries,

@@ -25,8 +25,10 @@ public enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Decodes unpadded (or padded) base64url; nil on any character outside the alphabet.
-    public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+    /// Decodes unpadded (or padded) base64url, or standard base64 (`+` and `/`, as basic auth
+    /// sends it) with `standardAlphabet`; nil on any character outside the alphabet.
+    public static func decode<S: StringProtocol>(_ text: S, standardAlphabet: Bool = false) -> [UInt8]? {
+        let (c62, c63) = standardAlphabet ? (UInt8(ascii: "+"), UInt8(ascii: "/")) : (UInt8(ascii: "-"), UInt8(ascii: "_"))
         var out = [UInt8]()
         var acc: UInt32 = 0
         var bits = 0
@@ -37,8 +39,8 @@ public enum Base64URL {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - UInt8(ascii: "A")
             case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - UInt8(ascii: "a") + 26
             case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "-"): v = 62
-            case UInt8(ascii: "_"): v = 63
+            case c62: v = 62
+            case c63: v = 63
             default: return nil
             }
             acc = acc << 6 | UInt32(v)

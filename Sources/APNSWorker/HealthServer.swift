@@ -67,8 +67,8 @@ final class HealthServer: @unchecked Sendable {
         _ = out.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
     }
 
-    /// Per key set, the oldest queued job when last scraped, and since when it has been the oldest.
-    private var oldest: [String: (job: [UInt8], sinceMs: Int64)] = [:]
+    /// Since when each key set's oldest queued job has been the oldest, as last scraped.
+    private var oldest = OldestJobWatch()
 
     private func metrics() -> String {
         let queue = Metrics.Labels(("queue", worker.keys.queue))
@@ -85,13 +85,8 @@ final class HealthServer: @unchecked Sendable {
                 read = nil
                 continue
             }
-            // The list holds no times: the oldest job's age is how long it has been at the end, at least.
-            if let job {
-                if oldest[keys.label]?.job != job { oldest[keys.label] = (job, now) }
-            } else {
-                oldest[keys.label] = nil
-            }
-            read = (sum.depth + depth, min(sum.oldestSinceMs, oldest[keys.label]?.sinceMs ?? now))
+            let since = oldest.since(keys.label, tail: job, nowMs: now)
+            read = (sum.depth + depth, min(sum.oldestSinceMs, since ?? now))
         }
         worker.metrics.record { m in
             m.set("apns_in_flight", .init(), Double(worker.inFlight))

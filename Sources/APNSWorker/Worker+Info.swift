@@ -7,11 +7,11 @@ import Telemetry
 extension Worker {
     /// This worker's entry in the worker-info hash: where it runs, and each app's connections,
     /// stream limits, pause, last success and JWT age (never the JWT).
-    func describe(startedMs: Int64) -> String {
+    func describe(startedMs: Int64, host: String) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.field("worker", workerID)
-        w.field("host", Worker.hostName())
+        w.field("host", host)
         w.field("pid", Int(getpid()))
         w.field("version", BuildInfo.line("apns-worker"))
         w.field("started_ms", startedMs)
@@ -25,6 +25,7 @@ extension Worker {
             w.beginObject()
             w.field("app", app.name)
             w.field("bundle_id", app.configuration.bundleID)
+            w.field("ready", status.usable)  // /readyz's rule, so the dashboard need not repeat it
             w.field("connections", status.connections)
             w.field("stream_limit", status.streamLimit)
             w.fieldIfPresent("paused", status.paused)

@@ -112,7 +112,8 @@ public final class Worker: @unchecked Sendable {
         checkCertificates()
         logCredentialWarnings(configuration.apps)
         let startedMs = WallClock.nowMilliseconds()
-        housekeepers[0].describeWorker = { [unowned self] in describe(startedMs: startedMs) }
+        let host = Worker.hostName()
+        housekeepers[0].describeWorker = { [unowned self] in describe(startedMs: startedMs, host: host) }
         for housekeeper in housekeepers {
             housekeeper.recoverPreviousRun()
             housekeeper.start()

@@ -1,3 +1,4 @@
+import APNSCore
 import FoundationEssentials
 import Glibc
 import IOLoop
@@ -60,7 +61,7 @@ final class Access: Sendable {
     private func headerAuthenticated(_ request: HTTPRequest) -> Bool {
         guard let value = request.header("authorization") else { return false }
         if value.hasPrefix("Bearer ") { return matches(String(value.dropFirst(7))) }
-        if value.hasPrefix("Basic "), let decoded = Base64.decode(String(value.dropFirst(6))) {
+        if value.hasPrefix("Basic "), let decoded = Base64URL.decode(value.dropFirst(6), standardAlphabet: true) {
             let text = String(decoding: decoded, as: UTF8.self)
             return text.firstIndex(of: ":").map { matches(String(text[text.index(after: $0)...])) } ?? false
         }
@@ -123,33 +124,5 @@ final class Access: Sendable {
     func signOut(_ request: HTTPRequest) -> String {
         if let id = request.cookie(Access.cookie) { _ = sessions.withLock { $0.removeValue(forKey: id) } }
         return "\(Access.cookie)=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
-    }
-}
-
-/// Standard base64 (basic auth), decoding only.
-enum Base64 {
-    static func decode(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var acc: UInt32 = 0
-        var bits = 0
-        for c in text.utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = c - 65
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): v = c - 71
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c + 4
-            case UInt8(ascii: "+"): v = 62
-            case UInt8(ascii: "/"): v = 63
-            case UInt8(ascii: "="): continue
-            default: return nil
-            }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8((acc >> UInt32(bits)) & 0xFF))
-            }
-        }
-        return out
     }
 }

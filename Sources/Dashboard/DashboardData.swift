@@ -13,8 +13,8 @@ public final class DashboardData: @unchecked Sendable {
     private let connect: () throws -> AdminContext
     private let lock = Mutex(())
     private var context: AdminContext?
-    /// Per key set, the job at the list's end when first seen there, and when: its age is at least that.
-    private var oldest: [String: (job: [UInt8], sinceMs: Int64)] = [:]
+    /// Since when each key set's oldest job has been at its list's end.
+    private var oldest = OldestJobWatch()
     public let readOnly: Bool
     public let configuredApps: [String]
 
@@ -68,15 +68,7 @@ public final class DashboardData: @unchecked Sendable {
             let stats = try QueueCommands.stats(ctx)
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             var ages: [String: Int64] = [:]
-            for part in stats.keySets {
-                if let job = part.oldestJob {
-                    if oldest[part.keys]?.job != job { oldest[part.keys] = (job, now) }
-                    ages[part.keys] = now - oldest[part.keys]!.sinceMs
-                } else {
-                    oldest[part.keys] = nil
-                    ages[part.keys] = 0
-                }
-            }
+            for part in stats.keySets { ages[part.keys] = now - (oldest.since(part.keys, tail: part.oldestJob, nowMs: now) ?? now) }
             var sets: [[CounterHistory.Snapshot]] = []
             for set in ctx.keySets {
                 let members = try ctx.call(set, ["ZRANGEBYSCORE", set.history, String(now - CounterHistory.keptMs), "+inf"]).array
@@ -111,19 +103,21 @@ public final class DashboardData: @unchecked Sendable {
     }
 
     public func workers() throws -> [WorkerRow] {
-        try with { ctx in
-            let stats = try QueueCommands.stats(ctx)
-            let infos = try ctx.call(ctx.keys, ["HGETALL", ctx.keys.workerInfo]).array.compactMap(\.text)
-            var info: [String: JSONValue] = [:]
-            for i in stride(from: 0, to: infos.count - 1, by: 2) { info[infos[i]] = try? JSONValue.parse(infos[i + 1].utf8) }
-            return try stats.workers.map { w in
-                var batches: Int64 = 0
-                for set in ctx.keySets {
-                    let listed = try ctx.call(set, ["HGETALL", set.batches(worker: w.id)]).array.compactMap(\.text)
-                    batches += Int64(stride(from: 1, to: listed.count, by: 2).filter { listed[$0] != "0" }.count)  // "0": a fence
-                }
-                return WorkerRow(id: w.id, leaseLeftMs: w.leaseLeftMs, inFlight: w.inFlight, batches: batches, info: info[w.id])
+        try with { ctx in try workerRows(ctx, try QueueCommands.stats(ctx)) }
+    }
+
+    /// The stats' workers, each with its batches and the info it wrote.
+    private func workerRows(_ ctx: AdminContext, _ stats: QueueCommands.Stats) throws -> [WorkerRow] {
+        let infos = try ctx.call(ctx.keys, ["HGETALL", ctx.keys.workerInfo]).array.compactMap(\.text)
+        var info: [String: JSONValue] = [:]
+        for i in stride(from: 0, to: infos.count - 1, by: 2) { info[infos[i]] = try? JSONValue.parse(infos[i + 1].utf8) }
+        return try stats.workers.map { w in
+            var batches: Int64 = 0
+            for set in ctx.keySets {
+                let listed = try ctx.call(set, ["HGETALL", set.batches(worker: w.id)]).array.compactMap(\.text)
+                batches += Int64(stride(from: 1, to: listed.count, by: 2).filter { listed[$0] != "0" }.count)  // "0": a fence
             }
+            return WorkerRow(id: w.id, leaseLeftMs: w.leaseLeftMs, inFlight: w.inFlight, batches: batches, info: info[w.id])
         }
     }
 
@@ -137,14 +131,14 @@ public final class DashboardData: @unchecked Sendable {
         public var lastSuccessMs: Int64?
         public var jwtAgeSeconds: Int64?
         public var counters: [String: Int64] = [:]
+        /// How many workers call it ready (their /readyz rule: a ready connection, or a success in the last minute).
+        public var readyWorkers = 0
 
         public enum State: String { case ready, paused, connecting, unserved = "no worker" }
-        /// Ready as /readyz is: a ready connection, or a success in the last minute.
         public var state: State {
             if !paused.isEmpty { return .paused }
             if workers == 0 { return .unserved }
-            let recent = lastSuccessMs.map { Int64(Date().timeIntervalSince1970 * 1000) - $0 < 60_000 } ?? false
-            return connections > 0 || recent ? .ready : .connecting
+            return readyWorkers > 0 ? .ready : .connecting
         }
 
         public var json: [String: Any] {
@@ -159,54 +153,70 @@ public final class DashboardData: @unchecked Sendable {
     }
 
     public func apps() throws -> [AppRow] {
-        let live = try workers().filter(\.alive)
-        let stats = try with { try QueueCommands.stats($0) }
-        var rows: [String: AppRow] = [:]
-        for name in configuredApps + QueueCommands.apps(stats) { rows[name] = AppRow(app: name) }
-        for worker in live {
-            for a in worker.info?["apps"]?.array ?? [] {
-                guard let name = a["app"]?.string else { continue }
-                var row = rows[name] ?? AppRow(app: name)
-                row.workers += 1
-                row.connections += Int(a["connections"]?.integer ?? 0)
-                row.streamLimit += Int(a["stream_limit"]?.integer ?? 0)
-                if let why = a["paused"]?.string { row.paused.append("\(worker.id): \(why)") }
-                if let ms = a["last_success_ms"]?.integer { row.lastSuccessMs = max(row.lastSuccessMs ?? 0, ms) }
-                if let age = a["jwt_age_s"]?.integer { row.jwtAgeSeconds = max(row.jwtAgeSeconds ?? 0, age) }
-                rows[name] = row
+        try with { ctx in
+            let stats = try QueueCommands.stats(ctx)
+            let perApp = QueueCommands.countersByApp(stats)
+            var rows: [String: AppRow] = [:]
+            for name in configuredApps + QueueCommands.apps(stats) { rows[name] = AppRow(app: name, counters: perApp[name] ?? [:]) }
+            for worker in try workerRows(ctx, stats) where worker.alive {
+                for a in worker.info?["apps"]?.array ?? [] {
+                    guard let name = a["app"]?.string else { continue }
+                    var row = rows[name] ?? AppRow(app: name)
+                    row.workers += 1
+                    if a["ready"] == .bool(true) { row.readyWorkers += 1 }
+                    row.connections += Int(a["connections"]?.integer ?? 0)
+                    row.streamLimit += Int(a["stream_limit"]?.integer ?? 0)
+                    if let why = a["paused"]?.string { row.paused.append("\(worker.id): \(why)") }
+                    if let ms = a["last_success_ms"]?.integer { row.lastSuccessMs = max(row.lastSuccessMs ?? 0, ms) }
+                    if let age = a["jwt_age_s"]?.integer { row.jwtAgeSeconds = max(row.jwtAgeSeconds ?? 0, age) }
+                    rows[name] = row
+                }
             }
+            return rows.values.sorted { $0.app < $1.app }
         }
-        for (key, value) in stats.counters {
-            let parts = key.split(separator: ":", maxSplits: 1)
-            if parts.count == 2, rows[String(parts[1])] != nil { rows[String(parts[1])]!.counters[String(parts[0])] = value }
-        }
-        return rows.values.sorted { $0.app < $1.app }
     }
 
     /// The newest `limit` letters `filter` matches, newest first, how many match, and the
     /// reasons and apps of all letters (the filter's choices).
-    public func deadLetters(
-        _ filter: DeadLetterFilter, limit: Int = 500
-    ) throws -> (
-        rows: [StreamRecord], matched: Int, reasons: [String], apps: [String]
-    ) {
+    public func deadLetters(_ filter: DeadLetterFilter, limit: Int = 500) throws -> (rows: [StreamRecord], matched: Int, choices: Choices) {
         try with { ctx in
             let everything = filter.ids.count == 1 ? [] : try ctx.records(\.deadLetters, limit: 1_000_000)
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let matched = filter.ids.count == 1 ? try DeadLetterCommands.select(ctx, filter) : everything.filter { filter.matches($0, nowMs: now) }
-            return (
-                Array(matched.suffix(limit).reversed()), matched.count, Set(everything.map { $0.string("reason") }).sorted(),
-                Set(everything.map { $0.string("app") }).sorted()
-            )
+            return (Array(matched.suffix(limit).reversed()), matched.count, Choices(everything))
         }
     }
 
-    /// A stream feed (invalid tokens or channels), newest first, with app and reason filters.
-    public func feed(_ stream: KeyPath<QueueKeys, String>, app: String?, reason: String?, limit: Int = 10_000) throws -> [StreamRecord] {
+    /// One dead letter by its id, or nil (no such letter, or not an id).
+    public func deadLetter(id: String) throws -> StreamRecord? {
+        guard DeadLetterFilter.isValidID(id) else { return nil }
+        var f = DeadLetterFilter()
+        f.ids = [id]
+        return try deadLetters(f).rows.first
+    }
+
+    /// A stream feed (invalid tokens or channels), newest first, with app and reason filters,
+    /// and the apps and reasons of the whole feed.
+    public func feed(
+        _ stream: KeyPath<QueueKeys, String>, app: String?, reason: String?, limit: Int = 10_000
+    ) throws -> (
+        rows: [StreamRecord], choices: Choices
+    ) {
         try with { ctx in
-            try ctx.records(stream, limit: 1_000_000).filter { r in
-                (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason)
-            }.suffix(limit).reversed()
+            let all = try ctx.records(stream, limit: 1_000_000)
+            let rows = all.filter { r in (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason) }
+            return (rows.suffix(limit).reversed(), Choices(all))
+        }
+    }
+
+    /// What a filter's drop-downs offer: the reasons and apps the records name.
+    public struct Choices {
+        public let reasons: [String]
+        public let apps: [String]
+
+        init(_ records: [StreamRecord]) {
+            reasons = Set(records.map { $0.string("reason") }).sorted()
+            apps = Set(records.map { $0.string("app") }).sorted()
         }
     }
 }

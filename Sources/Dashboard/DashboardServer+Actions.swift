@@ -6,7 +6,7 @@ import FoundationEssentials
 extension DashboardServer {
     func read(api request: HTTPRequest) throws -> HTTPResponse {
         let q = request.query
-        func filled(_ name: String) -> String? { q[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let filled = request.parameter
         let limit = Int(filled("limit") ?? "") ?? 500
         switch request.path {
         case "/api/overview": return json(try data.overview().json)
@@ -17,14 +17,11 @@ extension DashboardServer {
             return json(["matched": found.matched, "dead_letters": found.rows.map(\.json)] as [String: Any])
         case "/api/dead/show":
             guard let id = filled("id") else { return failure(400, "say which dead letter: /api/dead/show?id=ID", api: true) }
-            var f = DeadLetterFilter()
-            f.ids = [id]
-            guard DeadLetterFilter.isValidID(id), let r = try data.deadLetters(f).rows.first else {
-                return failure(404, "no dead letter \(id)", api: true)
-            }
+            guard let r = try data.deadLetter(id: id) else { return failure(404, "no dead letter \(id)", api: true) }
             return json(r.json)
-        case "/api/tokens": return json(try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"), limit: limit).map(\.json))
-        case "/api/channels": return json(try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"), limit: limit).map(\.json))
+        case "/api/tokens": return json(try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"), limit: limit).rows.map(\.json))
+        case "/api/channels":
+            return json(try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"), limit: limit).rows.map(\.json))
         default: return failure(404, "no API \(request.path) (see docs/dashboard.md)", api: true)
         }
     }

@@ -83,7 +83,7 @@ public final class DashboardServer: Sendable {
 
     private func read(page request: HTTPRequest) throws -> HTTPResponse {
         let q = request.query
-        func filled(_ name: String) -> String? { q[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let filled = request.parameter
         switch request.path {
         case "/": return page("Overview", "/", request, refresh: true, QueuePages.overview(try data.overview()))
         case "/workers": return page("Workers", "/workers", request, refresh: true, QueuePages.workers(try data.workers()))
@@ -91,7 +91,7 @@ public final class DashboardServer: Sendable {
         case "/dead":
             let query = DeadLetterQuery(q)
             let found = try data.deadLetters(try query.filter())
-            let (rows, matched, choices) = (found.rows, found.matched, (found.reasons, found.apps))
+            let (rows, matched, choices) = (found.rows, found.matched, found.choices)
             let notice = q["done"].flatMap { done in
                 q["n"].flatMap { Int($0) }.map { "\(done == "purged" ? "Purged" : "Requeued") \($0) dead letter(s)." }
             }
@@ -102,21 +102,17 @@ public final class DashboardServer: Sendable {
             guard let id = filled("id") else { return failure(400, "say which dead letter: /dead/show?id=ID", api: false) }
             return try show(id: id, request: request, edited: nil, error: nil)
         case "/tokens", "/tokens.csv":
-            let rows = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"))
+            let (rows, choices) = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"))
             if request.path == "/tokens.csv" {
                 return HTTPResponse(
                     status: 200, type: "text/csv; charset=utf-8", body: Array(FeedPages.csv(rows).utf8),
                     headers: [("Content-Disposition", "attachment; filename=\"invalid-tokens.csv\"")])
             }
-            let all = try data.feed(\.invalidTokens, app: nil, reason: nil)
-            let choices = (Set(all.map { $0.string("app") }).sorted(), Set(all.map { $0.string("reason") }).sorted())
             return page(
                 "Invalid tokens", "/tokens", request, refresh: true,
                 FeedPages.tokens(rows, app: filled("app"), reason: filled("reason"), choices: choices))
         case "/channels":
-            let rows = try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"))
-            let all = try data.feed(\.invalidChannels, app: nil, reason: nil)
-            let choices = (Set(all.map { $0.string("app") }).sorted(), Set(all.map { $0.string("reason") }).sorted())
+            let (rows, choices) = try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"))
             var listed: (app: String, ids: [String])?
             var listError: String?
             if let app = filled("list"), let channelLister {
@@ -132,9 +128,7 @@ public final class DashboardServer: Sendable {
     }
 
     func show(id: String, request: HTTPRequest, edited: String?, error: String?) throws -> HTTPResponse {
-        var f = DeadLetterFilter()
-        f.ids = [id]
-        guard DeadLetterFilter.isValidID(id), let r = try data.deadLetters(f).rows.first else {
+        guard let r = try data.deadLetter(id: id) else {
             return failure(404, "no dead letter \(id): it may have been requeued or purged", api: false)
         }
         let job = String(decoding: try DeadLetterCommands.originalJob(r), as: UTF8.self)
@@ -157,16 +151,10 @@ public final class DashboardServer: Sendable {
 
     func failure(_ status: Int, _ message: String, api: Bool) -> HTTPResponse {
         if api { return json(["error": message], status: status) }
-        var r = HTTPResponse(
-            status: status, type: "text/html; charset=utf-8",
-            body: Array(
-                HTML.page(
-                    title: "Error \(status)", path: "", queue: queue, user: Viewer(mode: .anonymous, csrf: nil), refresh: false,
-                    body: "<p class=\"notice bad\" id=\"error\">\(e(message))</p>"
-                )
-                .utf8))
-        r.status = status
-        return r
+        let html = HTML.page(
+            title: "Error \(status)", path: "", queue: queue, user: Viewer(mode: .anonymous, csrf: nil), refresh: false,
+            body: "<p class=\"notice bad\" id=\"error\">\(e(message))</p>")
+        return HTTPResponse(status: status, type: "text/html; charset=utf-8", body: Array(html.utf8))
     }
 
     private func notAllowed(_ allowed: String) -> HTTPResponse {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// HTML built as text. Everything from Redis or a request goes through `escape` (`e`): nothing
 /// else writes markup, so a dead letter holding `<script>` shows as text.
@@ -69,6 +70,14 @@ enum HTML {
 
     static func link(_ href: String, _ text: String) -> String { "<a href=\"\(e(href))\">\(e(text))</a>" }
 
+    /// A filter's drop-down: "any" (empty), then each option, `chosen` selected.
+    static func select(_ name: String, _ label: String, _ options: [String], _ chosen: String?) -> String {
+        let items = ([""] + options).map { o in
+            "<option value=\"\(e(o))\"\(o == (chosen ?? "") ? " selected" : "")>\(o.isEmpty ? "any" : e(o))</option>"
+        }.joined()
+        return "<label>\(e(label))<select name=\"\(name)\">\(items)</select></label>"
+    }
+
     static func hidden(_ name: String, _ value: String?) -> String {
         value.map { "<input type=\"hidden\" name=\"\(e(name))\" value=\"\(e($0))\">" } ?? ""
     }
@@ -93,32 +102,16 @@ enum HTML {
         return "\(s / 86400) d"
     }
 
-    /// UNIX ms → `2026-12-03 11:52:07`.
+    /// UNIX ms → `2026-12-03 11:52:07` (UTC).
     static func clock(_ ms: Int64) -> String {
-        let days = ms.floorDiv(86_400_000)
-        let rest = (ms - days * 86_400_000) / 1000
-        let (y, m, d) = civil(days)
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(y)-\(two(m))-\(two(d)) \(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))"
-    }
-
-    /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
-    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = z.floorDiv(146_097)
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+        var t = time_t(ms / 1000)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return
+            "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
     }
 }
 
 /// Shorthand for `HTML.escape`.
 func e(_ text: String) -> String { HTML.escape(text) }
-
-extension Int64 {
-    func floorDiv(_ d: Int64) -> Int64 { self >= 0 ? self / d : (self - d + 1) / d }
-}

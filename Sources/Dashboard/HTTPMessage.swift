@@ -25,6 +25,9 @@ public struct HTTPRequest: Sendable {
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
+    /// A query parameter that was given a value (an empty one counts as not given).
+    public func parameter(_ name: String) -> String? { query[name].flatMap { $0.isEmpty ? nil : $0 } }
+
     /// The body's fields, for a form POST (application/x-www-form-urlencoded, or no type at all,
     /// as a script's bare `-d` may send); empty otherwise.
     public var form: [String: String] {

@@ -39,19 +39,13 @@ struct DeadLetterQuery {
 
 enum DeadLetterPages {
     static func list(
-        _ rows: [StreamRecord], matched: Int, query: DeadLetterQuery, choices: (reasons: [String], apps: [String]), viewer: Viewer, notice: String?
+        _ rows: [StreamRecord], matched: Int, query: DeadLetterQuery, choices: DashboardData.Choices, viewer: Viewer, notice: String?
     )
         -> String
     {
         var html = notice.map { "<p class=\"notice ok\" id=\"notice\">\(e($0))</p>" } ?? ""
-        func select(_ name: String, _ label: String, _ options: [String], _ chosen: String?) -> String {
-            let items = ([""] + options).map { o in
-                "<option value=\"\(e(o))\"\(o == (chosen ?? "") ? " selected" : "")>\(o.isEmpty ? "any" : e(o))</option>"
-            }.joined()
-            return "<label>\(e(label))<select name=\"\(name)\">\(items)</select></label>"
-        }
         html += "<form class=\"filters\" method=\"get\" action=\"/dead\" id=\"filters\">"
-        html += select("reason", "Reason", choices.reasons, query.reason) + select("app", "App", choices.apps, query.app)
+        html += HTML.select("reason", "Reason", choices.reasons, query.reason) + HTML.select("app", "App", choices.apps, query.app)
         html += "<label>Newer than<input name=\"newer_than\" placeholder=\"15m\" size=\"6\" value=\"\(e(query.newerThan ?? ""))\"></label>"
         html += "<label>Older than<input name=\"older_than\" placeholder=\"2h\" size=\"6\" value=\"\(e(query.olderThan ?? ""))\"></label>"
         html += "<button type=\"submit\">Filter</button> <a href=\"/dead\">Clear</a></form>"

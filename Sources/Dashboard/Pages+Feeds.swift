@@ -2,18 +2,13 @@ import APNSAdmin
 
 /// The invalid-token and invalid-channel feeds, and the sign-in page.
 enum FeedPages {
-    static func filters(action: String, app: String?, reason: String?, choices: (apps: [String], reasons: [String])) -> String {
-        func select(_ name: String, _ label: String, _ options: [String], _ chosen: String?) -> String {
-            let items = ([""] + options).map { o in
-                "<option value=\"\(e(o))\"\(o == (chosen ?? "") ? " selected" : "")>\(o.isEmpty ? "any" : e(o))</option>"
-            }.joined()
-            return "<label>\(e(label))<select name=\"\(name)\">\(items)</select></label>"
-        }
-        return "<form class=\"filters\" method=\"get\" action=\"\(action)\">" + select("app", "App", choices.apps, app)
-            + select("reason", "Reason", choices.reasons, reason) + "<button type=\"submit\">Filter</button> <a href=\"\(action)\">Clear</a></form>"
+    static func filters(action: String, app: String?, reason: String?, choices: DashboardData.Choices) -> String {
+        return "<form class=\"filters\" method=\"get\" action=\"\(action)\">" + HTML.select("app", "App", choices.apps, app)
+            + HTML.select("reason", "Reason", choices.reasons, reason)
+            + "<button type=\"submit\">Filter</button> <a href=\"\(action)\">Clear</a></form>"
     }
 
-    static func tokens(_ rows: [StreamRecord], app: String?, reason: String?, choices: (apps: [String], reasons: [String])) -> String {
+    static func tokens(_ rows: [StreamRecord], app: String?, reason: String?, choices: DashboardData.Choices) -> String {
         var html = filters(action: "/tokens", app: app, reason: reason, choices: choices)
         let csv = "/tokens.csv" + { $0.isEmpty ? "" : "?" + $0 }(FormDecoding.query([("app", app), ("reason", reason)]))
         html += "<p><b>\(HTML.grouped(Int64(rows.count)))</b> invalid token\(rows.count == 1 ? "" : "s"), newest first. "
@@ -48,7 +43,7 @@ enum FeedPages {
     }
 
     static func channels(
-        _ rows: [StreamRecord], app: String?, reason: String?, choices: (apps: [String], reasons: [String]), apps: [String],
+        _ rows: [StreamRecord], app: String?, reason: String?, choices: DashboardData.Choices, apps: [String],
         listed: (app: String, ids: [String])?,
         listError: String?
     ) -> String {

@@ -1,4 +1,5 @@
 import APNSAdmin
+import Configuration
 import FoundationEssentials
 import Glibc
 import IOLoop
@@ -30,14 +31,13 @@ public enum WebCommand {
                 s.host = parts[0] == "localhost" || parts[0].isEmpty ? "127.0.0.1" : String(parts[0])
                 s.port = port
             }
-            let file = authFile ?? environment["APNSW_WEB_TOKEN_FILE"]
-            if let file {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw .usage("cannot read the dashboard's secret from \(file) (--auth-file or APNSW_WEB_TOKEN_FILE)")
+            // Read as every other secret file is: trailing line ends dropped, empty refused.
+            if let file = authFile ?? environment["APNSW_WEB_TOKEN_FILE"] {
+                do { s.secret = try WorkerConfiguration.secret(from: file, for: authFile == nil ? "APNSW_WEB_TOKEN_FILE" : "--auth-file") } catch {
+                    throw .usage("the dashboard's secret: \(error)")
                 }
-                s.secret = text.trimmedLine
-            } else if let token = environment["APNSW_WEB_TOKEN"] {
-                s.secret = token.trimmedLine
+            } else {
+                s.secret = environment["APNSW_WEB_TOKEN"]
             }
             if let secret = s.secret, secret.count < 16 {
                 throw .usage("the dashboard's secret is \(secret.count) characters; use at least 16 (openssl rand -hex 16 makes one)")
@@ -69,12 +69,5 @@ public enum WebCommand {
             settings.readOnly ? "read-only" : settings.secret == nil ? "no secret, so nothing can change data" : "actions need the secret"
         FileStream.standardOutput.write("apnsctl web: queue \(queue) on http://\(settings.host):\(server.port)/ (\(mode))\n")
         while true { sleep(3600) }
-    }
-}
-
-extension String {
-    /// The text without the spaces and line ends around it (a secret file's trailing newline).
-    fileprivate var trimmedLine: String {
-        String(self.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

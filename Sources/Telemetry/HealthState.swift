@@ -11,6 +11,12 @@ public final class HealthState: Sendable {
         var paused: [String: [String: String]] = [:]  // loop → app → why
         var lastSuccessMs: [String: Int64] = [:]
         var redis: [String: String?] = [:]  // connection → nil (up) or its last error
+
+        func sum(_ byLoop: [String: [String: Int]], _ app: String) -> Int { byLoop.values.reduce(0) { $0 + ($1[app] ?? 0) } }
+        func pause(_ app: String) -> String? { paused.values.lazy.compactMap { $0[app] }.first }
+        func usable(_ app: String, nowMs: Int64) -> Bool {
+            sum(ready, app) > 0 || (lastSuccessMs[app].map { nowMs - $0 < 60_000 } ?? false)
+        }
     }
     private let state = Mutex(State())
 
@@ -31,26 +37,24 @@ public final class HealthState: Sendable {
 
     /// An app is usable if a connection is ready now or a notification succeeded in the last minute.
     public func isUsable(app: String, nowMs: Int64 = WallClock.nowMilliseconds()) -> Bool {
-        state.withLock { s in
-            let ready = s.ready.values.reduce(0) { $0 + ($1[app] ?? 0) }
-            return ready > 0 || (s.lastSuccessMs[app].map { nowMs - $0 < 60_000 } ?? false)
-        }
+        state.withLock { $0.usable(app, nowMs: nowMs) }
     }
 
-    /// An app as the dashboard shows it: ready connections and their stream limits over all
-    /// loops, its pause, its last success.
-    public func status(app: String) -> (connections: Int, streamLimit: Int, paused: String?, lastSuccessMs: Int64?) {
+    /// An app as the dashboard shows it: usable (as `isUsable`), ready connections and their
+    /// stream limits over all loops, its pause, its last success.
+    public func status(
+        app: String, nowMs: Int64 = WallClock.nowMilliseconds()
+    ) -> (
+        usable: Bool, connections: Int, streamLimit: Int, paused: String?, lastSuccessMs: Int64?
+    ) {
         state.withLock { s in
-            (
-                s.ready.values.reduce(0) { $0 + ($1[app] ?? 0) }, s.streamLimits.values.reduce(0) { $0 + ($1[app] ?? 0) },
-                s.paused.values.lazy.compactMap { $0[app] }.first, s.lastSuccessMs[app]
-            )
+            (s.usable(app, nowMs: nowMs), s.sum(s.ready, app), s.sum(s.streamLimits, app), s.pause(app), s.lastSuccessMs[app])
         }
     }
 
     /// Why the app is paused (APNs refused its credentials), or nil.
     public func pauseReason(app: String) -> String? {
-        state.withLock { s in s.paused.values.lazy.compactMap { $0[app] }.first }
+        state.withLock { $0.pause(app) }
     }
 
     /// Every paused app, and why (the first loop's reason).

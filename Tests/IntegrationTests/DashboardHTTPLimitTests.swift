@@ -1,5 +1,6 @@
 import Dashboard
 import Foundation
+import TestSupport
 import XCTest
 
 /// The dashboard's HTTP server against slow, oversized and malformed clients over real sockets:
@@ -24,15 +25,7 @@ final class DashboardHTTPLimitTests: XCTestCase {
 
     /// A connected client socket with a 5 s read timeout.
     private func connect() throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var tv = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(server.port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, 16) } }
-        guard rc == 0 else { throw NSError(domain: "connect", code: Int(errno)) }
+        guard let fd = connectLoopback(port: server.port) else { throw NSError(domain: "connect", code: Int(errno)) }
         return fd
     }
 

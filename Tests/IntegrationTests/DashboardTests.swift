@@ -16,12 +16,8 @@ final class DashboardTests: XCTestCase {
         let web = try ChildProcess(
             ChildProcess.productsDirectory + "/apnsctl", ["--redis", redis, "--queue", f.queue, "web", "--listen", "127.0.0.1:0"] + extra,
             environment: env, outputFile: out)
-        var port: Int?
-        XCTAssertTrue(
-            waitUntil(timeout: 10) {
-                port = web.output.components(separatedBy: "http://127.0.0.1:").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }
-                return port != nil
-            }, "apnsctl web did not start: \(web.output)")
+        let port = servedPort(web)
+        XCTAssertNotNil(port, "apnsctl web did not start: \(web.output)")
         return (web, port ?? 0)
     }
 
@@ -145,13 +141,7 @@ final class DashboardTests: XCTestCase {
             ["--redis", redis, "--queue", f.queue, "web", "--listen", "0.0.0.0:0", "--auth-file", f.directory.file("secret")],
             outputFile: f.directory.file("open.out"))
         defer { web.signal(SIGTERM) }
-        var port: Int?
-        XCTAssertTrue(
-            waitUntil(timeout: 10) {
-                port = web.output.components(separatedBy: "http://0.0.0.0:").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }
-                return port != nil
-            }, web.output)
-        let p = try XCTUnwrap(port)
+        let p = try XCTUnwrap(servedPort(web, host: "0.0.0.0"), web.output)
         XCTAssertEqual(httpRequest(port: p, method: "GET", path: "/api/overview")?.status, 401)
         XCTAssertEqual(httpRequest(port: p, method: "GET", path: "/")?.status, 303, "pages send to the sign-in form")
         XCTAssertEqual(httpRequest(port: p, method: "GET", path: "/api/overview", headers: ["Authorization": "Bearer \(Self.secret)"])?.status, 200)

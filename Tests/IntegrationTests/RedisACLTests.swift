@@ -59,12 +59,8 @@ final class RedisACLTests: XCTestCase {
             ChildProcess.productsDirectory + "/apnsctl", ["web", "--listen", "127.0.0.1:0"],
             environment: env.merging(["APNSW_WEB_TOKEN": secret]) { a, _ in a }, outputFile: f.directory.file("web.out"))
         defer { web.signal(SIGTERM) }
-        var port: Int?
-        XCTAssertTrue(
-            waitUntil(timeout: 10) {
-                port = web.output.components(separatedBy: "http://127.0.0.1:").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }
-                return port != nil
-            }, web.output)
+        let port = servedPort(web)
+        XCTAssertNotNil(port, web.output)
         for path in ["/api/overview", "/api/workers", "/api/apps", "/api/dead", "/api/tokens", "/", "/workers", "/apps", "/dead", "/tokens"] {
             XCTAssertEqual(httpRequest(port: port ?? 0, method: "GET", path: path)?.status, 200, path)
         }

@@ -1,3 +1,4 @@
+import APNSCore
 import QueueContract
 import XCTest
 
@@ -55,8 +56,9 @@ final class DashboardUnitTests: XCTestCase {
     }
 
     func testBasicAuthNumbersAndClock() {
-        XCTAssertEqual(Base64.decode("b3BzOnNlY3JldA=="), Array("ops:secret".utf8))
-        XCTAssertNil(Base64.decode("b3B*"))
+        XCTAssertEqual(Base64URL.decode("b3BzOnNlY3JldA==", standardAlphabet: true), Array("ops:secret".utf8))
+        XCTAssertEqual(Base64URL.decode("Pz8/Pz4+", standardAlphabet: true), Array("????>>".utf8), "+ and / decode")
+        XCTAssertNil(Base64URL.decode("b3B*", standardAlphabet: true))
         XCTAssertEqual(HTML.grouped(1_234_567), "1,234,567")
         XCTAssertEqual(HTML.clock(1_796_298_840_622), "2026-12-03 11:54:00")
     }
