@@ -74,6 +74,16 @@ public struct PushType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether `topic` is `bundle` itself or one of its push-type topics (`<bundle>.voip`, …,
+    /// apns-protocol.md §2.2): what a topic key for `bundle` serves. `<bundle>.clip` (an App Clip
+    /// or an extension) is a bundle of its own, not one of these.
+    public static func isTopic(_ topic: String, ofBundle bundle: String) -> Bool {
+        let t = topic.utf8, b = bundle.utf8
+        guard t.count >= b.count, t.starts(with: b) else { return false }
+        let rest = t.dropFirst(b.count)
+        return rest.isEmpty || all.contains { !$0.topicSuffix.isEmpty && rest.elementsEqual($0.topicSuffix.utf8) }
+    }
+
     /// Every push type's topic suffix, end to end, and the range of each: the check of a plain
     /// topic reads them in place, without copying each push type's strings.
     private static let suffixes: (bytes: [UInt8], ranges: [Range<Int>]) = {

@@ -141,7 +141,10 @@ final class MockValidator {
         guard let topic else { return .failure(.reject(400, .missingTopic)) }
         if topic != auth.coveredTopic {
             let key = keys[claims.keyID]!
-            guard key.topics.contains(where: { topic == $0 || topic.hasPrefix($0 + ".") }) else {
+            // A team key serves its team's bundles and what lies under them; a topic key its
+            // bundles and their push-type topics only (apns-protocol.md §6.1).
+            let serves: (String) -> Bool = key.isTopicKey ? { PushType.isTopic(topic, ofBundle: $0) } : { topic == $0 || topic.hasPrefix($0 + ".") }
+            guard key.topics.contains(where: serves) else {
                 return .failure(.reject(403, notCovered))
             }
             auth.coveredTopic = topic

@@ -1,3 +1,5 @@
+import APNSCore
+
 /// APNs's two environments.
 public enum APNSEnvironment: String, Sendable, CaseIterable {
     case production, development
@@ -18,10 +20,11 @@ public struct KeyScope: Sendable, Equatable {
 
     public var isTopicKey: Bool { topics != nil }
 
-    /// A topic key covers its bundle ids and their push-type topics (`<bundle>.voip`, …).
+    /// A topic key covers its bundle ids and their push-type topics (`<bundle>.voip`, …), not
+    /// every topic that starts with one: `<bundle>.clip` needs a key of its own.
     public func covers(topic: String) -> Bool {
         guard let topics else { return true }
-        return topics.contains { topic == $0 || topic.hasPrefix($0 + ".") }
+        return topics.contains { PushType.isTopic(topic, ofBundle: $0) }
     }
 
     public func serves(_ environment: APNSEnvironment) -> Bool { self.environment.map { $0 == environment } ?? true }
@@ -81,8 +84,13 @@ extension AppConfiguration {
                 warnings.append(
                     "app \(name): key \(key.keyID) is a \(key.scope.description): this app sends to \(environment.rawValue), so it is never used")
             }
-            for topic in key.scope.topics ?? [] where topic != bundleID && !topic.hasPrefix(bundleID + ".") {
-                warnings.append("app \(name): key \(key.keyID) names topic \(topic), which is not a topic of bundle \(bundleID)")
+            for topic in key.scope.topics ?? [] where !PushType.isTopic(topic, ofBundle: bundleID) {
+                if topic.hasPrefix(bundleID + ".") {
+                    // An App Clip or extension: jobs that name its topic go with this key.
+                    lines.append("app \(name): key \(key.keyID) names \(topic), a bundle of its own: only jobs that name that topic use it")
+                } else {
+                    warnings.append("app \(name): key \(key.keyID) names topic \(topic), which is not a topic of bundle \(bundleID)")
+                }
             }
         }
         let usable = byKey

@@ -90,6 +90,55 @@ final class ScopedKeyTests: XCTestCase {
         XCTAssertTrue(warned.output.contains("no key serves topic \(bundle) in production"), warned.output)
     }
 
+    /// An app with a topic key for its bundle and one for its App Clip sends each topic with the
+    /// key that serves it: the bundle's key covers the bundle's push-type topics, not the clip's
+    /// (issue 43, item 3: the clip's jobs went with the bundle's key, and APNs refused them).
+    func testTheClipsTopicGoesWithTheClipsKeyNotTheBundles() throws {
+        let dir = try TemporaryDirectory("apnsw-keys")
+        let app = try makeKey("BUNDLEKEY1", in: dir), clip = try makeKey("CLIPKEY003", in: dir)
+        var team = ""
+        let f = try WorkerFixture { config in
+            team = config.keys[0].teamID
+            let bundle = config.keys[0].topics[0]
+            config.keys += [
+                .init(keyID: app.id, teamID: team, publicKey: app.pub, topics: [bundle], scope: "topic"),
+                .init(keyID: clip.id, teamID: team, publicKey: clip.pub, topics: [bundle + ".clip"], scope: "topic"),
+            ]
+        }
+        let bundle = f.mock.files.topic
+        _ = try WorkerFixture.reconfigure(
+            f,
+            [
+                "apps": [
+                    [
+                        "name": "default", "bundle_id": bundle,
+                        "tokens": [
+                            ["team_id": team, "key_id": app.id, "key_file": app.p8, "topics": [bundle]],
+                            ["team_id": team, "key_id": clip.id, "key_file": clip.p8, "topics": [bundle + ".clip"]],
+                        ],
+                    ]
+                ]
+            ])
+        let check = try ChildProcess(
+            ChildProcess.productsDirectory + "/apnsctl", ["--config", f.configFile, "check-config"], outputFile: f.directory.file("check.out"))
+        XCTAssertEqual(check.wait(timeout: 30), 0, check.output)
+        XCTAssertFalse(check.output.contains("not a topic of bundle"), check.output)
+        try f.startWorker()
+        var jobs: [String] = []
+        for i in 0..<10 { jobs.append(WorkerFixture.job(i)) }
+        for i in 10..<20 { jobs.append(WorkerFixture.job(i, extra: #","topic":"\#(bundle).voip","push_type":"voip""#)) }
+        for i in 20..<30 { jobs.append(WorkerFixture.job(i, extra: #","topic":"\#(bundle).clip""#)) }
+        for i in 30..<40 { jobs.append(WorkerFixture.job(i, extra: #","topic":"\#(bundle).clip.voip","push_type":"voip""#)) }
+        try f.enqueue(jobs)
+        try f.waitForOutcomes(40)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 40])
+        for e in try f.mock.logEntries() {
+            let topic = (e["headers"] as? [String: String])?["apns-topic"] ?? ""
+            XCTAssertEqual(e["status"] as? Int, 200, "\(topic): \(e)")
+            XCTAssertEqual(e["key_id"] as? String, topic.hasPrefix(bundle + ".clip") ? clip.id : app.id, "topic \(topic)")
+        }
+    }
+
     func testATopicWithNoKeyIsDeadLetteredAndOnlyKeysOfTheEnvironmentRun() throws {
         let dir = try TemporaryDirectory("apnsw-keys")
         let clip = try makeKey("CLIPKEY002", in: dir), sandbox = try makeKey("SANDBOX002", in: dir)

@@ -73,6 +73,9 @@ final class MockKeyScopeTests: XCTestCase {
         var g = MockValidator.ConnectionAuth()
         XCTAssertEqual(try send("TOPICKEY01", topic: app + ".clip", on: &g), "200")
         XCTAssertEqual(try send("PRODTEAM01", topic: app, on: &g), "403 UnrelatedKeyIdInToken", "a team key after a topic key")
+        // A topic key serves its bundle's push-type topics, not a bundle under it (issue 43, item 3).
+        var h = MockValidator.ConnectionAuth()
+        XCTAssertEqual(try send("TOPICKEY01", topic: app + ".clip.extension", on: &h), "403 InvalidProviderToken", "a bundle of its own")
     }
 
     func testATopicKeyAndItsRelatedKeyShareAConnection() throws {

@@ -1,3 +1,4 @@
+import APNSCore
 import Configuration
 import Foundation
 import XCTest
@@ -56,5 +57,29 @@ final class ScopedKeySettingsTests: XCTestCase {
         let onlyTopic = try load(#"{"name":"a","bundle_id":"com.a","tokens":[\#(key("K1", #","topics":["com.a.clip","com.other"]"#))]}"#).apps[0]
         XCTAssertTrue(onlyTopic.keyReport.warnings.contains { $0.contains("no key serves topic com.a in production") })
         XCTAssertTrue(onlyTopic.keyReport.warnings.contains { $0.contains("com.other, which is not a topic of bundle com.a") })
+    }
+
+    /// A topic key serves its bundle and the bundle's push-type topics, not every topic that
+    /// starts with it: an App Clip's topic goes with the clip's key (issue 43, item 3: the
+    /// bundle's key, listed first, was taken for `com.a.clip`, and APNs refused it).
+    func testATopicKeyServesItsBundlesPushTypeTopicsOnly() throws {
+        let c = try load(
+            #"{"name":"a","bundle_id":"com.a","tokens":[\#(key("BUNDLEKEY1", #","topics":["com.a"]"#)),\#(key("CLIPKEY001", #","topics":["com.a.clip"]"#))]}"#
+        )
+        let run = c.apps[0].byKey
+        let bundleKey = run[0], clipKey = run[1]
+        for suffix in ["", ".voip", ".complication", ".pushkit.fileprovider", ".push-type.liveactivity", ".voip-ptt", ".location-query"] {
+            XCTAssertTrue(bundleKey.covers(topic: "com.a" + suffix), suffix)
+            XCTAssertFalse(clipKey.covers(topic: "com.a" + suffix), suffix)
+            XCTAssertTrue(clipKey.covers(topic: "com.a.clip" + suffix), suffix)
+        }
+        for topic in ["com.a.clip", "com.a.clip.voip", "com.a.widget", "com.a.voip.x", "com.ab", "com"] {
+            XCTAssertFalse(bundleKey.covers(topic: topic), topic)
+        }
+        XCTAssertTrue(PushType.isTopic("com.a", ofBundle: "com.a"))
+        XCTAssertFalse(PushType.isTopic("com.a", ofBundle: "com.a.clip"))
+        let report = c.apps[0].keyReport
+        XCTAssertFalse(report.warnings.contains { $0.contains("not a topic of bundle") }, "\(report)")
+        XCTAssertTrue(report.lines.contains { $0.contains("CLIPKEY001 names com.a.clip, a bundle of its own") }, "\(report)")
     }
 }
