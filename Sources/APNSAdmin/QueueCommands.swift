@@ -12,6 +12,7 @@ public enum QueueCommands {
         public var depth: Int64 { keySets.reduce(0) { $0 + $1.depth } }
         public var inFlight: Int64 { keySets.reduce(0) { $0 + $1.inFlight } }
         public var scheduled: Int64 { keySets.reduce(0) { $0 + $1.scheduled } }
+        public var suspects: Int64 { keySets.reduce(0) { $0 + $1.suspects } }
         public var retries: Int64 { keySets.reduce(0) { $0 + $1.retries } }
         public var deadLetters: Int64 { keySets.reduce(0) { $0 + $1.deadLetters } }
         public var resultsPerSecond: Double { keySets.reduce(0) { $0 + $1.resultsPerSecond } }
@@ -31,6 +32,8 @@ public enum QueueCommands {
         public var depth: Int64 = 0
         public var inFlight: Int64 = 0
         public var scheduled: Int64 = 0
+        /// Jobs taken back twice or more, waiting to go one at a time per worker.
+        public var suspects: Int64 = 0
         public var retries: Int64 = 0
         public var deadLetters: Int64 = 0
         public var resultsPerSecond: Double = 0
@@ -39,7 +42,8 @@ public enum QueueCommands {
 
         public var json: [String: Any] {
             [
-                "keys": keys, "depth": depth, "in_flight": inFlight, "scheduled": scheduled, "retries": retries, "dead_letters": deadLetters,
+                "keys": keys, "depth": depth, "in_flight": inFlight, "scheduled": scheduled, "suspects": suspects, "retries": retries,
+                "dead_letters": deadLetters,
                 "results_per_second": resultsPerSecond,
             ]
         }
@@ -58,6 +62,7 @@ public enum QueueCommands {
             part.depth = try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
             if case .string(let tail) = try ctx.call(k, ["LINDEX", k.jobs, "-1"]) { part.oldestJob = tail }
             part.scheduled = try ctx.call(k, ["ZCARD", k.scheduled]).integer ?? 0
+            part.suspects = try ctx.call(k, ["LLEN", k.suspects]).integer ?? 0
             // Retries are envelopes that carry attempts; count them in the first 10,000 waiting.
             part.retries = Int64(
                 try ctx.call(k, ["ZRANGE", k.scheduled, "0", "9999"]).array.filter {
@@ -111,7 +116,7 @@ public enum QueueCommands {
         let perApp = countersByApp(s)
         return [
             "queue": ctx.keys.queue, "shards": max(1, ctx.keySets.count - 1), "depth": s.depth, "in_flight": s.inFlight,
-            "scheduled": s.scheduled, "retries": s.retries,
+            "scheduled": s.scheduled, "suspects": s.suspects, "retries": s.retries,
             "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
             "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
             "key_sets": s.keySets.map(\.json),
@@ -133,6 +138,7 @@ public enum QueueCommands {
         }
         ctx.say(
             "queue \(ctx.keys.queue)\(ctx.keySets.count > 1 ? " (\(ctx.keySets.count - 1) shards)" : ""): \(s.depth) waiting, \(s.inFlight) in flight, \(s.scheduled) scheduled (\(s.retries) retries), \(s.deadLetters) dead letters, \(oneDecimal(s.resultsPerSecond)) results/s"
+                + (s.suspects > 0 ? "; \(s.suspects) suspects (jobs taken back from dead workers twice) go one at a time per worker" : "")
         )
         for p in s.paused { ctx.say("PAUSED: app \(p.app) on worker \(p.worker): \(p.reason)") }
         if s.keySets.count > 1 {

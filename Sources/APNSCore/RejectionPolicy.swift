@@ -5,10 +5,14 @@ public struct RejectionPolicy: Sendable, Equatable {
     public var retry: RetryPolicy
     /// Resets of one notification's own stream (`Answer.resetAlone`) before it is given up.
     public var maxStreamResets: Int
+    /// Timeouts of one notification while its connection answered others (`Answer.timedOutAlone`)
+    /// before it is given up.
+    public var maxTimeoutsAlone: Int
 
-    public init(retry: RetryPolicy = RetryPolicy(), maxStreamResets: Int = 5) {
+    public init(retry: RetryPolicy = RetryPolicy(), maxStreamResets: Int = 5, maxTimeoutsAlone: Int = 3) {
         self.retry = retry
         self.maxStreamResets = maxStreamResets
+        self.maxTimeoutsAlone = maxTimeoutsAlone
     }
 
     /// What came back for one send.
@@ -22,6 +26,9 @@ public struct RejectionPolicy: Sendable, Equatable {
         /// streams of the connection; `times` counts such resets of this notification, this one
         /// included.
         case resetAlone(code: String, times: Int)
+        /// No answer within the request timeout while the connection answered other streams or
+        /// its PINGs; `times` counts such timeouts of this notification, this one included.
+        case timedOutAlone(times: Int)
     }
 
     public enum Action: Equatable, Sendable {
@@ -53,6 +60,8 @@ public struct RejectionPolicy: Sendable, Equatable {
 
     /// The rejection a notification whose stream APNs kept resetting is recorded with.
     public static let streamReset = APNSRejection(status: 0, reason: APNSReason("StreamReset"), apnsID: nil, timestamp: nil)
+    /// The rejection a notification that APNs never answered, while it answered others, is recorded with.
+    public static let timedOut = APNSRejection(status: 0, reason: APNSReason("TimedOut"), apnsID: nil, timestamp: nil)
 
     /// `attempts`: the tries that count so far, the one just rejected included.
     public func decide<G: RandomNumberGenerator>(_ answer: Answer, attempts: Int, jobMaxAttempts: Int?, using rng: inout G) -> Action {
@@ -64,6 +73,12 @@ public struct RejectionPolicy: Sendable, Equatable {
             return .finish(
                 .deadLetter(
                     detail: "APNs reset this notification's stream with \(code) \(times) times, while it answered others on the connection"))
+        case .timedOutAlone(let times):
+            guard times >= maxTimeoutsAlone else { return .resend }
+            return .finish(
+                .deadLetter(
+                    detail: "APNs answered none of \(times) sends of this notification within the request timeout, while it answered others on the connection"
+                ))
         case .rejected(let rejection):
             let disposition = rejection.reason.isKnown ? rejection.reason.info.disposition : Self.disposition(status: rejection.status)
             switch disposition {

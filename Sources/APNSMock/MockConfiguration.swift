@@ -93,10 +93,14 @@ public struct MockConfiguration: Codable, Sendable {
         public var dropAfter: Int = 0
         /// false: PINGs go unanswered, as on a connection that died silently.
         public var answerPings: Bool = true
+        /// The first N connections answer every request with RST_STREAM REFUSED_STREAM, as a bad
+        /// front-end node does; later ones land on a good one. 0 = none.
+        public var refuseFirstConnections: Int = 0
         /// Misbehave this way from the mock's start for a while, then behave (`MockServer.startStorm`).
         public var storm: Storm?
         enum CodingKeys: String, CodingKey {
             case tokens, storm, goawayAfter = "goaway_after", dropAfter = "drop_after", answerPings = "answer_pings"
+            case refuseFirstConnections = "refuse_first_connections"
         }
         public init() {}
         public init(from decoder: Decoder) throws {
@@ -105,6 +109,7 @@ public struct MockConfiguration: Codable, Sendable {
             goawayAfter = try c.decodeIfPresent(Int.self, forKey: .goawayAfter) ?? 0
             dropAfter = try c.decodeIfPresent(Int.self, forKey: .dropAfter) ?? 0
             answerPings = try c.decodeIfPresent(Bool.self, forKey: .answerPings) ?? true
+            refuseFirstConnections = try c.decodeIfPresent(Int.self, forKey: .refuseFirstConnections) ?? 0
             storm = try c.decodeIfPresent(Storm.self, forKey: .storm)
         }
     }

@@ -116,6 +116,12 @@ final class MockConnection: HTTP2ConnectionDelegate {
             return
         }
         if let storm = server.currentStorm, misbehave(storm, on: request, connection) { return }
+        if !isManagement, id <= server.configuration.faults.refuseFirstConnections {
+            connection.server.resetStream(stream, errorCode: .refusedStream)
+            server.stats.withLock { $0.refusedStreams += 1 }
+            record(request, MockDecision(status: 0), answeredID: nil, note: "refused")
+            return
+        }
         if let last = goawayLastStream, stream > last {
             // Beyond our GOAWAY: never processed, so the client may safely send it again.
             connection.server.resetStream(stream, errorCode: .refusedStream)

@@ -180,6 +180,8 @@ public struct MockStats: Sendable, Equatable {
     public var goawaysReceived: [UInt32: Int] = [:]
     /// Connections and requests a storm misbehaved on.
     public var stormEvents = 0
+    /// Requests refused by `refuse_first_connections`.
+    public var refusedStreams = 0
     /// TLS handshakes that resumed an earlier session (no certificate chain sent).
     public var resumedHandshakes = 0
     /// Requests answered by each of the server's threads.

@@ -28,7 +28,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// The server's first SETTINGS have arrived.
     private var settled = false
     /// Monotonic ms of the last frame received, and of an unanswered PING.
-    private var lastReadMs = MonotonicClock.nowMilliseconds()
+    private(set) var lastReadMs = MonotonicClock.nowMilliseconds()
     private var pingSentMs: UInt64?
     /// Monotonic ms of the last answer with a status, to tell a stream reset alone from trouble
     /// with the whole connection.
@@ -36,6 +36,9 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// A request on this connection was delivered: the way to APNs works (the pool's reconnect
     /// backoff ends only then, not when TLS is up).
     private(set) var hasDelivered = false
+
+    /// Streams refused or reset with no answer between them: one that refuses everything goes.
+    private var refusals = RefusalWatch()
 
     /// The per-connection rate cap, if one is set.
     private var rate: TokenBucket?
@@ -106,17 +109,18 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             opened += 1
         }
         if opened > 0 { rate?.take(opened) }
-        if !session.canOpenStreams { retire(session) }
+        if !session.canOpenStreams { retire(session, reason: "stream ids used up") }
         return opened
     }
 
-    /// A connection whose stream ids ran out takes no more requests: it finishes those it has,
-    /// says GOAWAY and closes, and the pool opens another, as after a server's GOAWAY.
-    private func retire(_ session: HTTP2ClientSession) {
+    /// A connection whose stream ids ran out, or that refuses every stream, takes no more
+    /// requests: it finishes those it has, says GOAWAY (NO_ERROR) and closes, and the pool opens
+    /// another, as after a server's GOAWAY.
+    private func retire(_ session: HTTP2ClientSession, reason: String) {
         guard !budget.draining else { return }
         session.goAway()
         budget.goAway()
-        withOwner { $0.connectionDraining(self, reason: "stream ids used up", byServer: false) }
+        withOwner { $0.connectionDraining(self, reason: reason, byServer: false) }
     }
 
     /// One request's HEADERS and body, nil if the session refuses it. The request is borrowed here,
@@ -218,6 +222,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         }
         guard status != 0 else { return }
         lastAnswerMs = lastReadMs
+        refusals.answered()
         if status == 200 {
             budget.succeeded()
             if !hasDelivered {
@@ -266,6 +271,12 @@ final class APNSConnection: HTTP2ConnectionDelegate {
                 default: .reset(errorCode)
                 }
             withOwner { $0.unanswered(s, on: self, event) }
+            guard event != .timedOut, event != .cutByGoAway, let http else { return }
+            let now = http.loop.iterationNs / 1_000_000
+            if refusals.refused(atMs: now) {
+                retire(http.client, reason: "every stream refused or reset for \(refusals.refusingMs(atMs: now)) ms, none answered")
+                flush()
+            }
         }
     }
 

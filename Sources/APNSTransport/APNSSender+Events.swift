@@ -109,7 +109,13 @@ extension APNSSender {
         var first = false
         switch event {
         case .refused: first = troubles[p].note(.refused, nowMs: now)
-        case .timedOut: first = troubles[p].note(.timedOut, nowMs: now)
+        case .timedOut:
+            first = troubles[p].note(.timedOut, nowMs: now)
+            // Its connection answered other streams or its PINGs while it waited: the job's own.
+            if let c, c.lastReadMs > r.sentAtNs / 1_000_000 {
+                r.timeoutsAlone += 1
+                answer = .timedOutAlone(times: r.timeoutsAlone)
+            }
         case .reset(let code):
             first = troubles[p].note(.reset, nowMs: now)
             if let c, c.lastAnswerMs + 5000 > now {
@@ -127,9 +133,10 @@ extension APNSSender {
         if breakers[p].isOpen { breakers[p].failed(.transport, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) }
         if case .finish(let verdict) = decide(answer, for: r) {
             var fields = jobFields(r)
-            fields["resets"] = .int(r.resetsAlone)
-            logger.warning("APNs kept resetting a notification's stream; dead-lettered as StreamReset", fields)
-            decided(r, outcome: .rejected(RejectionPolicy.streamReset, verdict))
+            let rejection = event == .timedOut ? RejectionPolicy.timedOut : RejectionPolicy.streamReset
+            fields[event == .timedOut ? "timeouts" : "resets"] = .int(event == .timedOut ? r.timeoutsAlone : r.resetsAlone)
+            logger.warning("APNs kept failing one notification while it answered others; dead-lettered as \(rejection.reason.rawValue)", fields)
+            decided(r, outcome: .rejected(rejection, verdict))
             return
         }
         r.unansweredSends += 1
@@ -144,9 +151,15 @@ extension APNSSender {
     /// Puts `r` back at the front of its pool's queue, now or after `afterMs`; a job whose
     /// expiration passed while it waited is given up instead.
     func requeue(_ r: SendRequest, afterMs: Int = 0) {
-        if let expiration = r.job.expiration, expiration > 0, expiration * 1000 <= WallClock.nowMilliseconds() {
+        let now = WallClock.nowMilliseconds()
+        if let expiration = r.job.expiration, expiration > 0, expiration * 1000 <= now {
             logger.warning("a notification's expiration passed while it waited to be sent again; dead-lettered as Expired", jobFields(r))
             decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "its expiration (\(expiration)) passed before APNs took it")))
+            return
+        }
+        if let maxAge = settings.maxAgeMs, r.sinceMs + Int64(maxAge) <= now {
+            logger.warning("a notification grew older than max_age_s while it waited to be sent again; dead-lettered as Expired", jobFields(r))
+            decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "APNs had not taken it \(maxAge / 1000) s (max_age_s) after a worker first took it")))
             return
         }
         let p = poolOf[r.app]

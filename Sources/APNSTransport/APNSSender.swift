@@ -50,6 +50,9 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         public var logWholeTokens = true
         /// Requests a second on one connection at most; nil for no cap (Apple documents none).
         public var ratePerConnection: Int?
+        /// A notification that waits to go again this long after a worker first took it is
+        /// dead-lettered as Expired (`max_age_s`); nil: only its own `expiration` ends it.
+        public var maxAgeMs: Int?
 
         public init(
             connectionsPerApp: Int, streamsPerConnection: Int, requestTimeoutMs: Int, credentialPauseMs: Int = 60_000,

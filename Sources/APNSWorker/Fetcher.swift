@@ -41,6 +41,16 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     private var expected: [Expected] = []
     /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
     private var lost: [String] = []
+    /// This fetcher's fence in the batches hash, and its connection's epoch: a lookup of a lost
+    /// batch raises the fence to the epoch, so that a fetch an old connection still carries
+    /// takes nothing.
+    private let fenceField: String
+    private var epoch = 0
+    /// Suspects waiting, as the last fetch saw; the suspect this fetcher holds (alone in its
+    /// batch), whose place in the process (`BatchIDs`) it keeps until that batch is finished.
+    private var suspectsWaiting = 0
+    private var suspect: TakenBatch?
+    private var holdsSuspectPlace = false
     private var stopping = false
     private var stopped: (@Sendable () -> Void)?
     /// Wakes the loop when room frees on another thread; on the loop's own thread (answers)
@@ -52,7 +62,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     private var unfreed = UnfreedJobs()
 
     enum Expected {
-        case fetch(batch: String, size: Int, sentAtMs: UInt64)
+        case fetch(batch: String, size: Int, sentAtMs: UInt64, suspect: Bool)
         case lost(batch: String)
         /// BLMOVE: the queue was empty.
         case blockingWait
@@ -77,6 +87,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.completer = completer
         self.gate = gate
         self.batchIDs = batchIDs
+        fenceField = batchIDs.fenceField()
         self.logger = logger
         self.deliver = deliver
         self.templates = templates
@@ -106,6 +117,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
 
     private func stopIfIdle() {
         guard stopping, !expected.contains(where: { if case .fetch = $0 { true } else if case .lost = $0 { true } else { false } }) else { return }
+        if holdsSuspectPlace { endSuspect() }
         redis.close()
         expected.removeAll()
         stopped?()
@@ -114,14 +126,18 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
 
     // MARK: Redis
 
-    func redisConnected() { fetchIfRoom() }
+    func redisConnected() {
+        epoch += 1
+        fetchIfRoom()
+    }
 
     /// A fetch whose reply is lost to an I/O error may have run: its batch is looked up once
     /// Redis answers.
     func redisFailed(_ error: RedisError) {
         for e in expected {
             switch e {
-            case .fetch(let batch, _, _): if error.isConnectionLost { lost.append(batch) }
+            case .fetch(let batch, _, _, let isSuspect):
+                if error.isConnectionLost { lost.append(batch) } else if isSuspect { endSuspect() }
             case .lost(let batch): lost.append(batch)
             case .blockingWait, .templates, .confirm: break
             }
@@ -154,11 +170,12 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             return
         }
         unfreed.add(completer.takeRecorded())
+        if let s = suspect, s.unfinished == 0 || s.takenBack { endSuspect() }
         // Whole batches while the room holds two; else a quarter of the room at least, so that
         // a nearly full gate does not fetch a job at a time.
         let batch = configuration.batchSize, capacity = gate.sendingCapacity
         let minimum = capacity >= 2 * batch ? batch : max(1, capacity / 4)
-        guard let (size, holdsNothing) = gate.room(upTo: batch, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
+        guard let size = gate.room(upTo: batch, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
             unfreed.freeAll()
             return
         }
@@ -167,10 +184,21 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         if keys.shard == nil, let read = templates.readIfStale(nowMs: MonotonicClock.nowMilliseconds()) {
             send([read], expecting: .templates)
         }
-        let id = batchIDs.next()
+        // A suspect goes alone, one per process at a time, beside the normal batches.
+        let takeSuspect = suspectsWaiting > 0 && !holdsSuspectPlace && batchIDs.takeSuspectPlace()
+        if takeSuspect { holdsSuspectPlace = true }
+        let id = batchIDs.next(suspect: takeSuspect)
         send(
-            [fetchArgs(id, size: size, holdsNothing: holdsNothing), listArgs(id)],
-            expecting: .fetch(batch: id, size: size, sentAtMs: MonotonicClock.nowMilliseconds()))
+            [fetchArgs(id, size: size, suspect: takeSuspect), listArgs(id)],
+            expecting: .fetch(batch: id, size: size, sentAtMs: MonotonicClock.nowMilliseconds(), suspect: takeSuspect))
+    }
+
+    /// The suspect is finished (or was never taken): another may go.
+    private func endSuspect() {
+        suspect = nil
+        guard holdsSuspectPlace else { return }
+        holdsSuspectPlace = false
+        batchIDs.releaseSuspectPlace()
     }
 
     /// Noted as awaited first: a send that fails reports it lost with the rest.
@@ -187,49 +215,45 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             break
         case .confirm(let sentAtMs, let batches):
             try confirmed(reply, sentAtMs: sentAtMs, batches: batches)
-        case .fetch(let batch, let size, let sentAtMs):
-            let again: Expected = .fetch(batch: batch, size: size, sentAtMs: MonotonicClock.nowMilliseconds())
-            if try loadedAndSentAgain(reply, QueueScripts.fetch, [fetchArgs(batch, size: size, holdsNothing: false), listArgs(batch)], again) {
+        case .fetch(let batch, let size, let sentAtMs, let isSuspect):
+            let again: Expected = .fetch(batch: batch, size: size, sentAtMs: MonotonicClock.nowMilliseconds(), suspect: isSuspect)
+            if try loadedAndSentAgain(reply, QueueScripts.fetch, [fetchArgs(batch, size: size, suspect: isSuspect), listArgs(batch)], again) {
                 return
             }
             // The script renewed the lease.
             lease.renewed(sentAtMs: sentAtMs, answeredAtMs: MonotonicClock.nowMilliseconds())
             let taken = try TakenJobs(reply)
-            if taken.waitsUntilIdle {
-                // Recovered jobs are next: they go in a small batch, once this process holds nothing.
-                loop.schedule(afterMilliseconds: 10) {}
-                return
-            }
+            suspectsWaiting = taken.suspectsWaiting
             if taken.isEmpty {
+                if isSuspect { return endSuspect() }  // another worker took it; the next fetch follows
                 unfreed.freeAll()
+                // A suspect this process may take goes at once (the next fetch).
+                if suspectsWaiting > 0, !batchIDs.holdsSuspect { return }
                 // Nothing queued: Redis holds the request up to 1 s for the next job, moved
-                // atomically to our staging list (taken by the next fetch).
-                send([RedisArgs(["BLMOVE", keys.jobs, keys.staging(worker: workerID), "RIGHT", "LEFT", "1"])], expecting: .blockingWait)
+                // atomically to our staging list (taken by the next fetch); a tenth of that while
+                // suspects wait for the place another holds.
+                let wait = suspectsWaiting > 0 ? "0.1" : "1"
+                send([RedisArgs(["BLMOVE", keys.jobs, keys.staging(worker: workerID), "RIGHT", "LEFT", wait])], expecting: .blockingWait)
                 return
             }
-            route(taken, batch: completer.unfinished.open(id: batch, jobs: taken.count))
+            let opened = completer.unfinished.open(id: batch, jobs: taken.count)
+            if isSuspect { suspect = opened }
+            route(taken, batch: opened)
         case .lost(let batch):
             if try loadedAndSentAgain(reply, QueueScripts.lookUpLost, [lookUpArgs(batch), listArgs(batch)], .lost(batch: batch)) { return }
             let taken = try TakenJobs(reply)
-            guard !taken.isEmpty else { return }
+            let isSuspect = InFlightJobs.Field(batch) == .suspectBatch
+            guard !taken.isEmpty else { return isSuspect ? endSuspect() : () }
             logger.warning("found jobs taken by a fetch whose reply was lost; sending them", ["count": .int(taken.count)])
-            route(taken, batch: completer.unfinished.open(id: batch, jobs: taken.count))
+            let opened = completer.unfinished.open(id: batch, jobs: taken.count)
+            if isSuspect { suspect = opened }
+            route(taken, batch: opened)
         }
     }
 
-    private func fetchArgs(_ id: String, size: Int, holdsNothing: Bool) -> RedisArgs {
-        var args = RedisArgs(
-            script: QueueScripts.fetch,
-            keys: [
-                keys.jobs, keys.batch(worker: workerID, id: id), keys.batches(worker: workerID),
-                keys.workers, keys.staging(worker: workerID), keys.handleCounter,
-            ])
-        args.append(size)
-        args.append(workerID)
-        args.append(configuration.leaseMs)
-        args.append(id)
-        args.append(holdsNothing ? 1 : 0)
-        return args
+    private func fetchArgs(_ id: String, size: Int, suspect: Bool) -> RedisArgs {
+        QueueScripts.fetchCall(
+            keys, worker: workerID, batch: id, max: size, leaseMs: configuration.leaseMs, fence: fenceField, epoch: epoch, suspect: suspect)
     }
 
     /// A restarted Redis has lost the scripts: on NOSCRIPT, `script` is loaded and `commands`
@@ -242,9 +266,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     }
 
     private func lookUpArgs(_ id: String) -> RedisArgs {
-        var args = RedisArgs(script: QueueScripts.lookUpLost, keys: [keys.batches(worker: workerID)])
-        args.append(id)
-        return args
+        QueueScripts.lookUpLostCall(keys, worker: workerID, batch: id, fence: fenceField, epoch: epoch)
     }
 
     private func listArgs(_ id: String) -> RedisArgs {
@@ -270,7 +292,6 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                 do throws(JobRejection) {
                     if JobEnvelope.isEnvelope(UnsafeBufferPointer(rebasing: all[range])) {
                         (meta, opened) = try JobEnvelope.open(taken.bytes[range])
-                        if meta.recoveries > 0 { gate.isolate() }
                     }
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
                     let (app, topic) = try resolve(parsed)
@@ -278,6 +299,11 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     let job = try PayloadRenderer.render(
                         consume parsed, templates: library,
                         truncateByDefault: apps[app].configuration.truncateBody)
+                    // max_age_s counts from the first take, or from the time it was to be sent.
+                    let sinceMs = max(meta.since ?? nowMs, (job.sendAt ?? 0) * 1000)
+                    if let maxAge = configuration.maxAgeSeconds, sinceMs + Int64(maxAge) * 1000 <= nowMs {
+                        throw JobRejection("Expired", "a worker first took it more than max_age_s (\(maxAge) s) ago, and APNs has not taken it")
+                    }
                     if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
                         units += 1
                         decided.append(
@@ -291,7 +317,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
                         SendRequest(
                             handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic,
-                            takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout)
+                            takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout, sinceMs: sinceMs)
                     }
                     // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
                     func emit(_ r: consuming SendRequest) {

@@ -137,7 +137,7 @@ final class Housekeeper: @unchecked Sendable {
         _ = try? redis.with { r throws(RedisError) in
             let sentAt = MonotonicClock.nowMilliseconds()
             let expired = try r.run(
-                QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats],
+                QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats, keys.suspects],
                 args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
             ).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
@@ -164,8 +164,8 @@ final class Housekeeper: @unchecked Sendable {
         let listed = try r.command(["HGETALL", keys.batches(worker: workerID)]).array.compactMap(\.text)
         let holding = held()
         var stranded: Set<String> = []
-        for i in stride(from: 0, to: listed.count - 1, by: 2) where listed[i].hasPrefix(ownBatches) && listed[i + 1] != "0" {
-            if !holding.contains(listed[i]) { stranded.insert(listed[i]) }  // "0": a lost fetch's fence, never a batch
+        for i in stride(from: 0, to: listed.count - 1, by: 2) where listed[i].hasPrefix(ownBatches) && InFlightJobs.Field(listed[i]) != .fence {
+            if !holding.contains(listed[i]) { stranded.insert(listed[i]) }
         }
         let confirmed = stranded.intersection(strandedBefore)
         strandedBefore = stranded.subtracting(confirmed)

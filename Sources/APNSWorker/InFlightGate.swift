@@ -18,8 +18,6 @@ final class InFlightGate: @unchecked Sendable {
     /// waits to drain.
     private var roomWaiters: [(waiter: ObjectIdentifier, n: Int, wake: @Sendable () -> Void)] = []
     private var awaitingDrain = false
-    /// Recovered jobs are out on their own: no fetcher takes more until the process holds nothing.
-    private var isolating = false
 
     init(sendingCapacity: Int, recordingCapacity: Int) {
         self.sendingCapacity = sendingCapacity
@@ -31,27 +29,16 @@ final class InFlightGate: @unchecked Sendable {
 
     private func fits(_ n: Int) -> Bool { sending + n <= sendingCapacity && recording <= recordingCapacity }
 
-    /// Recovered jobs were taken: nothing more is fetched until they are recorded.
-    func isolate() { condition.lock(); isolating = true; condition.unlock() }
-
     /// How many more jobs may be fetched now, up to `wanted`, when at least `minimum` fit; else
     /// nil, and `wake` is called (once, from whichever thread frees the room) when `minimum` do:
     /// a fetcher on an event loop does not block here. `waiter` names the caller, which waits
     /// for one room at a time. A fetch sized to the room keeps the
     /// connections full when they carry less than a batch (waiting for a whole batch's room
     /// waited for every send to be answered).
-    /// Nil too while recovered jobs are out on their own (`isolate`), until nothing is held;
-    /// `holdsNothing`: the process holds no job, so recovered ones may be taken.
-    func room(
-        upTo wanted: Int, atLeast minimum: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void
-    ) -> (size: Int, holdsNothing: Bool)? {
+    func room(upTo wanted: Int, atLeast minimum: Int, waiter: ObjectIdentifier, orWake wake: @escaping @Sendable () -> Void) -> Int? {
         condition.lock()
         defer { condition.unlock() }
-        if isolating {
-            guard sending + recording == 0 else { return nil }  // the loop turn that records them asks again
-            isolating = false
-        }
-        if fits(minimum) { return (min(wanted, sendingCapacity - sending), sending + recording == 0) }
+        if fits(minimum) { return min(wanted, sendingCapacity - sending) }
         roomWaiters.removeAll { $0.waiter == waiter }
         roomWaiters.append((waiter, minimum, wake))
         return nil

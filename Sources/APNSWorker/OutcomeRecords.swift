@@ -117,7 +117,7 @@ enum OutcomeRecords {
     private static func tokenMeta(_ f: FinishedJob.Lent, worker: String) -> JobEnvelope.Meta {
         JobEnvelope.Meta(
             token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""))
+            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""), since: f.sinceMs)
     }
 
     private static func plan(_ f: FinishedJob.Lent, worker: String) -> Plan {

@@ -51,6 +51,7 @@ public final class Worker: @unchecked Sendable {
             connectTimeoutMs: configuration.connectTimeoutMs,
             rejections: RejectionPolicy(retry: configuration.retryPolicy))
         settings.ratePerConnection = configuration.ratePerConnection
+        settings.maxAgeMs = configuration.maxAgeSeconds.map { $0 * 1000 }
         settings.logRejections = configuration.logRejections
         settings.logWholeTokens = configuration.logTokens == "whole"
         let (runtimes, metrics, health, batchIDs, id, served) = (registry.snapshot.runtimes, metrics, health, BatchIDs(), workerID, servedKeys)

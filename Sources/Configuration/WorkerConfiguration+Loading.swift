@@ -35,7 +35,7 @@ extension WorkerConfiguration {
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens", "results",
-            "shards",
+            "shards", "max_age_s",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown([
@@ -66,6 +66,7 @@ extension WorkerConfiguration {
         shutdownGraceMs = try f.int("shutdown_grace_ms") ?? shutdownGraceMs
         if let level = try f.string("log_level") { logLevel = try LogLevel.parse(level) }
         maxRecoveries = try f.int("max_recoveries") ?? maxRecoveries
+        maxAgeSeconds = try f.int("max_age_s")
         credentialPauseMs = try f.int("credential_pause_ms") ?? credentialPauseMs
         pingIntervalMs = try f.int("ping_interval_ms") ?? pingIntervalMs
         pingTimeoutMs = try f.int("ping_timeout_ms") ?? pingTimeoutMs
@@ -142,68 +143,6 @@ extension WorkerConfiguration {
             app.auth = .token(teamID: env["APNSW_TEAM_ID"] ?? team, keyID: env["APNSW_KEY_ID"] ?? kid, keyFile: env["APNSW_KEY_FILE"] ?? file)
         }
         apps[0] = app
-    }
-
-    func validate() throws {
-        guard !apps.isEmpty else { throw ConfigurationError("no apps configured: add one under \"apps\"") }
-        guard Set(apps.map(\.name)).count == apps.count else { throw ConfigurationError("app names must be unique") }
-        for (name, value, range) in [
-            ("connections", connections, 1...1024), ("streams", streams, 1...10_000),
-            ("io_threads", ioThreads, 1...64), ("batch_size", batchSize, 1...1000), ("shards", shards, 1...256),
-            ("redis.wait_replicas", waitReplicas, 0...16), ("redis.wait_timeout_ms", waitTimeoutMs, 1...60_000),
-            ("lease_ms", leaseMs, 1000...600_000), ("max_recoveries", maxRecoveries, 0...100),
-            ("retry.backoff_max_attempts", retryPolicy.backoffMaxAttempts, 1...100),
-            ("retry.server_error_max_attempts", retryPolicy.serverErrorMaxAttempts, 1...100),
-            ("retry.backoff_base_ms", retryPolicy.backoffBaseMs, 1...3_600_000),
-            ("ping_interval_ms", pingIntervalMs, 100...86_400_000), ("ping_timeout_ms", pingTimeoutMs, 100...600_000),
-            ("connect_timeout_ms", connectTimeoutMs, 100...600_000),
-            ("token_refresh_s", tokenRefreshSeconds, 1...3500),
-            ("token_min_refresh_s", tokenMinRefreshSeconds, 1...3500),
-        ] where !range.contains(value) {
-            throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
-        }
-        for (name, rate) in [("rate_per_connection", ratePerConnection)] + apps.map({ ("apps.\($0.name).max_rate", $0.maxRate) }) {
-            if let rate, !(1...1_000_000).contains(rate) { throw ConfigurationError("\(name) must be in 1...1000000 requests a second, got \(rate)") }
-        }
-        guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {
-            throw ConfigurationError("queue name must be non-empty and must not contain braces")
-        }
-        try validateRanges()
-        for app in apps { try app.validate() }
-    }
-
-    /// Every number a setting takes has a range: outside it the worker refuses to start, naming
-    /// the setting, rather than trap or wedge later on (a negative timeout, cap or port).
-    private func validateRanges() throws {
-        var checks: [(String, Int?, ClosedRange<Int>)] = [
-            ("request_timeout_ms", requestTimeoutMs, 100...3_600_000), ("shutdown_grace_ms", shutdownGraceMs, 0...3_600_000),
-            ("credential_pause_ms", credentialPauseMs, 100...86_400_000),
-            ("results_max", resultsMax, 1...1_000_000_000), ("dead_letters_max", deadLettersMax, 1...1_000_000_000),
-            ("invalid_tokens_max", invalidTokensMax, 1...1_000_000_000),
-            ("results_max_age_s", resultsMaxAgeSeconds, 1...315_360_000), ("dead_letters_max_age_s", deadLettersMaxAgeSeconds, 1...315_360_000),
-            ("invalid_tokens_max_age_s", invalidTokensMaxAgeSeconds, 1...315_360_000),
-            ("retry.backoff_cap_ms", retryPolicy.backoffCapMs, retryPolicy.backoffBaseMs...86_400_000),
-            ("retry.server_error_max_delay_ms", retryPolicy.serverErrorDelayMs.upperBound, 0...3_600_000),
-            ("metrics_port", metricsPort, 1...65535), ("redis.database", redis.database, 0...1_000_000),
-        ]
-        if redis.socket == nil { checks.append(("redis.port", redis.port, 1...65535)) }
-        for case let (name, value?, range) in checks where !range.contains(value) {
-            throw ConfigurationError("\(name) must be in \(range.lowerBound)...\(range.upperBound), got \(value)")
-        }
-        guard redis.socket != nil || !redis.host.isEmpty else { throw ConfigurationError("redis.host must not be empty") }
-        try redis.validateTLS()
-        try redis.validateSentinel()
-        guard redis.username == nil || redis.password != nil else {
-            throw ConfigurationError("redis.username needs redis.password (or password_file): Redis's AUTH takes both")
-        }
-        if let workerID, workerID.isEmpty || workerID.contains(where: \.isWhitespace) {
-            throw ConfigurationError("worker_id must be non-empty, without spaces, got \"\(workerID)\"")
-        }
-        guard !metricsHost.isEmpty else { throw ConfigurationError("metrics_host must not be empty") }
-        guard ["each", "summary"].contains(logRejections) else {
-            throw ConfigurationError("log_rejections must be each or summary, got \(logRejections)")
-        }
-        guard ["whole", "short"].contains(logTokens) else { throw ConfigurationError("log_tokens must be whole or short, got \(logTokens)") }
     }
 
     static func resultsMode(_ text: String, setting: String) throws -> ResultsMode {

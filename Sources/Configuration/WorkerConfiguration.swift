@@ -45,6 +45,9 @@ public struct WorkerConfiguration: Sendable {
     public var retryPolicy = RetryPolicy()
     /// A job taken back from dead workers more often than this is a poison pill.
     public var maxRecoveries = 3
+    /// A job not yet taken by APNs this long after a worker first took it (or after its
+    /// `send_at`) is dead-lettered as Expired instead of being sent; nil: no limit.
+    public var maxAgeSeconds: Int?
     /// How long an app pauses (at first) when APNs refuses its credentials.
     public var credentialPauseMs = 60_000
     public var pingIntervalMs = 60_000

@@ -115,7 +115,7 @@ public final class DashboardData: @unchecked Sendable {
             var batches: Int64 = 0
             for set in ctx.keySets {
                 let listed = try ctx.call(set, ["HGETALL", set.batches(worker: w.id)]).array.compactMap(\.text)
-                batches += Int64(stride(from: 1, to: listed.count, by: 2).filter { listed[$0] != "0" }.count)  // "0": a fence
+                batches += Int64(stride(from: 0, to: listed.count, by: 2).filter { InFlightJobs.Field(listed[$0]) != .fence }.count)
             }
             return WorkerRow(id: w.id, leaseLeftMs: w.leaseLeftMs, inFlight: w.inFlight, batches: batches, info: info[w.id])
         }

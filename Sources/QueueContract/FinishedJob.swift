@@ -117,6 +117,8 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public var uniqueID: APNSID { readSent({ $0.uniqueID }, else: APNSID()) }
         public var recoveries: Int { read({ $0.recoveries }, { $0.recoveries }) }
         public var fanout: Int { readSent({ $0.fanout }, else: 1) }
+        /// When a worker first took the job (UNIX ms); nil for one decided before sending.
+        public var sinceMs: Int64? { readSent({ $0.sinceMs }, else: nil) }
         /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
         public var takenAtNs: UInt64 { readSent({ $0.takenAtNs }, else: 0) }
         public var sentAtNs: UInt64 { readSent({ $0.sentAtNs }, else: 0) }

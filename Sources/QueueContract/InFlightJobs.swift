@@ -5,6 +5,22 @@ import RedisClient
 /// worker's batches hash, with a done set per batch for its finished jobs. Take-back scripts
 /// must name every key they touch (Redis Cluster), so the batches are listed first.
 public enum InFlightJobs {
+    /// What a field of a worker's batches hash names, by the letter after its process prefix
+    /// (`<base36 start time>-`): `<prefix><n>` a batch, `<prefix>s<n>` a suspect's batch (a
+    /// suspect is fetched alone, and a take-back blames what it held), `<prefix>f<n>` fetcher n's
+    /// fence, whose value is the epoch of its connection (`QueueScripts.lookUpLost`).
+    public enum Field: Equatable {
+        case batch, suspectBatch, fence
+
+        public init(_ field: String) {
+            switch field.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false).last?.first {
+            case UInt8(ascii: "s"): self = .suspectBatch
+            case UInt8(ascii: "f"): self = .fence
+            default: self = .batch
+            }
+        }
+    }
+
     /// The ids of the worker's batches.
     public static func batchIDs(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> [String] {
         try r.command(["HKEYS", keys.batches(worker: worker)]).array.compactMap(\.text)
@@ -31,7 +47,7 @@ public enum InFlightJobs {
     public static func handBack(_ r: BlockingRedisConnection, _ keys: QueueKeys, worker: String) throws(RedisError) -> Int64 {
         let ids = try batchIDs(r, keys, worker: worker)
         return try r.run(
-            QueueScripts.handBack, keys: [keys.jobs, keys.workers, keys.takeback(worker: worker)] + scriptKeys(keys, worker, ids),
+            QueueScripts.handBack, keys: [keys.jobs, keys.workers, keys.takeback(worker: worker), keys.suspects] + scriptKeys(keys, worker, ids),
             args: ([worker] + ids).map { Array($0.utf8) }
         ).integer ?? 0
     }
@@ -55,7 +71,7 @@ public enum InFlightJobs {
         }
         let reply = try r.run(
             QueueScripts.recover,
-            keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker)]
+            keys: [keys.jobs, keys.workers, keys.deadLetters, keys.results, keys.stats, keys.takeback(worker: worker), keys.suspects]
                 + scriptKeys(keys, worker, ids),
             args: ([
                 worker, String(maxRecoveries), String(caps.deadLetters),

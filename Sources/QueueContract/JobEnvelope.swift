@@ -19,11 +19,15 @@ public enum JobEnvelope {
         /// Tokens of a fan-out job that have their result already (hex): a job taken back part
         /// way is sent to the others only. Written by the take-back scripts.
         public var done: [String] = []
+        /// When a worker first took the job (UNIX ms): its age for `max_age_s`.
+        public var since: Int64?
 
         public init(
-            token: String? = nil, attempts: [OutcomeRecord.Attempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = []
+            token: String? = nil, attempts: [OutcomeRecord.Attempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = [],
+            since: Int64? = nil
         ) {
             self.done = done
+            self.since = since
             self.token = token
             self.attempts = attempts
             self.recoveries = recoveries
@@ -61,6 +65,7 @@ public enum JobEnvelope {
             if !meta.attempts.isEmpty { OutcomeRecord.writeAttempts(meta.attempts, to: &w) }
             if meta.recoveries > 0 { w.field(literal: "recoveries", meta.recoveries) }
             w.fieldIfPresent(literal: "nonce", meta.nonce)
+            w.fieldIfPresent(literal: "since", meta.since)
             if !meta.done.isEmpty {
                 w.key(literal: "done")
                 w.beginArray()
@@ -102,6 +107,7 @@ public enum JobEnvelope {
             case "token": meta.token = try s.readString()
             case "nonce": meta.nonce = try s.readString()
             case "recoveries": meta.recoveries = Int(try s.readInt())
+            case "since": meta.since = try s.readInt()
             case "done":
                 // Lua's cjson writes an empty list as {}.
                 if try s.peek() == UInt8(ascii: "[") { meta.done = try readStrings(&s) } else { try s.skipValue() }

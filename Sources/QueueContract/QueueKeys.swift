@@ -17,6 +17,7 @@ public struct QueueKeys: Sendable, Equatable {
         self.prefix = prefix
         let queuePrefix = "\(namespace):{\(queue)}"
         jobs = prefix + ":jobs"
+        suspects = prefix + ":suspects"
         handleCounter = prefix + ":seq"
         workers = prefix + ":workers"
         results = prefix + ":results"
@@ -45,7 +46,11 @@ public struct QueueKeys: Sendable, Equatable {
 
     /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
     public let jobs: String
-    /// HASH batch id → first handle. The worker's fetched batches with jobs not yet finished.
+    /// LIST. Jobs taken back from dead workers twice or more (suspects of killing them): the
+    /// take-back scripts LPUSH them, and each worker takes one at a time, alone in its batch.
+    public let suspects: String
+    /// HASH batch id → first handle. The worker's fetched batches with jobs not yet finished;
+    /// also one fence per fetcher, field → its connection's epoch (`InFlightJobs.Field`).
     public func batches(worker: String) -> String { "\(prefix):batches:\(worker)" }
     /// LIST. One fetch's jobs, in the order taken (job i has handle first + i).
     public func batch(worker: String, id: String) -> String { "\(prefix):batch:\(worker):\(id)" }

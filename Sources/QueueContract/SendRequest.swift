@@ -14,6 +14,8 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
     public let topic: String
     /// Monotonic time the job was taken from Redis.
     public let takenAtNs: UInt64
+    /// When a worker first took the job (UNIX ms), this take or an earlier one: `max_age_s` counts from it.
+    public let sinceMs: Int64
     /// Failed tries so far, carried over from earlier retries in the job's envelope. The try that
     /// delivers is counted, not listed: no record lists the tries of a delivered job.
     public var attempts: [OutcomeRecord.Attempt]
@@ -36,6 +38,9 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
     public var unansweredSends = 0
     /// Times the server reset this stream alone while it answered others (RejectionPolicy.Answer.resetAlone).
     public var resetsAlone = 0
+    /// Times this send went unanswered past the request timeout while its connection answered
+    /// others (RejectionPolicy.Answer.timedOutAlone).
+    public var timeoutsAlone = 0
     /// Set once the send is decided, with the app's name for records and counters; read only
     /// then (through `FinishedJob`). Not optional: an optional outcome is destroyed through
     /// generic value witnesses.
@@ -44,8 +49,9 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
 
     public init(
         handle: Int64, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
-        attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int
+        attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int, sinceMs: Int64
     ) {
+        self.sinceMs = sinceMs
         self.handle = handle
         self.batch = batch
         self.index = index

@@ -111,8 +111,13 @@ public final class TCPProxy: @unchecked Sendable {
             _ = poll(&fds, nfds_t(fds.count), 10)
             let now = Self.nowMs()
             for l in links where !l.closed {
-                if l.clientEnd == .open { read(l.client, into: &l.toServer, link: l, fromClient: true, buffer: &buffer) }
-                if !l.closed { read(l.server, into: &l.toClient, link: l, fromClient: false, buffer: &buffer) }
+                if l.clientEnd == .open { _ = read(l.client, into: &l.toServer, link: l, fromClient: true, buffer: &buffer) }
+                if !l.closed, read(l.server, into: &l.toClient, link: l, fromClient: false, buffer: &buffer) {
+                    // Redis closed its end: what waits goes out, then the link closes. Done here,
+                    // not inside `read`, whose `into` is one of the link's buffers.
+                    deliver(l)
+                    finish(l, abortive: false)
+                }
                 guard !l.closed, l.heldUntil <= now else { continue }
                 deliver(l)
             }
@@ -143,7 +148,8 @@ public final class TCPProxy: @unchecked Sendable {
         }
     }
 
-    private func read(_ fd: Int32, into out: inout [UInt8], link l: Link, fromClient: Bool, buffer: inout [UInt8]) {
+    /// Reads what `fd` has; true when the server closed its end.
+    private func read(_ fd: Int32, into out: inout [UInt8], link l: Link, fromClient: Bool, buffer: inout [UInt8]) -> Bool {
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
@@ -151,16 +157,12 @@ public final class TCPProxy: @unchecked Sendable {
                 out.append(contentsOf: buffer[0..<n])
                 continue
             }
-            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
-            if fromClient {
-                // The client is gone: a reset drops what it sent but we have not passed on.
-                if l.clientEnd == .open { l.clientEnd = n == 0 ? .fin : .reset }
-                if l.clientEnd == .reset, !l.deliverAfterReset { finish(l, abortive: true) }
-            } else {
-                deliver(l)
-                finish(l, abortive: false)
-            }
-            return
+            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return false }
+            guard fromClient else { return true }
+            // The client is gone: a reset drops what it sent but we have not passed on.
+            if l.clientEnd == .open { l.clientEnd = n == 0 ? .fin : .reset }
+            if l.clientEnd == .reset, !l.deliverAfterReset { finish(l, abortive: true) }
+            return false
         }
     }
 

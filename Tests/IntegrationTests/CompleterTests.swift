@@ -329,7 +329,7 @@ final class CompleterTests: XCTestCase {
         let job = try Job.parse(Array(#"{"token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"#.utf8))
         return SendRequest(
             handle: Int64(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
-            topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout)
+            topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout, sinceMs: 0)
     }
 
     private func delivered(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int = 1) -> FinishedJob {

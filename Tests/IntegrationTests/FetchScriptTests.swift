@@ -53,20 +53,48 @@ final class FetchScriptTests: XCTestCase {
         XCTAssertEqual(try r.command(["EXISTS", keys.batches(worker: worker)]).integer, 0, "and goes with the rest")
     }
 
-    private func lookUpLost(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ id: String) throws -> TakenJobs {
-        var args = RedisArgs(script: QueueScripts.lookUpLost, keys: [keys.batches(worker: worker)])
-        args.append(id)
+    /// A suspect is fetched alone, from its own list, and every fetch says how many wait; a
+    /// fetcher whose replies keep getting lost leaves one fence, not one entry per lost fetch
+    /// (issue 43, item 5: a `0` per lost reply, for the worker's whole life).
+    func testASuspectIsFetchedAloneAndFencesDoNotPileUp() throws {
+        let redis = try TestRedis()
+        let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? redis.reset(queue: keys.queue) }
+        let r = try redis.connect()
+        _ = try r.command(["LPUSH", keys.jobs, "j0", "j1", "j2"])
+        _ = try r.command(["LPUSH", keys.suspects, "s0", "s1"])
+        let normal = try fetch(r, keys, id: "a-1", max: 10)
+        XCTAssertEqual(normal.ranges.map { normal.bytes[$0] }.map(text), ["j0", "j1", "j2"], "suspects never join a batch")
+        XCTAssertEqual(normal.suspectsWaiting, 2)
+        let alone = try fetch(r, keys, id: "a-s2", max: 10, suspect: true)
+        XCTAssertEqual(alone.ranges.map { alone.bytes[$0] }.map(text), ["s0"], "the oldest suspect, alone")
+        XCTAssertEqual(alone.suspectsWaiting, 1)
+        XCTAssertEqual(InFlightJobs.Field("a-s2"), .suspectBatch)
+        XCTAssertEqual(InFlightJobs.Field("a-12"), .batch)
+        XCTAssertEqual(InFlightJobs.Field(fence), .fence)
+
+        // 50 lost replies, each looked up on a new connection (a higher epoch): one fence.
+        for epoch in 2...51 { XCTAssertTrue(try lookUpLost(r, keys, "a-\(100 + epoch)", epoch: epoch).isEmpty) }
+        let fields = try r.command(["HKEYS", keys.batches(worker: worker)]).array.compactMap(\.text)
+        XCTAssertEqual(Set(fields), ["a-1", "a-s2", fence], "one fence, whatever the count of lost fetches")
+        XCTAssertEqual(try r.command(["HGET", keys.batches(worker: worker), fence]).text, "51")
+        _ = try r.command(["LPUSH", keys.jobs, "j3"])
+        XCTAssertTrue(try fetch(r, keys, id: "a-200", max: 10, epoch: 50).isEmpty, "an old connection's fetch takes nothing")
+        XCTAssertEqual(try fetch(r, keys, id: "a-201", max: 10, epoch: 51).count, 1, "the live connection's does")
+        XCTAssertEqual(try InFlightJobs.count(r, keys, worker: worker), 5, "the fence counts no job")
+    }
+
+    private func lookUpLost(_ r: BlockingRedisConnection, _ keys: QueueKeys, _ id: String, epoch: Int = 2) throws -> TakenJobs {
+        let args = QueueScripts.lookUpLostCall(keys, worker: worker, batch: id, fence: fence, epoch: epoch)
         return try r.run(QueueScripts.lookUpLost, args, then: lookup(keys, "lrange", id), flat: TakenJobs.init)
     }
 
-    private func fetch(_ r: BlockingRedisConnection, _ keys: QueueKeys, id: String, max: Int) throws -> TakenJobs {
-        var args = RedisArgs(
-            script: QueueScripts.fetch,
-            keys: [
-                keys.jobs, keys.batch(worker: worker, id: id), keys.batches(worker: worker),
-                keys.workers, keys.staging(worker: worker), keys.handleCounter,
-            ])
-        for a in [String(max), worker, "15000", id] { args.append(a) }
+    private let fence = "x-f1"
+
+    private func fetch(
+        _ r: BlockingRedisConnection, _ keys: QueueKeys, id: String, max: Int, epoch: Int = 1, suspect: Bool = false
+    ) throws -> TakenJobs {
+        let args = QueueScripts.fetchCall(keys, worker: worker, batch: id, max: max, leaseMs: 15000, fence: fence, epoch: epoch, suspect: suspect)
         return try r.run(QueueScripts.fetch, args, then: lookup(keys, "lrange", id), flat: TakenJobs.init)
     }
 

@@ -63,6 +63,13 @@ final class RedisLinkTests: XCTestCase {
         XCTAssertEqual(try f.connect().command(["LLEN", f.keys.jobs]).integer, 0)
         XCTAssertEqual(try f.inFlight("w-late-fetch"), 0, "no batch of the live worker is stranded")
         try f.assertOneResultEach(jobs)
+        // The lost fetch's fence is the fetcher's one field, not an entry per lost fetch that
+        // stays for the worker's life (issue 43, item 5).
+        let listed = try f.connect().command(["HGETALL", f.keys.batches(worker: "w-late-fetch")]).array.compactMap(\.text)
+        let fields = stride(from: 0, to: listed.count, by: 2).map { (listed[$0], listed[$0 + 1]) }
+        XCTAssertFalse(fields.contains { $0.1 == "0" }, "no fenced-off batch id: \(fields)")
+        XCTAssertEqual(fields.filter { InFlightJobs.Field($0.0) == .fence }.count, 1, "one fence: \(fields)")
+        XCTAssertTrue(fields.allSatisfy { InFlightJobs.Field($0.0) == .fence }, "and no batch: \(fields)")
     }
 
     /// A 2 s cut of one worker's link to Redis, with a 3 s lease: the worker notices the dead

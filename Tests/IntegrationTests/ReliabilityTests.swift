@@ -240,10 +240,10 @@ final class ReliabilityTests: XCTestCase {
     }
 
     /// A job that kills every worker that takes it becomes the only PoisonPill: the 49 others of
-    /// its batch are delivered (issue 27, item 3: all 50 were dead-lettered), because jobs taken
-    /// back go 16 at most to a worker that holds nothing else, and alone once taken back twice;
-    /// and the record names the job as any other does. The "crash" is the test's
-    /// kill -9 of whichever worker holds the job (its send never gets an answer).
+    /// its batch are delivered (issue 27, item 3: all 50 were dead-lettered), because a job taken
+    /// back twice is a suspect, fetched alone, and a worker that dies holding a suspect blames it
+    /// alone (issue 43, item 1); and the record names the job as any other does. The "crash" is
+    /// the test's kill -9 of whichever worker holds the job (its send never gets an answer).
     func testAPoisonPillTakesNoInnocentJobWithIt() throws {
         let poisonToken = WorkerFixture.token(7, prefix: "bad")
         let f = try WorkerFixture(settings: ["max_recoveries": 2, "batch_size": 50, "lease_ms": 1000]) { config in
@@ -286,7 +286,7 @@ final class ReliabilityTests: XCTestCase {
         XCTAssertEqual(dead["app"] as? String, "default")
         XCTAssertEqual(dead["token"] as? String, poisonToken)
         XCTAssertNotNil(Int(dead["handle"] as? String ?? ""), "\(dead)")
-        XCTAssertEqual(kills, 3, "taken back twice (with 49, then with 15), then the pill")
+        XCTAssertEqual(kills, 3, "taken back twice with its batch, then alone as a suspect: the pill")
     }
 
     func testAJobThatKeepsKillingWorkersBecomesAPoisonPill() throws {

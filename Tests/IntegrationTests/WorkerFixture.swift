@@ -92,13 +92,13 @@ final class WorkerFixture: @unchecked Sendable {
     }
 
     @discardableResult
-    func startWorker(_ name: String = "w\(Int.random(in: 0...1_000_000))") throws -> ChildProcess {
+    func startWorker(_ name: String = "w\(Int.random(in: 0...1_000_000))", environment: [String: String] = [:]) throws -> ChildProcess {
         let binary = ChildProcess.productsDirectory + "/apns-worker"
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw TestSupportError("\(binary) is missing: build the package first (scripts/test does)")
         }
         let w = try ChildProcess(
-            binary, ["--config", configFile], environment: ["APNSW_WORKER_ID": name],
+            binary, ["--config", configFile], environment: environment.merging(["APNSW_WORKER_ID": name]) { $1 },
             outputFile: directory.file("\(name).log"))
         workers.append(w)
         return w

@@ -140,4 +140,26 @@ final class ConnectionResilienceTests: XCTestCase {
         XCTAssertEqual(h.waitForOutcomes(1).compactMap(\.deliveredID).count, 1)
         XCTAssertGreaterThanOrEqual(lookups.load(ordering: .relaxed), 3)
     }
+
+    /// A server whose first three connections refuse every stream (a bad front-end node; a new
+    /// connection lands on a good one): each refusing connection is closed with GOAWAY NO_ERROR
+    /// and replaced, and every job is delivered once (issue 43, item 2: the worker kept its two
+    /// refusing connections, and 0 of 200 jobs went in 30 s).
+    func testAConnectionThatRefusesEveryStreamIsReplaced() throws {
+        let h = try ProtocolHarness(connections: 2, streams: 50) { config in config.faults.refuseFirstConnections = 3 }
+        let started = Date()
+        let tokens = (0..<200).map { ProtocolHarness.token($0) }
+        h.send(try tokens.map { try h.job(#"{"token":"\#($0)","payload":{"aps":{"alert":"x"}}}"#) })
+        let out = h.waitForOutcomes(tokens.count, timeout: 30)
+        XCTAssertEqual(out.compactMap(\.deliveredID).count, tokens.count, "\(out.compactMap(\.rejection).prefix(3))")
+        XCTAssertTrue(out.allSatisfy { $0.attemptCount == 0 }, "refusals cost no attempt")
+        let stats = h.mock.server.stats.withLock { $0 }
+        XCTAssertGreaterThan(stats.refusedStreams, 0)
+        XCTAssertGreaterThanOrEqual(stats.connections, 4, "the refusing connections were replaced")
+        XCTAssertLessThanOrEqual(stats.connections, 8, "at the pool's reconnect pace, not in a storm")
+        XCTAssertGreaterThanOrEqual(stats.goawaysReceived[0] ?? 0, 1, "closed with GOAWAY NO_ERROR: \(stats.goawaysReceived)")
+        let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["token"] as? String }
+        XCTAssertEqual(accepted.sorted(), tokens.sorted(), "each delivered exactly once")
+        print("refusing connections: \(stats.connections) connections, \(stats.refusedStreams) refusals, \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+    }
 }

@@ -74,7 +74,7 @@ final class ProtocolHarness: @unchecked Sendable {
             SendRequest(
                 handle: Int64(i), batch: batch, index: i, job: job, token: job.tokens[0], app: 0,
                 topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
-                attempts: [], recoveries: 0, fanout: 1)
+                attempts: [], recoveries: 0, fanout: 1, sinceMs: Int64(Date().timeIntervalSince1970 * 1000))
         }
         let sender = sender
         sender.loop.execute { sender.accept(requests) }

@@ -57,4 +57,27 @@ final class StormTests: XCTestCase {
         XCTAssertTrue(detail.contains("PROTOCOL_ERROR"), detail)
         XCTAssertEqual(h.mock.server.stats.withLock { $0.connections }, 1, "one bad job never costs the connection")
     }
+
+    /// A token whose every request times out while the connection answers every other is the
+    /// job's fault after a few tries: a dead letter `TimedOut` that says so (issue 43, item 4: it
+    /// was sent again forever, 8 sends in 25 s, with no record at all).
+    func testATimeoutAloneBecomesADeadLetterThatSaysSo() throws {
+        let silent = ProtocolHarness.token(7, prefix: "5111")
+        let h = try ProtocolHarness(connections: 1, streams: 20, requestTimeoutMs: 1000) { config in
+            config.faults.tokens = [.init(tokenPrefix: "5111", delayMs: 600_000), .init(tokenPrefix: "", delayMs: 50)]
+        }
+        // Others keep the connection answering for the whole time the silent one waits.
+        var jobs = try (0..<1600).map { try h.job(#"{"token":"\#(ProtocolHarness.token($0))","payload":{"n":\#($0)}}"#) }
+        jobs.insert(try h.job(#"{"token":"\#(silent)","payload":{"n":-1}}"#), at: 10)
+        h.send(jobs)
+        let out = h.waitForOutcomes(jobs.count, timeout: 60)
+        XCTAssertEqual(out.compactMap(\.deliveredID).count, 1600)
+        let verdict = try XCTUnwrap(out.first { $0.token?.hex == silent })
+        XCTAssertEqual(verdict.rejection?.reason, RejectionPolicy.timedOut.reason)
+        guard case .rejected(_, .deadLetter(let detail)) = verdict.outcome else { return XCTFail("\(verdict.outcome)") }
+        XCTAssertTrue(detail.contains("answered none of 3 sends"), detail)
+        let sends = try h.mock.logEntries().filter { $0["token"] as? String == silent }.count
+        XCTAssertLessThanOrEqual(sends, 3, "sent three times, then given up")
+        XCTAssertEqual(h.mock.server.stats.withLock { $0.connections }, 1, "one silent token never costs the connection")
+    }
 }

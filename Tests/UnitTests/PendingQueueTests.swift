@@ -17,7 +17,7 @@ final class PendingQueueTests: XCTestCase {
         func r(_ h: Int64) -> SendRequest {
             SendRequest(
                 handle: h, batch: batch, index: 0, job: job, token: job.tokens[0], app: 0, topic: "t", takenAtNs: 0, attempts: [], recoveries: 0,
-                fanout: 1)
+                fanout: 1, sinceMs: 0)
         }
         var q = PendingQueue()
         for i in 0..<5000 { q.append(r(Int64(i))) }

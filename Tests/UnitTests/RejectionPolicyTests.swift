@@ -136,6 +136,15 @@ final class RejectionPolicyTests: XCTestCase {
         XCTAssertEqual(RejectionPolicy.streamReset.reason.rawValue, "StreamReset")
     }
 
+    /// A send that times out while its connection answers others is the job's doing too, after
+    /// `maxTimeoutsAlone` (3) of them (issue 43, item 4).
+    func testATimeoutAloneBecomesADeadLetterAfterTheBound() {
+        for n in 1...2 { XCTAssertEqual(decide(.timedOutAlone(times: n)), .resend) }
+        guard case .finish(.deadLetter(let detail)) = decide(.timedOutAlone(times: 3)) else { return XCTFail("a dead letter at 3") }
+        XCTAssertTrue(detail.contains("answered none of 3 sends"), detail)
+        XCTAssertEqual(RejectionPolicy.timedOut.reason.rawValue, "TimedOut")
+    }
+
     /// A proxy in front of APNs answers 5xx with an HTML page or nothing: the status decides.
     func testAnAnswerWithoutAKnownReasonIsDecidedByItsStatus() {
         for (status, body) in [(500, ""), (503, "<html><body>503 Service Unavailable</body></html>"), (502, "Bad Gateway"), (504, "")] {
