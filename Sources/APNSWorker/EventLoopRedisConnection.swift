@@ -29,6 +29,10 @@ final class EventLoopRedisConnection: EventHandler {
     private var pipe: NonBlockingRedisConnection?
     private var watchingWrites = false
     private var backoff = Backoff(baseMs: 100, capMs: 5000)
+    /// For a fault that will not fix itself (`RedisError.mistake`): a password, a certificate, a right.
+    private var slowBackoff = Backoff(baseMs: 1000, capMs: 60_000)
+    /// Connected after failures: "reconnected" is said, and the backoff reset, once a reply came.
+    private var recovering = false
     /// Since when a reply has been awaited (or the connect has been under way).
     private var waitingSinceMs: UInt64 = 0
     private var closed = false
@@ -153,14 +157,23 @@ final class EventLoopRedisConnection: EventHandler {
 
     private func failed(_ error: RedisError) {
         drop(abandoning: true)
-        if !closed { health?.redis(label, error: error.description) }
-        let delay = backoff.nextDelayMs()
+        let fix = error.mistake
+        if !closed { health?.redis(label, error: error.description + (fix.map { ": \($0)" } ?? "")) }
+        let delay = fix == nil ? backoff.nextDelayMs() : slowBackoff.nextDelayMs()
+        recovering = true
         if !closed {
-            logger.warning(
-                "Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
+            RedisTrouble.log(error, fix: fix, endpoint: endpoint, retryMs: delay, logger: logger)
             loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
         }
         owner.redisFailed(error)
+    }
+
+    /// A command succeeded on a new connection: only now is Redis back.
+    private func recovered() {
+        recovering = false
+        if backoff.failures + slowBackoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
+        backoff.reset()
+        slowBackoff.reset()
     }
 
     private func scheduleTimeoutCheck() {
@@ -187,8 +200,6 @@ final class EventLoopRedisConnection: EventHandler {
                 try pipe.writable()
                 if connecting {
                     health?.redis(label, error: nil)
-                    if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
-                    backoff.reset()
                     owner.redisConnected()
                 }
             }
@@ -197,6 +208,7 @@ final class EventLoopRedisConnection: EventHandler {
                 while self.pipe === pipe, let reply = try pipe.nextReply() {
                     waitingSinceMs = MonotonicClock.nowMilliseconds()
                     try owner.redisReplied(reply)
+                    if recovering { recovered() }
                 }
             }
             watchWrites()

@@ -12,6 +12,8 @@ final class ReconnectingRedisConnection {
     private let logger: Logger
     private var connection: BlockingRedisConnection?
     private var backoff = Backoff(baseMs: 100, capMs: 5000)
+    /// For a fault that will not fix itself (`RedisError.mistake`).
+    private var slowBackoff = Backoff(baseMs: 1000, capMs: 60_000)
     /// Where its state goes, for /readyz and apns_redis_up.
     var health: HealthState?
     var label = "housekeeper"
@@ -26,22 +28,34 @@ final class ReconnectingRedisConnection {
     /// error rethrown after a backoff pause, so callers simply try again.
     func with<R>(_ body: (BlockingRedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {
         do {
-            if connection == nil {
-                connection = try BlockingRedisConnection(endpoint, timeoutMs: timeoutMs)
-                if backoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
-                backoff.reset()
-            }
+            if connection == nil { connection = try BlockingRedisConnection(endpoint, timeoutMs: timeoutMs) }
             let result = try body(connection!)
+            // Said once a command succeeded, not when a connection opened that may refuse them all.
+            if backoff.failures + slowBackoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
+            backoff.reset()
+            slowBackoff.reset()
             health?.redis(label, error: nil)
             return result
         } catch {
-            if error.isConnectionLost { connection = nil }
-            health?.redis(label, error: error.isConnectionLost ? error.description : nil)
-            let delay = backoff.nextDelayMs()
-            logger.warning(
-                "Redis call failed", ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(delay)])
+            let fix = error.mistake
+            if error.isConnectionLost || fix != nil { connection = nil }
+            health?.redis(label, error: error.isConnectionLost || fix != nil ? error.description + (fix.map { ": \($0)" } ?? "") : nil)
+            let delay = fix == nil ? backoff.nextDelayMs() : slowBackoff.nextDelayMs()
+            RedisTrouble.log(error, fix: fix, endpoint: endpoint, retryMs: delay, logger: logger)
             usleep(UInt32(delay) * 1000)
             throw error
         }
+    }
+}
+
+/// How a failed Redis call is logged: a passing fault on a line of its own; one that will not
+/// fix itself (a refused password or certificate, a missing right, a full Redis) once, with
+/// what to fix, then once a minute with how many more there were.
+enum RedisTrouble {
+    static func log(_ error: RedisError, fix: String?, endpoint: RedisEndpoint, retryMs: Int, logger: Logger) {
+        var fields: [String: LogValue] = ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(retryMs)]
+        guard let fix else { return logger.warning("Redis call failed", fields) }
+        fields["fix"] = .string(fix)
+        logger.limited(.error, key: "redis: " + fix, "Redis refuses the worker's calls, and will until a setting is fixed", fields)
     }
 }

@@ -48,6 +48,36 @@ public struct RedisError: Error, CustomStringConvertible, Sendable {
     /// The connection is gone: replace it.
     public var isConnectionLost: Bool { code != .server }
 
+    /// What to fix when retrying will not mend this failure: a certificate the TLS check
+    /// refuses, a refused password, a missing ACL right, a full Redis. Nil for a failure that
+    /// may pass (a refused connect, a timeout, a failover).
+    public var mistake: String? {
+        let m = message
+        if m.contains("certificate verification") || m.contains("wrong version number") || m.contains("certificate required")
+            || m.contains("unknown ca") || m.contains("bad certificate")
+        {
+            return "check redis.tls (ca_file, server_name, certificate_file, key_file) against the server's certificate and port"
+        }
+        if m.contains("authentication to") || m.contains("WRONGPASS") || m.contains("NOAUTH") || m.contains("invalid password") {
+            return "check redis.username and redis.password (or password_file)"
+        }
+        if m.contains("NOPERM") {
+            return "give the ACL user the rights of docs/redis-contract.md's ACL SETUSER line (\(Self.missingRight(m)))"
+        }
+        if m.hasPrefix("OOM") || m.contains(": OOM ") || m.contains("OOM command not allowed") {
+            return "Redis is full (maxmemory): jobs stay queued; free memory or raise maxmemory"
+        }
+        return nil
+    }
+
+    /// The right a NOPERM names: `+cmd`, or the key pattern.
+    static func missingRight(_ message: String) -> String {
+        // "NOPERM User u has no permissions to run the 'xadd' command"
+        let parts = message.split(separator: "'", omittingEmptySubsequences: false)
+        if message.contains("to run the"), parts.count >= 3 { return "+" + parts[1].lowercased() }
+        return message.contains("key") ? "~apns:*" : "see ACL LOG"
+    }
+
     public var description: String { code == .server ? "redis: \(message)" : "redis connection: \(message)" }
 
     /// hiredis's error on a context (its `err` and `errstr`).

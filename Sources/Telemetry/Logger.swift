@@ -51,6 +51,28 @@ public final class Logger: Sendable {
         output.withLock { $0.write(w.bytes) }
     }
 
+    /// Logs the first of a kind (`key`) at once, then at most once per `everyMs`, with how many
+    /// were left out since (`repeated`): a fault that will not fix itself is said once, not
+    /// in a tight loop, whichever thread meets it.
+    public func limited(_ level: LogLevel, key: String, everyMs: UInt64 = 60_000, _ m: String, _ f: [String: LogValue] = [:]) {
+        let now = MonotonicClock.nowMilliseconds()
+        let left: Int? = limits.withLock { all in
+            var entry = all[key] ?? (lastMs: 0, left: 0, said: false)
+            defer { all[key] = entry }
+            guard !entry.said || now >= entry.lastMs + everyMs else {
+                entry.left += 1
+                return nil
+            }
+            defer { entry = (now, 0, true) }
+            return entry.left
+        }
+        guard let left else { return }
+        var fields = f
+        if left > 0 { fields["repeated"] = .int(left) }
+        log(level, m, fields)
+    }
+    private let limits = Mutex<[String: (lastMs: UInt64, left: Int, said: Bool)]>([:])
+
     public func debug(_ m: String, _ f: [String: LogValue] = [:]) { log(.debug, m, f) }
     public func info(_ m: String, _ f: [String: LogValue] = [:]) { log(.info, m, f) }
     public func warning(_ m: String, _ f: [String: LogValue] = [:]) { log(.warning, m, f) }

@@ -46,7 +46,10 @@ struct APNSWorkerMain {
         let worker: Worker
         do {
             worker = try Worker(configuration: configuration, logger: logger)
+            try worker.checkRedis()
             try worker.startHealthServer()
+        } catch let refusal as StartRefusal {
+            fail(refusal.description)
         } catch {
             logger.error("cannot start", ["error": .string("\(error)")])
             exit(2)
