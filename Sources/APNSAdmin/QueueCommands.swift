@@ -2,6 +2,7 @@ import APNSCore
 import APNSTransport
 import Configuration
 import FoundationEssentials
+import QueueContract
 import RedisClient
 import TLS
 
@@ -289,11 +290,18 @@ public enum QueueCommands {
             }
         }
         do {
-            let r = try BlockingRedisConnection(config.redis, timeoutMs: 2000)
+            let keys = config.servedKeys[0]
+            let r = try BlockingRedisConnection(config.redis.routed(toKey: keys.jobs), timeoutMs: 2000)
             _ = try r.command(["PING"])
             ok("redis \(config.redis) answers")
+            // What the worker checks at start, and CONFIG GET when this user may.
+            let findings = try RedisPreflight.check(r, keys, admin: true)
+            for f in findings { f.severity == .fatal ? fail(f.message) : warn(f.message) }
+            if !findings.contains(where: { $0.severity == .fatal }) {
+                ok("redis: the user may run every command and key the queue uses, and maxmemory-policy keeps queued jobs")
+            }
         } catch {
-            fail("\(error)")
+            fail("\(error)" + (error.mistake.map { ": \($0)" } ?? ""))
         }
         return (errors, warnings)
     }

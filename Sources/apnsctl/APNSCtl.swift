@@ -139,7 +139,16 @@ struct APNSCtl {
                 queue = config!.queue
                 shards = config!.shards
             } catch {
-                if words.first == "check-config" { print("error: \(error)"); exit(1) }
+                if words.first == "check-config" {
+                    // A deployment pipeline that asked for JSON gets JSON, the settings file's failure a check in it.
+                    if flag("json") {
+                        let check: [String: String] = ["level": "error", "message": "settings file \(path): \(error)"]
+                        print(AdminContext.encode(["ok": false, "errors": 1, "warnings": 0, "checks": [check]] as [String: Any]))
+                    } else {
+                        print("error: \(error)")
+                    }
+                    exit(1)
+                }
                 fail("configuration: \(error)", code: 2)
             }
         } else {

@@ -127,4 +127,49 @@ final class RedisMistakeTests: XCTestCase {
         XCTAssertTrue(w.output.contains("reconnected to Redis"))
         XCTAssertTrue(w.isRunning)
     }
+
+    /// check-config checks the ACL user's rights as the worker's start does, naming each missing
+    /// rule, and answers in JSON when asked, whatever fails (issue 44, item 5: it said "redis
+    /// answers" for a user without -evalsha or -xadd, and printed text for a bad setting).
+    func testCheckConfigNamesMissingRightsAndAlwaysAnswersJSON() throws {
+        let redis = try TestRedis(dedicated: true, password: admin)
+        let r = try redis.connect()
+        XCTAssertEqual(try r.command(try leastUser("noxadd", password: "pw", without: ["+evalsha", "+xadd"])), .status("OK"))
+        XCTAssertEqual(try r.command(try leastUser("apnsw", password: "pw")), .status("OK"))
+        let f = try WorkerFixture(redis: redis)
+        func checkConfig(_ redisSettings: [String: Any], extra: [String: Any] = [:], json: Bool) throws -> (code: Int32?, out: String) {
+            _ = try WorkerFixture.reconfigure(f, ["request_timeout_ms": 30_000].merging(extra) { $1 }.merging(["redis": redisSettings]) { $1 })
+            let p = try ChildProcess(
+                ChildProcess.productsDirectory + "/apnsctl", ["--config", f.configFile, "check-config"] + (json ? ["--json"] : []),
+                outputFile: f.directory.file("check-\(UInt32.random(in: 0...UInt32.max)).out"))
+            return (p.wait(timeout: 30), p.output)
+        }
+        let at: [String: Any] = ["host": redis.endpoint.host, "port": redis.endpoint.port, "password": "pw"]
+        let limited = try checkConfig(at.merging(["username": "noxadd"]) { $1 }, json: false)
+        XCTAssertEqual(limited.code, 1, limited.out)
+        XCTAssertTrue(limited.out.contains("+evalsha") && limited.out.contains("+xadd"), limited.out)
+
+        let report = try checkConfig(at.merging(["username": "noxadd"]) { $1 }, json: true)
+        XCTAssertEqual(report.code, 1)
+        let parsed = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(report.out.utf8)) as? [String: Any], report.out)
+        XCTAssertEqual(parsed["ok"] as? Bool, false)
+        let checks = try XCTUnwrap(parsed["checks"] as? [[String: String]])
+        XCTAssertTrue(checks.contains { $0["level"] == "error" && $0["message"]?.contains("+xadd") == true }, "\(checks)")
+
+        let outOfRange = try checkConfig(at.merging(["username": "apnsw"]) { $1 }, extra: ["request_timeout_ms": -1], json: true)
+        XCTAssertEqual(outOfRange.code, 1)
+        let bad = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(outOfRange.out.utf8)) as? [String: Any], "JSON: \(outOfRange.out)")
+        XCTAssertEqual(bad["ok"] as? Bool, false)
+        XCTAssertTrue("\(bad["checks"] ?? "")".contains("request_timeout_ms"), "\(bad)")
+
+        let good = try checkConfig(at.merging(["username": "apnsw"]) { $1 }, json: false)
+        XCTAssertEqual(good.code, 0, good.out)
+        XCTAssertTrue(good.out.contains("may run every command"), good.out)
+        XCTAssertTrue(good.out.contains("without AOF"), good.out)
+        _ = try r.command(["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"])
+        defer { _ = try? r.command(["CONFIG", "SET", "maxmemory-policy", "noeviction"]) }
+        let lfu = try checkConfig(at.merging(["username": "apnsw"]) { $1 }, json: false)
+        XCTAssertEqual(lfu.code, 1, lfu.out)
+        XCTAssertTrue(lfu.out.contains("allkeys-lfu"), lfu.out)
+    }
 }
