@@ -10,7 +10,10 @@ public final class AdminContext {
     public let redis: BlockingRedisConnection
     /// The queue's own keys, and every key set the workers serve (the same one, unsharded).
     public let keys: QueueKeys
-    public let keySets: [QueueKeys]
+    public private(set) var keySets: [QueueKeys]
+    /// Shards beyond the count given (`--shards`, the configuration) that the queue's record says
+    /// workers served: a rollback's, which workers drain (`ShardRecord`).
+    public private(set) var draining: Set<Int> = []
     public let json: Bool
     public let configuration: WorkerConfiguration?
     private let output: (String) -> Void
@@ -25,10 +28,16 @@ public final class AdminContext {
         self.cluster = cluster?.cluster == nil ? nil : cluster
         self.redis = redis
         self.keys = keys
-        keySets = QueueKeys.served(queue: keys.queue, shards: shards, namespace: String(keys.prefix.prefix { $0 != ":" }))
+        let namespace = String(keys.prefix.prefix { $0 != ":" })
+        keySets = QueueKeys.served(queue: keys.queue, shards: shards, namespace: namespace)
         self.json = json
         self.configuration = configuration
         self.output = output
+        // Unreadable (Redis down): the commands that need Redis say so themselves.
+        if let recorded = try? call(keys, ["HGET", keys.shardsRecord, "max"]).integer, Int(recorded) > shards {
+            draining = Set(ShardRecord.beyond(configured: shards, recorded: Int(recorded)))
+            keySets = QueueKeys.served(queue: keys.queue, shards: Int(recorded), namespace: namespace)
+        }
     }
 
     public func say(_ line: String) { output(line) }

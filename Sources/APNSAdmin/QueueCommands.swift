@@ -40,11 +40,13 @@ public enum QueueCommands {
         public var resultsPerSecond: Double = 0
         /// The job at the consuming end of the list (the next taken), if any.
         public var oldestJob: [UInt8]?
+        /// A shard beyond the count given that workers served before a rollback: they drain it.
+        public var draining = false
 
         public var json: [String: Any] {
             [
                 "keys": keys, "depth": depth, "in_flight": inFlight, "scheduled": scheduled, "suspects": suspects, "retries": retries,
-                "dead_letters": deadLetters,
+                "dead_letters": deadLetters, "draining": draining,
                 "results_per_second": resultsPerSecond,
             ]
         }
@@ -59,6 +61,7 @@ public enum QueueCommands {
         var workers: [String: (leaseLeftMs: Int64, inFlight: Int64)] = [:]
         for k in ctx.keySets {
             var part = KeySetStats(keys: k.label)
+            part.draining = k.shard.map { ctx.draining.contains($0) } ?? false
             defer { s.keySets.append(part) }
             part.depth = try ctx.call(k, ["LLEN", k.jobs]).integer ?? 0
             if case .string(let tail) = try ctx.call(k, ["LINDEX", k.jobs, "-1"]) { part.oldestJob = tail }
@@ -144,8 +147,8 @@ public enum QueueCommands {
         for p in s.paused { ctx.say("PAUSED: app \(p.app) on worker \(p.worker): \(p.reason)") }
         if s.keySets.count > 1 {
             ctx.table(
-                ["keys", "waiting", "in flight", "scheduled"],
-                s.keySets.map { ["{\($0.keys)}", String($0.depth), String($0.inFlight), String($0.scheduled)] })
+                ["keys", "waiting", "in flight", "scheduled", "state"],
+                s.keySets.map { ["{\($0.keys)}", String($0.depth), String($0.inFlight), String($0.scheduled), $0.draining ? "draining" : "serving"] })
         }
         let names = ["delivered", "invalid_token", "dead_lettered", "retried", "scheduled", "recovered", "poison_pills", "may_duplicate"]
         ctx.table(

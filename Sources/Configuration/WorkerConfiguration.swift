@@ -15,7 +15,10 @@ public struct WorkerConfiguration: Sendable {
     public var waitReplicas = 0
     public var waitTimeoutMs = 1000
     /// The key sets this worker serves (QueueKeys.served).
-    public var servedKeys: [QueueKeys] { QueueKeys.served(queue: queue, shards: shards) }
+    public var servedKeys: [QueueKeys] { QueueKeys.served(queue: queue, shards: max(shards, drainingShards)) }
+    /// Shards served beyond `shards` while they still hold jobs (a rollback to fewer shards):
+    /// the count to serve in all, read at start (`ShardRecord`); 0 for none.
+    public var drainingShards = 0
     public var workerID: String?
     public var apps: [AppConfiguration] = []
     /// APNs connections per app per I/O thread.

@@ -37,7 +37,7 @@ enum QueuePages {
             ["Keys", "Waiting", "Oldest job", "In flight", "Scheduled", "Retries", "Dead letters", "Results/s"],
             s.keySets.map { k in
                 [
-                    "<code>{\(e(k.keys))}</code>", HTML.num(k.depth),
+                    "<code>{\(e(k.keys))}</code>" + (k.draining ? " <span class=\"warn\">draining</span>" : ""), HTML.num(k.depth),
                     k.depth > 0 ? "≥ " + HTML.span(o.oldestAgeMs[k.keys] ?? 0) : "<span class=\"muted\">–</span>",
                     HTML.num(k.inFlight), HTML.num(k.scheduled), HTML.num(k.retries, tone: k.retries > 0 ? "warn" : nil),
                     HTML.num(k.deadLetters, tone: k.deadLetters > 0 ? "bad" : nil), "<span class=\"num\">\(oneDecimal(k.resultsPerSecond))</span>",

@@ -30,6 +30,7 @@ public struct QueueKeys: Sendable, Equatable {
         paused = queuePrefix + ":paused"
         history = prefix + ":history"
         workerInfo = queuePrefix + ":worker-info"
+        shardsRecord = queuePrefix + ":shards"
     }
 
     /// The key sets a worker serves for a queue of `shards` shards: the queue's own, and with two
@@ -46,6 +47,9 @@ public struct QueueKeys: Sendable, Equatable {
 
     /// LIST. Producers LPUSH job JSON; workers take from the right end (FIFO).
     public let jobs: String
+    /// HASH `max` → the most shards a worker has served the queue with (under `{queue}`): a
+    /// worker set to fewer still serves the others while they hold jobs (`ShardRecord`).
+    public let shardsRecord: String
     /// LIST. Jobs taken back from dead workers twice or more (suspects of killing them): the
     /// take-back scripts LPUSH them, and each worker takes one at a time, alone in its batch.
     public let suspects: String

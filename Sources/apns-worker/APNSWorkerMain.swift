@@ -40,11 +40,12 @@ struct APNSWorkerMain {
         }
 
         signal(SIGPIPE, SIG_IGN)
-        let configuration: WorkerConfiguration
+        var configuration: WorkerConfiguration
         do { configuration = try WorkerConfiguration.load(path: configPath) } catch { fail("configuration error: \(error)") }
         let logger = Logger(level: configuration.logLevel)
         let worker: Worker
         do {
+            configuration.drainingShards = try Worker.shardsToDrain(configuration, logger: logger)
             worker = try Worker(configuration: configuration, logger: logger)
             try worker.checkRedis()
             try worker.startHealthServer()

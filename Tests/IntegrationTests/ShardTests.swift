@@ -138,6 +138,45 @@ final class ShardTests: XCTestCase {
         XCTAssertEqual(new.wait(timeout: 30), 0, new.output)
     }
 
+    /// Rolling back from 4 shards to 2 while producers still push to 4: the workers set to 2
+    /// serve shards 2 and 3 too while they hold jobs, apnsctl shows them draining, and nothing
+    /// is left (issue 44, item 3: 400 queued and 20 scheduled jobs stayed on shards 2 and 3,
+    /// unlisted, with no word in any log). A later start that finds them empty drops them.
+    func testLoweringShardsStrandsNothing() throws {
+        let f = try WorkerFixture(settings: ["shards": 4])
+        let four = try f.startWorker("w-four")
+        try f.enqueue((0..<40).map { WorkerFixture.job($0) }, to: f.keySets[3].jobs)
+        try f.waitForOutcomes(40)
+        four.signal(SIGTERM)
+        XCTAssertEqual(four.wait(timeout: 30), 0, four.output)
+        // The rollback: workers set to 2; producers still push to all four.
+        _ = try WorkerFixture.reconfigure(f, ["shards": 2])
+        let later = Int(Date().timeIntervalSince1970) + 2
+        var n = 40
+        for set in f.keySets.dropFirst() {
+            try f.enqueue((n..<n + 100).map { WorkerFixture.job($0) }, to: set.jobs)
+            try f.enqueue((n + 100..<n + 105).map { WorkerFixture.job($0, extra: #","send_at":\#(later)"#) }, to: set.jobs)
+            n += 105
+        }
+        let shown = try ctl(f, ["stats"], shards: 2)
+        XCTAssertEqual(shown.code, 0, shown.out)
+        XCTAssertEqual(shown.out.components(separatedBy: "draining").count - 1, 2, "shards 2 and 3 shown draining: \(shown.out)")
+        let two = try f.startWorker("w-two")
+        try f.waitForOutcomes(n, timeout: 60)
+        try f.assertOneResultEach(n)
+        XCTAssertTrue(two.output.contains("serves those that still hold jobs"), two.output)
+        XCTAssertTrue(two.output.contains("\(f.queue).3: 105"), two.output)
+        two.signal(SIGTERM)
+        XCTAssertEqual(two.wait(timeout: 30), 0, two.output)
+        // Empty now: the next start serves its own two, and the record comes down.
+        let again = try f.startWorker("w-two-again")
+        try f.enqueue([WorkerFixture.job(n)], to: f.keySets[1].jobs)
+        try f.waitForOutcomes(n + 1)
+        XCTAssertFalse(again.output.contains("serves those that still hold jobs"), again.output)
+        XCTAssertEqual(try f.connect().command(["HGET", f.keys.shardsRecord, "max"]).text, "2")
+        XCTAssertFalse(try ctl(f, ["stats"], shards: 2).out.contains("draining"))
+    }
+
     /// Dead letters and invalid tokens of every shard are read, requeued and purged together;
     /// a shard's record ids end in @shard.
     func testApnsctlReadsRequeuesAndPurgesDeadLettersAcrossShards() throws {
