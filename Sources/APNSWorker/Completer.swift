@@ -23,7 +23,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     let metrics: Metrics
     let logger: Logger
     private let loop: EventLoop
-    private let redis: EventLoopRedisConnection
+    let redis: EventLoopRedisConnection
     /// Outcomes waiting for the next transaction.
     private var queue: [FinishedJob] = []
     /// Outcomes being written, a chunk at a time, and where the chunk being written starts and ends.

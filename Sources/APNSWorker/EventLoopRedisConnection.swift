@@ -33,6 +33,9 @@ final class EventLoopRedisConnection: EventHandler {
     private var slowBackoff = Backoff(baseMs: 1000, capMs: 60_000)
     /// Connected after failures: "reconnected" is said, and the backoff reset, once a reply came.
     private var recovering = false
+    /// Behind Sentinel: a switch of master drops the connection, to reconnect to the new one.
+    var masterWatch: MasterWatch?
+    private var masterSeen = 0
     /// Since when a reply has been awaited (or the connect has been under way).
     private var waitingSinceMs: UInt64 = 0
     private var closed = false
@@ -168,6 +171,16 @@ final class EventLoopRedisConnection: EventHandler {
         owner.redisFailed(error)
     }
 
+    /// The sentinels named another master: what this connection awaits is lost with it, and a
+    /// new one asks them again at once.
+    private func moved() {
+        drop(abandoning: true)
+        recovering = true
+        logger.info("reconnecting to the master the sentinels name now", ["redis": .string(endpoint.description)])
+        owner.redisFailed(.io("\(endpoint): the sentinels named another master"))
+        connect()
+    }
+
     /// A command succeeded on a new connection: only now is Redis back.
     private func recovered() {
         recovering = false
@@ -177,10 +190,14 @@ final class EventLoopRedisConnection: EventHandler {
     }
 
     private func scheduleTimeoutCheck() {
-        loop.schedule(afterMilliseconds: Int(min(1000, max(50, replyTimeoutMs / 4)))) { [weak self] in
+        loop.schedule(afterMilliseconds: Int(min(250, max(50, replyTimeoutMs / 4)))) { [weak self] in
             guard let self, !closed else { return }
             if let pipe, !pipe.isConnected || pipe.isWaiting, MonotonicClock.nowMilliseconds() - waitingSinceMs > replyTimeoutMs {
                 failed(.timeout("\(endpoint): no reply in \(replyTimeoutMs) ms"))
+            }
+            if let masterWatch, masterWatch.current != masterSeen {
+                masterSeen = masterWatch.current
+                if pipe != nil { moved() }
             }
             scheduleTimeoutCheck()
         }

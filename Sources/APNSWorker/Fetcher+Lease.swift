@@ -7,6 +7,8 @@ extension Fetcher {
     /// asks Redis (one request at a time) which batches are still this worker's, renewing the
     /// lease in the same step; until the answer, nothing is sent.
     func leaseHolds(nowMs: UInt64) -> Bool {
+        // Until the sentinels name the master, and its batches are taken back there after a switch.
+        if redis.masterWatch?.failingOver == true || lease.awaitsTakeBack { return false }
         if lease.holds(nowMs: nowMs) { return true }
         guard !confirming, redis.isReady else { return false }
         confirming = true
@@ -35,7 +37,16 @@ extension Fetcher {
             gone += 1
         }
         confirming = false
-        lease.confirmed(sentAtMs: sentAtMs)
+        if let since = lease.confirmed(sentAtMs: sentAtMs) {
+            // Fetched since the sentinels last named the old master: from it, perhaps after the
+            // switch, and then the new one still queues those jobs. The sent ones may go twice
+            // (the I/O thread counts them, less the unsent it drops); the unsent go from there.
+            failoverJobs += recentFetches.jobs(since: since)
+            logger.warning(
+                "the master changed: what was fetched from the old one since its last confirmation may be sent again from the new one",
+                ["worker": .string(workerID), "batches_not_on_new_master": .int(gone), "fetched_since": .int(failoverJobs)])
+            return
+        }
         guard gone > 0 else { return }
         logger.warning(
             "this worker's lease lapsed (it was stopped, or cut off from Redis) and another took back some of its jobs; their unsent sends are dropped",

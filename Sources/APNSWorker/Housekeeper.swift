@@ -37,8 +37,10 @@ final class Housekeeper: @unchecked Sendable {
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String,
-        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>
+        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>, masterWatch: MasterWatch? = nil
     ) {
+        self.masterWatch = masterWatch
+        masterCheck = masterWatch.flatMap { _ in keys.shard == nil ? MasterCheck(endpoint: configuration.redis) : nil }
         self.held = held
         self.lease = lease
         self.ownBatches = ownBatches
@@ -102,12 +104,57 @@ final class Housekeeper: @unchecked Sendable {
 
     func stop() { runner.stop() }
 
+    /// Behind Sentinel, the queue's housekeeper asks the sentinels each second which master they name.
+    private let masterWatch: MasterWatch?
+    private var masterCheck: MasterCheck?
+
+    private func watchMaster() {
+        guard let masterWatch, let event = masterCheck?.look(nowMs: MonotonicClock.nowMilliseconds()) else { return }
+        switch event {
+        case .failingOver:
+            logger.warning("a sentinel flags a failover of the master: nothing is sent until the sentinels name the master", [:])
+            masterWatch.failoverStarted()
+        case .settled:
+            logger.info("the failover ended with the same master: sends go on", [:])
+            masterWatch.failoverAborted()
+        case .switched(let old, let new, let sinceMs):
+            logger.warning(
+                "the sentinels named a new master: every connection moves there, and nothing fetched from the old one is sent before the new one confirms it",
+                ["old_master": .string(old), "new_master": .string(new)])
+            masterWatch.switched(sinceMs: sinceMs)
+        }
+    }
+
+    /// After a switch of master, on the new one: takes back every batch this process held in
+    /// this key set. Outcomes written since the switch went to the old master alone, and a
+    /// batch's last ack written on the new one would delete the batch with their jobs unrecorded;
+    /// taken back, the jobs without an outcome there go again (each counted as may_duplicate).
+    private func followFailover() {
+        guard let masterWatch, masterWatch.current != masterSeen else { return }
+        let generation = masterWatch.current
+        redis.reset()
+        let holding = held()
+        do {
+            let (requeued, _) = try redis.with { r throws(RedisError) in try recover(r, worker: workerID, mode: .failover, only: holding) }
+            masterSeen = generation
+            lease.failoverTakenBack()
+            logger.warning(
+                "took back on the new master what this worker held: jobs without an outcome there go again",
+                ["batches": .int(holding.count), "requeued": .int(Int(requeued))])
+        } catch {
+            // Tried again on the next turn; sends wait meanwhile.
+        }
+    }
+    private var masterSeen = 0
+
     private func run() {
         var lastSweep: UInt64 = 0
         let ages = [configuration.resultsMaxAgeSeconds, configuration.deadLettersMaxAgeSeconds, configuration.invalidTokensMaxAgeSeconds]
         let sweepEveryMs = UInt64(min(10_000, (ages.compactMap { $0 }.min() ?? 20) * 500))
         while runner.isRunning {
             recoverPreviousRun()
+            watchMaster()
+            followFailover()
             tick()
             let now = MonotonicClock.nowMilliseconds()
             if now - lastSweep >= sweepEveryMs {

@@ -51,7 +51,12 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
         let nowMs = loop.iterationNs / 1_000_000
         var holds = true
         for lane in lanes where !lane.fetcher.leaseHolds(nowMs: nowMs) { holds = false }
-        if holds, transport.holdsSends { transport.dropTakenBack() }
+        if holds, transport.holdsSends {
+            let dropped = transport.dropTakenBack()
+            // Sent from batches a failover left on the demoted master: each may go twice.
+            let gone = lanes.reduce(0) { $0 + $1.fetcher.takeFailoverJobs() }
+            if gone > dropped { lanes[0].completer.metrics.mayDuplicate(gone - dropped, cause: "failover") }
+        }
         transport.holdsSends = !holds
         transport.dispatch()
         let n = lanes.count

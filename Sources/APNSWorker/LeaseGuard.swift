@@ -31,8 +31,30 @@ final class LeaseGuard: Sendable {
         }
     }
 
-    /// Redis renewed the lease and named the batches still held, in one step, at or after `sentAtMs`.
-    func confirmed(sentAtMs: UInt64) { validUntilMs.store(sentAtMs + leaseMs, ordering: .releasing) }
+    /// Redis renewed the lease and named the batches still held, in one step, at or after
+    /// `sentAtMs`. Returns, if a failover had lapsed it, since when fetches may have gone to the
+    /// demoted master (`lapse(failoverSinceMs:)`).
+    @discardableResult
+    func confirmed(sentAtMs: UInt64) -> UInt64? {
+        validUntilMs.store(sentAtMs + leaseMs, ordering: .releasing)
+        let since = failoverSinceMs.exchange(0, ordering: .acquiringAndReleasing)
+        return since == 0 ? nil : since
+    }
+
+    /// Counts the lease as lapsed now: the master it was renewed on is no longer one, since
+    /// some time after `failoverSinceMs` (monotonic).
+    func lapse(failoverSinceMs since: UInt64) {
+        failoverSinceMs.store(max(1, since), ordering: .releasing)
+        awaitingTakeBack.store(true, ordering: .releasing)
+        validUntilMs.store(0, ordering: .releasing)
+    }
+    private let failoverSinceMs = Atomic<UInt64>(0)
+
+    /// After a failover, until the housekeeper has taken back on the new master the batches
+    /// this worker held (their outcomes written since may have gone to the old one alone).
+    var awaitsTakeBack: Bool { awaitingTakeBack.load(ordering: .acquiring) }
+    func failoverTakenBack() { awaitingTakeBack.store(false, ordering: .releasing) }
+    private let awaitingTakeBack = Atomic<Bool>(false)
 
     /// Whether sends may go at `nowMs`.
     func holds(nowMs: UInt64) -> Bool { nowMs + marginMs < validUntilMs.load(ordering: .acquiring) }

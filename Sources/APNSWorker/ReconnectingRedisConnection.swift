@@ -24,6 +24,9 @@ final class ReconnectingRedisConnection {
         self.logger = logger
     }
 
+    /// Drops the connection: the next call opens another (after a failover, to the new master).
+    func reset() { connection = nil }
+
     /// Runs `body` on a live connection. On an I/O error the connection is dropped, and the
     /// error rethrown after a backoff pause, so callers simply try again.
     func with<R>(_ body: (BlockingRedisConnection) throws(RedisError) -> R) throws(RedisError) -> R {

@@ -56,6 +56,7 @@ public final class Worker: @unchecked Sendable {
         settings.logWholeTokens = configuration.logTokens == "whole"
         let (runtimes, metrics, health, batchIDs, id, served) = (registry.snapshot.runtimes, metrics, health, BatchIDs(), workerID, servedKeys)
         let leases = served.map { _ in LeaseGuard(leaseMs: configuration.leaseMs) }
+        let masterWatch = configuration.redis.sentinel == nil ? nil : MasterWatch(leases: leases)
         let templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
         // Each I/O thread fetches, sends and records its own jobs, on its own loop, for each
         // key set it serves.
@@ -77,6 +78,8 @@ public final class Worker: @unchecked Sendable {
                     keys: served[set], workerID: id, configuration: configuration, apps: runtimes, completer: completer,
                     gate: gate, batchIDs: batchIDs, lease: leases[set], templates: templates, loop: loop, logger: logger
                 ) { [unowned sender] in sender.accept($0) }
+                fetcher.redis.masterWatch = masterWatch
+                completer.redis.masterWatch = masterWatch
                 let label = served.count == 1 ? name : "\(name) \(served[set].label)"
                 fetcher.reportRedis(to: health, as: "fetcher \(label)")
                 completer.reportRedis(to: health, as: "completer \(label)")
@@ -89,7 +92,8 @@ public final class Worker: @unchecked Sendable {
             let completers = lanes.map(\.completer).filter { $0.keys == keys }
             let housekeeper = Housekeeper(
                 keys: keys, workerID: id, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
-                lease: leases[set], held: { Set(completers.flatMap { $0.unfinished.held.map(\.id) }) })
+                lease: leases[set], held: { Set(completers.flatMap { $0.unfinished.held.map(\.id) }) },
+                masterWatch: masterWatch)
             housekeeper.reportRedis(to: health)
             return housekeeper
         }

@@ -58,6 +58,9 @@ public enum InFlightJobs {
         case lease
         /// Any: this worker's own previous run.
         case force
+        /// This worker's own batches on a new master after a failover: no job is blamed (its
+        /// recovery count stays), as no worker died.
+        case failover
     }
 
     /// Takes back a worker's jobs if `mode` allows, but not the batches whose ids start with

@@ -91,7 +91,7 @@ extension QueueScripts {
     /// `take_back` reads (`InFlightJobs` lists them).
     /// ARGV: worker id, max recoveries, dead cap, results cap (0: a poison pill gets no result
     /// record, as `results: none` asks), mode, then the batch ids. Mode "lease": only a lease
-    /// run out; "force": any.
+    /// run out; "force": any; "failover": any, blaming no job.
     public static let recover = RedisScript(
         takeBack + "\n" + """
             local now = redis.call('TIME')
@@ -106,7 +106,7 @@ extension QueueScripts {
             -- the job's history, and its retry budget counts it.
             local taken = '{"time_ms":' .. now_ms .. ',"status":0,"reason":"TakenBack"}'
             for k, job in ipairs(jobs) do
-              local blame = (suspect[k] or not held_suspect) and 1 or 0
+              local blame = (ARGV[5] ~= 'failover' and (suspect[k] or not held_suspect)) and 1 or 0
               local n, wrapped, inner, tried = blame, nil, job, '[' .. taken .. ']'
               if string.sub(job, 1, 10) == '{"_apnsw":' then
                 local ok, env = pcall(cjson.decode, job)

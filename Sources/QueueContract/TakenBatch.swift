@@ -6,8 +6,9 @@ public final class TakenBatch: @unchecked Sendable {  // an I/O thread's alone: 
     public let number: Int
     /// Which of its I/O thread's lanes (one per key set it serves) took it, and acks it.
     public let lane: Int
-    /// Jobs not yet acked.
+    /// Jobs not yet acked, and all it took.
     public var unfinished: Int
+    public let jobs: Int
     /// Another worker took the batch back (this one's lease had lapsed): its jobs are not ours.
     public var takenBack = false
 
@@ -16,5 +17,6 @@ public final class TakenBatch: @unchecked Sendable {  // an I/O thread's alone: 
         self.lane = lane
         self.number = number
         unfinished = jobs
+        self.jobs = jobs
     }
 }

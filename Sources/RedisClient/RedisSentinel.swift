@@ -74,6 +74,35 @@ extension RedisEndpoint {
             }, none: "no sentinel named the master of \"\(sentinel.masterName)\"")
     }
 
+    /// What the sentinels say of the master now (`SENTINEL MASTER`): its address, and whether a
+    /// failover of it is under way (the flag shows before the sentinels name the new master).
+    public func sentinelView(timeoutMs: Int) throws(RedisError) -> (address: String, failingOver: Bool) {
+        guard let sentinel else { throw .io("\(self) is not behind Sentinel") }
+        var failingOver = false
+        let found = try Self.askInTurn(
+            sentinel.addresses, timeoutMs: timeoutMs, command: ["SENTINEL", "MASTER", sentinel.masterName],
+            over: { address in
+                var asking = RedisEndpoint(host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
+                asking.tls?.serverName = tls?.serverName ?? address.host
+                return asking
+            },
+            answer: { reply, address in
+                let items = reply.array.compactMap(\.text)
+                var fields: [String: String] = [:]
+                for i in stride(from: 0, to: items.count - 1, by: 2) { fields[items[i]] = items[i + 1] }
+                guard let ip = fields["ip"], let port = fields["port"].flatMap({ Int($0) }) else {
+                    return .failure(Unanswered("sentinel \(address) does not know master \"\(sentinel.masterName)\" (\(reply))"))
+                }
+                failingOver = fields["flags"]?.contains("failover") == true
+                var named = self
+                named.sentinel = nil
+                named.host = ip
+                named.port = port
+                return .success(named)
+            }, none: "no sentinel named the master of \"\(sentinel.masterName)\"")
+        return ("\(found.host):\(found.port)", failingOver)
+    }
+
     /// Why one of the nodes asked (`askInTurn`) named no server.
     struct Unanswered: Error {
         let message: String

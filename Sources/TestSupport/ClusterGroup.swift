@@ -47,6 +47,15 @@ public final class ClusterGroup: @unchecked Sendable {
         try owners(ofSlot: slot, askingNode: port).first ?? -1
     }
 
+    /// Each slot range's master, as `port`'s map says, in slot order.
+    private func masters(askingNode port: Int) throws -> [[Int64]] {
+        try node(port).command(["CLUSTER", "SLOTS"]).array.compactMap { range -> [Int64]? in
+            let p = range.array
+            guard p.count >= 3, let low = p[0].integer, let high = p[1].integer, let master = p[2].array.dropFirst().first?.integer else { return nil }
+            return [low, high, master]
+        }.sorted { $0[0] < $1[0] }
+    }
+
     /// The master of `slot`, then its replicas, as `port`'s map says.
     private func owners(ofSlot slot: Int, askingNode port: Int? = nil) throws -> [Int] {
         let map = try node(port ?? ports[0]).command(["CLUSTER", "SLOTS"])
@@ -125,12 +134,13 @@ public final class ClusterGroup: @unchecked Sendable {
                 let info = (try? self.node(owners[1]).command(["INFO", "replication"]).text) ?? nil
                 return info?.contains("master_link_status:up") == true
             }
-            return replicated
+            // Every node's whole map the same (slot ranges and their masters), not only three slots':
+            // a reshard moves slots from anywhere in a master's ranges.
+            let maps = self.ports.map { port in (try? self.masters(askingNode: port)) ?? [] }
+            return replicated && !maps[0].isEmpty && maps.allSatisfy { $0 == maps[0] }
                 && self.ports.allSatisfy { port in
                     guard let info = try? self.node(port).command(["CLUSTER", "INFO"]).text, info.contains("cluster_state:ok") else { return false }
-                    return [0, 5461, 10923].allSatisfy { slot in
-                        (try? self.master(ofSlot: slot, askingNode: port)) == (try? self.master(ofSlot: slot))
-                    }
+                    return true
                 }
         }
         guard ok else { throw TestSupportError("the cluster did not settle within 30 s (logs in \(directory.path))") }

@@ -92,6 +92,18 @@ public final class SentinelGroup: @unchecked Sendable {
         return before
     }
 
+    /// Stops the master with SIGSTOP for `ms`, long enough for the sentinels to promote the
+    /// replica, then lets it run again: for a while it still says it is master, until the
+    /// sentinels make it a replica. Returns once one master is left and replicated.
+    public func pauseMaster(forMs ms: Int) throws {
+        let before = try currentMaster()
+        servers[before]?.signal(SIGSTOP)
+        usleep(UInt32(ms) * 1000)
+        servers[before]?.signal(SIGCONT)
+        try waitForNewMaster(after: before)
+        try waitUntilReplicated()
+    }
+
     private func waitForNewMaster(after old: Int) throws {
         guard
             waitUntil(
