@@ -168,6 +168,7 @@ extension APNSSender {
         loop.schedule(afterMilliseconds: afterMs) { [self] in
             waitingResends[p] -= 1
             if r.batch.takenBack { return sink.dropped(1) }
+            if heldLanes.contains(r.batch.lane) { return parked.append(r) }
             if !stopping { pending[p].pushFront(r) }
         }
     }

@@ -162,30 +162,55 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
 
     // MARK: Loop thread
 
-    /// While set, nothing new is sent: the worker's lease may have lapsed. Loop thread.
-    public var holdsSends = false
+    /// The lanes (key sets) whose lease may have lapsed: their sends wait aside (`parked`), and
+    /// the other lanes' go on (`hold(lanes:)`). Loop thread.
+    public private(set) var heldLanes: Set<Int> = []
+    var parked: [SendRequest] = []
 
-    /// Drops the queued sends whose batch another worker took back. Returns how many.
+    /// Drops the queued and parked sends whose batch another worker took back. Returns how many.
     @discardableResult
     public func dropTakenBack() -> Int {
         var n = 0
         for p in pending.indices { n += pending[p].remove { $0.batch.takenBack } }
+        let before = parked.count
+        parked.removeAll { $0.batch.takenBack }
+        n += before - parked.count
         if n > 0 { sink.dropped(n) }
         return n
+    }
+
+    /// Sends nothing more of `lanes` (their sends wait aside) until they are no longer held;
+    /// a lane released has its sends queued again, ahead of new ones. Loop thread.
+    public func hold(lanes: Set<Int>) {
+        guard lanes != heldLanes else { return }
+        heldLanes = lanes
+        if !lanes.isEmpty {
+            for p in pending.indices { _ = pending[p].remove(where: { lanes.contains($0.batch.lane) }, taking: { parked.append($0) }) }
+        }
+        var still: [SendRequest] = []
+        for r in parked.reversed() {
+            if lanes.contains(r.batch.lane) { still.append(r) } else { pending[poolOf[r.app]].pushFront(r) }
+        }
+        parked = still.reversed()
     }
 
     /// Queues a batch for sending. Loop thread.
     public func accept(_ batch: [SendRequest?]) {
         // One pool (the usual case) takes the batch whole: no reference counted per request.
-        if pools.count == 1 { pending[0].append(contentsOf: batch); return }
-        for case let r? in batch { pending[poolOf[r.app]].append(r) }
+        if pools.count == 1 {
+            pending[0].append(contentsOf: batch)
+        } else {
+            for case let r? in batch { pending[poolOf[r.app]].append(r) }
+        }
+        guard !heldLanes.isEmpty else { return }
+        for p in pending.indices { _ = pending[p].remove(where: { heldLanes.contains($0.batch.lane) }, taking: { parked.append($0) }) }
     }
 
     /// Fills every connection's free streams, flushes each touched connection once, and tells
     /// the sink of the turn's decided sends. Once per loop turn.
     public func dispatch() {
         guard !stopping else { return }
-        for a in pools.indices where !pending[a].isEmpty && !holdsSends {
+        for a in pools.indices where !pending[a].isEmpty {
             var allowance = Int.max
             if breakers[a].isOpen {
                 // A paused pool's probe waits for a connection that can take it.
@@ -298,8 +323,8 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         }
         let inFlight =
             slots[p].reduce(0) { $0 + ($1?.openRequests ?? 0) } + draining.values.reduce(0) { $0 + ($1.poolIndex == p ? $1.openRequests : 0) }
-        // Sends held for the lease are not APNs's silence.
-        let busy = !holdsSends && (!pending[p].isEmpty || waitingResends[p] > 0 || inFlight > 0)
+        // Sends held for a lease (parked) are not APNs's silence.
+        let busy = !pending[p].isEmpty || waitingResends[p] > 0 || inFlight > 0
         defer { busyAtLastScan[p] = busy }
         guard busy else { return }
         if !busyAtLastScan[p] { lastProgressMs[p] = max(lastProgressMs[p], now) }

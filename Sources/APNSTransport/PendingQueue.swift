@@ -33,12 +33,18 @@ struct PendingQueue {
         return r
     }
 
-    /// Removes the requests `matches` names, the others keeping their order. Returns how many went.
-    mutating func remove(where matches: (SendRequest) -> Bool) -> Int {
+    /// Removes the requests `matches` names, handing each to `taking`, the others keeping their
+    /// order. Returns how many went.
+    mutating func remove(where matches: (SendRequest) -> Bool, taking: (SendRequest) -> Void = { _ in }) -> Int {
         var kept: [SendRequest?] = []
         var removed = 0
         while let r = popFirst() {
-            if matches(r) { removed += 1 } else { kept.append(r) }
+            if matches(r) {
+                removed += 1
+                taking(r)
+            } else {
+                kept.append(r)
+            }
         }
         items = kept
         head = 0

@@ -38,6 +38,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     var failoverJobs = 0
     /// The jobs of each fetch of the last seconds, with its time: what a failover may have sent twice.
     var recentFetches = RecentFetches()
+    /// The process serves several key sets, whose lanes share the gate.
+    private lazy var sharesTheGate = configuration.servedKeys.count > 1
 
     func takeFailoverJobs() -> Int {
         defer { failoverJobs = 0 }
@@ -185,7 +187,15 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         // a nearly full gate does not fetch a job at a time.
         let batch = configuration.batchSize, capacity = gate.sendingCapacity
         let minimum = capacity >= 2 * batch ? batch : max(1, capacity / 4)
-        guard let size = gate.room(upTo: batch, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
+        var wanted = batch
+        if sharesTheGate {
+            // One key set never holds the whole gate: one that waits (its slot half-moved, its
+            // node gone) keeps what it took, and the others still have room to fetch.
+            let own = capacity - max(minimum, capacity / 8) - completer.unfinished.heldJobs
+            guard own >= minimum else { return unfreed.freeAll() }  // its own answers free its room: the next turn asks again
+            wanted = min(batch, own)
+        }
+        guard let size = gate.room(upTo: wanted, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
             unfreed.freeAll()
             return
         }

@@ -14,8 +14,9 @@ protocol NotificationTransport: AnyObject {
     func accept(_ batch: [SendRequest?])
     /// Sends what fits, once per loop turn. Loop thread.
     func dispatch()
-    /// While set, `dispatch` sends nothing new. Loop thread.
-    var holdsSends: Bool { get set }
+    /// The lanes whose sends wait (their lease may have lapsed); the others' go. Loop thread.
+    var heldLanes: Set<Int> { get }
+    func hold(lanes: Set<Int>)
     /// Drops the queued sends of batches another worker took back. Loop thread.
     @discardableResult func dropTakenBack() -> Int
     /// Closes every connection. Loop thread.
@@ -46,18 +47,19 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
     }
 
     private func turnEnded() {
-        // Nothing is sent while a lease may have lapsed; once Redis has said which batches
-        // are still ours, the others' sends go, before anything else is sent.
+        // Nothing of a lane (a key set) is sent while its lease may have lapsed; once Redis has
+        // said which batches are still ours, the others' sends go, before anything else is
+        // sent. A key set that waits (its slot half-moved, its node gone) holds up no other.
         let nowMs = loop.iterationNs / 1_000_000
-        var holds = true
-        for lane in lanes where !lane.fetcher.leaseHolds(nowMs: nowMs) { holds = false }
-        if holds, transport.holdsSends {
+        var held: Set<Int> = []
+        for (i, lane) in lanes.enumerated() where !lane.fetcher.leaseHolds(nowMs: nowMs) { held.insert(i) }
+        if !transport.heldLanes.isSubset(of: held) {
             let dropped = transport.dropTakenBack()
             // Sent from batches a failover left on the demoted master: each may go twice.
             let gone = lanes.reduce(0) { $0 + $1.fetcher.takeFailoverJobs() }
             if gone > dropped { lanes[0].completer.metrics.mayDuplicate(gone - dropped, cause: "failover") }
         }
-        transport.holdsSends = !holds
+        transport.hold(lanes: held)
         transport.dispatch()
         let n = lanes.count
         guard n > 1 else { return lanes.first?.fetcher.fetchIfRoom() ?? () }

@@ -57,6 +57,12 @@ final class ReconnectingRedisConnection {
 enum RedisTrouble {
     static func log(_ error: RedisError, fix: String?, endpoint: RedisEndpoint, retryMs: Int, logger: Logger) {
         var fields: [String: LogValue] = ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(retryMs)]
+        if error.message.contains("the slot is moving") || error.message.contains("the cluster is down") {
+            // A slot half-moved between nodes: this key set waits, with backoff, and says so once a minute.
+            return logger.limited(
+                .warning, key: "slot: " + endpoint.description, "a key set waits for its slot, which is moving between nodes or whose node is down; the others go on",
+                fields)
+        }
         guard let fix else { return logger.warning("Redis call failed", fields) }
         fields["fix"] = .string(fix)
         logger.limited(.error, key: "redis: " + fix, "Redis refuses the worker's calls, and will until a setting is fixed", fields)

@@ -46,6 +46,11 @@ public final class UnfinishedBatches: @unchecked Sendable {
         }
     }
 
+    /// How many jobs the lane holds unfinished (sent and unanswered, or answered and unwritten).
+    public var heldJobs: Int {
+        state.withLock { s in s.batches[s.head...].reduce(0) { $0 + ($1.takenBack ? 0 : $1.unfinished) } }
+    }
+
     /// The batches with unfinished jobs that are still this worker's, as far as it knows.
     public var held: [TakenBatch] {
         state.withLock { s in s.batches[s.head...].filter { $0.unfinished > 0 && !$0.takenBack } }

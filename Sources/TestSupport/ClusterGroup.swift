@@ -112,6 +112,34 @@ public final class ClusterGroup: @unchecked Sendable {
         return (source, target)
     }
 
+    /// Moves `keys` of a slot being migrated (`beginMigration`) to the target, as a reshard
+    /// does one key at a time: the slot is then half-moved.
+    public func migrate(keys: [String], _ ports: (source: Int, target: Int)) throws {
+        for key in keys {
+            if case .error(let m) = try node(ports.source).command(["MIGRATE", "127.0.0.1", String(ports.target), key, "0", "5000"]) {
+                throw TestSupportError("MIGRATE \(key): \(m)")
+            }
+        }
+    }
+
+    /// Ends a migration begun by `beginMigration` the way a reshard does: the slot's other keys
+    /// move, then the slot, on every master.
+    public func finishMigration(slot: Int, _ ports: (source: Int, target: Int)) throws {
+        while true {
+            let keys = try node(ports.source).command(["CLUSTER", "GETKEYSINSLOT", String(slot), "100"]).array.compactMap(\.text)
+            if keys.isEmpty { break }
+            try migrate(keys: keys, ports)
+        }
+        let target = try nodeID(ports.target)
+        let masters = Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) })
+        for port in [ports.target, ports.source] + masters.subtracting([ports.target, ports.source]) {
+            if case .error(let m) = try node(port).command(["CLUSTER", "SETSLOT", String(slot), "NODE", target]) {
+                throw TestSupportError("CLUSTER SETSLOT NODE on \(port): \(m)")
+            }
+        }
+        try waitUntilStable()
+    }
+
     /// Ends a migration begun by `beginMigration`: the slot stays where it was.
     public func cancelMigration(slot: Int, _ ports: (source: Int, target: Int)) throws {
         for port in [ports.source, ports.target] { _ = try node(port).command(["CLUSTER", "SETSLOT", String(slot), "STABLE"]) }
