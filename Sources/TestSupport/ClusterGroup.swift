@@ -12,18 +12,9 @@ public final class ClusterGroup: @unchecked Sendable {
     public init() throws {
         directory = try TemporaryDirectory("apnsw-cluster")
         ports = (0..<6).map { _ in freePort() }
-        let server = try Self.binary("redis-server")
         for port in ports {
-            servers[port] = try ChildProcess(
-                server,
-                [
-                    // A bus port of its own: the default (port + 10000) may be taken, or past 65535.
-                    "--port", String(port), "--cluster-port", String(freePort()), "--bind", "127.0.0.1", "--dir", directory.path,
-                    "--cluster-enabled", "yes",
-                    "--cluster-config-file", "nodes-\(port).conf", "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no",
-                    "--dbfilename", "dump-\(port).rdb",
-                ],
-                outputFile: directory.file("redis-\(port).log"))
+            busPorts[port] = freePort()
+            try startServer(port)
         }
         for port in ports {
             guard waitUntil(timeout: 10, { (try? self.node(port).command(["PING"])) != nil }) else {
@@ -33,6 +24,40 @@ public final class ClusterGroup: @unchecked Sendable {
         }
         try run(["--cluster", "create"] + ports.map { "127.0.0.1:\($0)" } + ["--cluster-replicas", "1", "--cluster-yes"], what: "create")
         try waitUntilStable()
+    }
+
+    private var busPorts: [Int: Int] = [:]
+
+    private func startServer(_ port: Int) throws {
+        servers[port] = try ChildProcess(
+            try Self.binary("redis-server"),
+            [
+                // A bus port of its own: the default (port + 10000) may be taken, or past 65535.
+                "--port", String(port), "--cluster-port", String(busPorts[port]!), "--bind", "127.0.0.1", "--dir", directory.path,
+                "--cluster-enabled", "yes",
+                "--cluster-config-file", "nodes-\(port).conf", "--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no",
+                "--dbfilename", "dump-\(port).rdb",
+            ],
+            outputFile: directory.file("redis-\(port)-\(servers[port] == nil ? 0 : 1).log"))
+    }
+
+    /// Kills the master of `slot` with SIGKILL, waits until its replica took over, then starts
+    /// it again (it rejoins as the new master's replica). Returns the new master's port.
+    @discardableResult
+    public func killMaster(ofSlot slot: Int) throws -> Int {
+        let owners = try owners(ofSlot: slot)
+        guard owners.count >= 2 else { throw TestSupportError("slot \(slot)'s master has no replica") }
+        let (old, replica) = (owners[0], owners[1])
+        servers[old]?.signal(SIGKILL)
+        _ = servers[old]?.wait(timeout: 10)
+        let alive = ports.filter { $0 != old }
+        guard waitUntil(timeout: 30, { alive.allSatisfy { (try? self.master(ofSlot: slot, askingNode: $0)) == replica } }) else {
+            throw TestSupportError("the replica \(replica) did not take over slot \(slot) from \(old) in 30 s")
+        }
+        try startServer(old)
+        guard waitUntil(timeout: 10, { (try? self.node(old).command(["PING"])) != nil }) else { throw TestSupportError("\(old) did not restart") }
+        try waitUntilStable()
+        return replica
     }
 
     /// The endpoint a worker is given: the seed nodes, no address.

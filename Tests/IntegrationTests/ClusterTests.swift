@@ -100,6 +100,16 @@ final class ClusterTests: XCTestCase {
         XCTAssertGreaterThan(r.redirections.values.reduce(0, +), 0, "the worker was sent to the new master")
     }
 
+    /// A shard's master killed with SIGKILL in mid-run: its replica takes over (an unplanned
+    /// failover, with asynchronous replication's window); nothing is lost or recorded twice.
+    func testAWorkerRidesOutAShardsMasterKilledWithSIGKILL() throws {
+        let r = try run("sigkill") { group, f in
+            try group.killMaster(ofSlot: RedisCluster.slot(ofKey: f.keySets[2].jobs))
+        }
+        XCTAssertEqual(r.lost, 0)
+        XCTAssertEqual(r.twice, 0)
+    }
+
     func testAWorkerRidesOutAReshardOfAShardsSlot() throws {
         let r = try run("reshard") { group, f in
             let slot = RedisCluster.slot(ofKey: f.keySets[1].jobs)
