@@ -164,8 +164,14 @@ public final class DashboardServer: Sendable {
     }
 
     /// Where to go after signing in: a path of this site only, never another site.
+    /// Where a sign-in goes on to: a page of this dashboard (with its query), never anything
+    /// else (another host, a header of someone's own).
     private func safeNext(_ next: String?) -> String {
-        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\") else { return "/" }
-        return next
+        guard let next, HTTPResponse.isSafe(next), !next.contains("\\") else { return "/" }
+        let path = String(next.prefix { $0 != "?" && $0 != "#" })
+        return Self.pages.contains(path) ? next : "/"
     }
+
+    /// The pages a sign-in may go on to.
+    static let pages: Set<String> = ["/", "/workers", "/apps", "/dead", "/dead/show", "/tokens", "/channels"]
 }

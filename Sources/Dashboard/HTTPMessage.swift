@@ -76,8 +76,19 @@ public struct HTTPResponse: Sendable {
         502: "Bad Gateway", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
     ]
 
-    /// The status line, headers and body as sent.
+    /// Whether a header's name or value may be written: no CR, LF, NUL or other control
+    /// character (a tab inside a value aside), which would end the header and start one of the
+    /// sender's (issue 45, item 1: a sign-in link's `next` put a header of its own into a redirect).
+    static func isSafe(_ text: String) -> Bool {
+        !text.utf8.contains { $0 == 0x7F || ($0 < 0x20 && $0 != 0x09) }
+    }
+
+    /// The status line, headers and body as sent. Every header is checked here, in one place:
+    /// a response with an unsafe one is never written; a 500 goes instead.
     var bytes: [UInt8] {
+        guard headers.allSatisfy({ Self.isSafe($0.name) && Self.isSafe($0.value) }) else {
+            return HTTPResponse(status: 500, text: "the answer had a header value with a control character, and was not sent").bytes
+        }
         var head = "HTTP/1.1 \(status) \(Self.reasons[status] ?? "Unknown")\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"

@@ -207,6 +207,32 @@ final class DashboardTests: XCTestCase {
         XCTAssertTrue(refused.body.contains("read-only"), refused.body)
     }
 
+    /// A sign-in link cannot put a header of its own into the answer, nor send the browser off
+    /// the dashboard: `next` is a page of the dashboard or `/`, and every header value the server
+    /// writes is checked in one place (issue 45, item 1: `next=/\r\nX-Injected: yes` went raw
+    /// into Location, and a crafted link planted a cookie in a real browser).
+    func testASignInLinkCannotInjectAHeaderOrLeaveTheDashboard() throws {
+        let f = try WorkerFixture()
+        let (web, port) = try startWeb(f, [], env: ["APNSW_WEB_TOKEN": Self.secret])
+        defer { web.signal(SIGTERM) }
+        let form = ["Content-Type": "application/x-www-form-urlencoded"]
+        for (next, expected) in [
+            ("%2F%0D%0AX-Injected%3A%20yes", "/"), ("%2Fdead%0D%0ASet-Cookie%3A%20planted%3D1", "/"), ("%2F%2Fevil.example%2Fx", "/"),
+            ("https%3A%2F%2Fevil.example", "/"), ("%2Fnowhere", "/"), ("%2Fdead%3Freason%3DBadDeviceToken", "/dead?reason=BadDeviceToken"),
+        ] {
+            let r = try XCTUnwrap(
+                httpRequest(port: port, method: "POST", path: "/login", headers: form, body: "secret=\(Self.secret)&next=\(next)"))
+            XCTAssertEqual(r.status, 303, next)
+            XCTAssertEqual(r.headers["location"], expected, next)
+            XCTAssertNil(r.headers["x-injected"], next)
+            XCTAssertFalse(r.headers["set-cookie"]?.contains("planted") ?? false, next)
+        }
+        let page = try XCTUnwrap(httpRequest(port: port, method: "GET", path: "/login?next=%2F%0D%0ASet-Cookie%3A%20planted%3D1"))
+        XCTAssertEqual(page.status, 200)
+        XCTAssertNil(page.headers["x-injected"])
+        XCTAssertTrue(page.body.contains(#"<input type="hidden" name="next" value="/">"#), "the form carries / instead: \(page.body)")
+    }
+
     func testAShardedQueueShowsEachKeySetAndChartsTheirSum() throws {
         let f = try WorkerFixture(settings: ["shards": 2])
         try f.startWorker("dash-shards")

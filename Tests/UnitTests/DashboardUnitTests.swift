@@ -37,6 +37,18 @@ final class DashboardUnitTests: XCTestCase {
         XCTAssertFalse(table.contains("<img"))
     }
 
+    /// Every header value is checked where the answer is written: one with CR, LF or NUL is
+    /// never sent (issue 45, item 1).
+    func testAnAnswerWithAnUnsafeHeaderIsNeverWritten() {
+        for bad in ["/\r\nX-Injected: yes", "a\nb", "a\u{0}b", "a\u{7F}"] {
+            let bytes = String(decoding: HTTPResponse.redirect(bad).bytes, as: UTF8.self)
+            XCTAssertTrue(bytes.hasPrefix("HTTP/1.1 500 "), bad)
+            XCTAssertFalse(bytes.contains("X-Injected"), bad)
+        }
+        let fine = String(decoding: HTTPResponse.redirect("/dead?reason=a\tb").bytes, as: UTF8.self)
+        XCTAssertTrue(fine.hasPrefix("HTTP/1.1 303 ") && fine.contains("Location: /dead?reason=a\tb\r\n"), fine)
+    }
+
     func testFormsAndQueriesDecode() {
         XCTAssertEqual(FormDecoding.fields("a=1&b=two+words&c=%3Cx%3E&d&a=again"), ["a": "1", "b": "two words", "c": "<x>", "d": ""])
         XCTAssertEqual(FormDecoding.decode("%zz%4", plusIsSpace: false), "%zz%4", "a malformed escape stays as it is")
