@@ -26,6 +26,8 @@ final class Access: Sendable {
     private let sessions = Mutex<[String: (csrf: String, expiresMs: Int64)]>([:])
     /// The CSRF token of browsers that sign every request with basic auth.
     private let basicCSRF = Access.randomHex()
+    /// Wrong secrets, per client address.
+    let brake = SecretBrake()
     static let cookie = "apnsw_session"
     static let sessionMs: Int64 = 12 * 3_600_000
 
@@ -58,7 +60,7 @@ final class Access: Sendable {
     }
 
     /// The secret in an Authorization header (Bearer, or basic auth's password).
-    private func headerAuthenticated(_ request: HTTPRequest) -> Bool {
+    func headerAuthenticated(_ request: HTTPRequest) -> Bool {
         guard let value = request.header("authorization") else { return false }
         if value.hasPrefix("Bearer ") { return matches(String(value.dropFirst(7))) }
         if value.hasPrefix("Basic "), let decoded = Base64URL.decode(value.dropFirst(6), standardAlphabet: true) {
@@ -105,12 +107,14 @@ final class Access: Sendable {
         return nil
     }
 
-    /// Signs in with the secret: the Set-Cookie header of a new session, or nil.
-    func signIn(_ candidate: String) -> String? {
+    /// Signs in with the secret: the Set-Cookie header of a new session, or nil (the brake
+    /// notes a wrong one; `DashboardServer.braked` refused an early try before this).
+    func signIn(_ candidate: String, peer: String) -> String? {
         guard canSignIn, matches(candidate) else {
-            usleep(300_000)  // a wrong guess costs time
+            brake.failed(peer, nowMs: WallClock.nowMilliseconds())
             return nil
         }
+        brake.succeeded(peer)
         let id = Access.randomHex()
         let now = WallClock.nowMilliseconds()
         sessions.withLock { s in

@@ -1,6 +1,7 @@
 import APNSAdmin
 import APNSCore
 import FoundationEssentials
+import IOLoop
 import RedisClient
 
 /// `apnsctl web`: routes each request to a page, the JSON API, an action or a static file, and
@@ -31,9 +32,37 @@ public final class DashboardServer: Sendable {
     ]
 
     public func handle(_ request: HTTPRequest) -> HTTPResponse {
-        var response = route(request)
+        var response = braked(request) ?? route(request)
         response.headers += Self.securityHeaders
+        // HEAD: the same head, no body (Content-Length still says the GET's).
+        if request.method == "HEAD" { response.omitsBody = true }
         return response
+    }
+
+    /// A try with a secret (an Authorization header, the sign-in form) from an address that
+    /// must wait is refused before the secret is checked; a wrong header secret is noted.
+    private func braked(_ request: HTTPRequest) -> HTTPResponse? {
+        let presents = request.header("authorization") != nil || (request.method == "POST" && request.path == "/login")
+        guard presents else { return nil }
+        let now = WallClock.nowMilliseconds()
+        if let (wait, locked) = access.brake.wait(request.peer, nowMs: now) {
+            if locked { logLockout(request.peer) }
+            var r = failure(429, "too many wrong secrets from \(request.peer): try again in \((wait + 999) / 1000) s", api: request.path.hasPrefix("/api/"))
+            r.headers.append(("Retry-After", String((wait + 999) / 1000)))
+            return r
+        }
+        guard request.header("authorization") != nil else { return nil }  // the form is checked in signIn
+        if access.headerAuthenticated(request) {
+            access.brake.succeeded(request.peer)
+        } else if access.brake.failed(request.peer, nowMs: now) {
+            logLockout(request.peer)
+        }
+        return nil
+    }
+
+    private func logLockout(_ peer: String) {
+        FileStream.standardError.write(
+            "apnsctl web: \(peer) gave \(SecretBrake.lockAfter) wrong or early secrets within \(SecretBrake.windowMs / 60_000) minutes: locked out for \(SecretBrake.lockMs / 60_000) minutes\n")
     }
 
     private func route(_ request: HTTPRequest) -> HTTPResponse {
@@ -49,7 +78,7 @@ public final class DashboardServer: Sendable {
                 FeedPages.login(next: safeNext(request.query["next"]), failed: false, canSignIn: access.canSignIn))
         case ("POST", "/login"):
             let form = request.form
-            guard let cookie = access.signIn(form["secret"] ?? "") else {
+            guard let cookie = access.signIn(form["secret"] ?? "", peer: request.peer) else {
                 var r = page(
                     "Sign in", path, request, refresh: false, FeedPages.login(next: safeNext(form["next"]), failed: true, canSignIn: access.canSignIn)
                 )

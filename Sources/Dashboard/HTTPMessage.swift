@@ -25,6 +25,9 @@ public struct HTTPRequest: Sendable {
 
     public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
+    /// The same request, from `peer`.
+    func from(_ peer: String) -> HTTPRequest { HTTPRequest(method: method, target: target, headers: headers, body: body, peer: peer) }
+
     /// A query parameter that was given a value (an empty one counts as not given).
     public func parameter(_ name: String) -> String? { query[name].flatMap { $0.isEmpty ? nil : $0 } }
 
@@ -53,6 +56,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// An answer to HEAD: the head as GET's, without the body.
+    public var omitsBody = false
 
     public init(status: Int, type: String, body: [UInt8], headers: [(name: String, value: String)] = []) {
         self.status = status
@@ -92,7 +97,7 @@ public struct HTTPResponse: Sendable {
         var head = "HTTP/1.1 \(status) \(Self.reasons[status] ?? "Unknown")\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        return Array(head.utf8) + body
+        return Array(head.utf8) + (omitsBody ? [] : body)
     }
 }
 

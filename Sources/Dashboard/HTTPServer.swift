@@ -82,11 +82,31 @@ public final class HTTPServer: @unchecked Sendable {
         let deadline = MonotonicClock.nowMilliseconds() + UInt64(limits.readTimeoutMs)
         let response: HTTPResponse
         switch read(client, until: deadline) {
-        case .request(let request): response = handler(request)
+        case .request(let request): response = handler(request.from(Self.peer(of: client)))
         case .refused(let status, let why): response = HTTPResponse(status: status, text: why)
         case .gone: return
         }
         _ = send(response.bytes, to: client, deadline: MonotonicClock.nowMilliseconds() + UInt64(limits.writeTimeoutMs))
+    }
+
+    /// The client's address (IPv4 or IPv6), for the secret brake and logs.
+    static func peer(of client: Int32) -> String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let got = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(client, $0, &length) } }
+        guard got == 0 else { return "?" }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = storage.ss_family
+        return withUnsafePointer(to: &storage) { p -> String in
+            if family == sa_family_t(AF_INET) {
+                var a = p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                inet_ntop(AF_INET, &a, &text, socklen_t(text.count))
+            } else {
+                var a = p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                inet_ntop(AF_INET6, &a, &text, socklen_t(text.count))
+            }
+            return String(cString: text)
+        }
     }
 
     enum ReadOutcome {
