@@ -11,9 +11,15 @@ public struct HTTPLimits: Sendable {
     public var maxBodyBytes = 1_048_576
     /// From the connection's accept to the request's last byte (slow clients hold a thread).
     public var readTimeoutMs = 10_000
+    /// From the accept to the end of the request's head: a client that trickles it is cut off sooner.
+    public var headTimeoutMs = 3000
     public var writeTimeoutMs = 10_000
     /// Connections served at once; one more is answered 503 and closed.
     public var maxConnections = 64
+    /// Connections one client address may hold at once (nil: a quarter of `maxConnections`), so
+    /// that one client's slow requests cannot take every slot from the operators.
+    public var maxConnectionsPerAddress: Int?
+    var perAddress: Int { maxConnectionsPerAddress ?? max(1, maxConnections / 4) }
 
     public init() {}
 }
@@ -26,6 +32,8 @@ public final class HTTPServer: @unchecked Sendable {
     private let limits: HTTPLimits
     private let handler: @Sendable (HTTPRequest) -> HTTPResponse
     private let open = Atomic<Int>(0)
+    /// Connections held, per client address.
+    private let held = Mutex<[String: Int]>([:])
     private let running = Atomic<Bool>(true)
     private let stopped = ThreadCondition()
     private var acceptorDone = false
@@ -44,14 +52,21 @@ public final class HTTPServer: @unchecked Sendable {
             while running.load(ordering: .relaxed) {
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 guard poll(&p, 1, 200) > 0, let client = Socket.accept(fd) else { continue }
-                guard open.add(1, ordering: .relaxed).newValue <= limits.maxConnections else {
-                    open.subtract(1, ordering: .relaxed)
+                let peer = Self.peer(of: client)
+                let mine = held.withLock { h in
+                    h[peer, default: 0] += 1
+                    return h[peer]!
+                }
+                guard mine <= limits.perAddress, open.add(1, ordering: .relaxed).newValue <= limits.maxConnections else {
+                    if mine <= limits.perAddress { open.subtract(1, ordering: .relaxed) }
+                    release(peer)
                     refuse(client)
                     continue
                 }
                 OSThread.start(name: "apnsctl-web-conn") { [self] in
-                    serve(client)
+                    serve(client, from: peer)
                     close(client)
+                    release(peer)
                     open.subtract(1, ordering: .relaxed)
                 }
             }
@@ -78,11 +93,18 @@ public final class HTTPServer: @unchecked Sendable {
         close(client)
     }
 
-    private func serve(_ client: Int32) {
+    private func release(_ peer: String) {
+        held.withLock { h in
+            h[peer, default: 1] -= 1
+            if h[peer] == 0 { h[peer] = nil }
+        }
+    }
+
+    private func serve(_ client: Int32, from peer: String) {
         let deadline = MonotonicClock.nowMilliseconds() + UInt64(limits.readTimeoutMs)
         let response: HTTPResponse
         switch read(client, until: deadline) {
-        case .request(let request): response = handler(request.from(Self.peer(of: client)))
+        case .request(let request): response = handler(request.from(peer))
         case .refused(let status, let why): response = HTTPResponse(status: status, text: why)
         case .gone: return
         }
@@ -115,7 +137,8 @@ public final class HTTPServer: @unchecked Sendable {
         case gone
     }
 
-    private func read(_ client: Int32, until deadline: UInt64) -> ReadOutcome {
+    private func read(_ client: Int32, until end: UInt64) -> ReadOutcome {
+        let headDeadline = min(end, MonotonicClock.nowMilliseconds() + UInt64(limits.headTimeoutMs))
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         var head: HTTPHead?
@@ -135,6 +158,7 @@ public final class HTTPServer: @unchecked Sendable {
                     HTTPRequest(method: head.method, target: head.target, headers: head.headers, body: Array(received.prefix(head.contentLength))))
             }
             let now = MonotonicClock.nowMilliseconds()
+            let deadline = head == nil ? headDeadline : end
             guard now < deadline else { return received.isEmpty && head == nil ? .gone : .refused(408, "the request took too long to arrive") }
             var p = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, Int32(min(1000, deadline - now))) > 0 else { continue }

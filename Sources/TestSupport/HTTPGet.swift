@@ -34,10 +34,21 @@ public func httpRequest(
     return (status, fields, String(text[split.upperBound...]))
 }
 
-/// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `timeout` seconds.
-public func connectLoopback(port: Int, timeout: Int = 5) -> Int32? {
+/// A blocking TCP socket connected to 127.0.0.1:`port`, reads timing out after `timeout` seconds;
+/// from `source` (another loopback address, 127.0.0.2 …, as another client would be) if given.
+public func connectLoopback(port: Int, timeout: Int = 5, from source: String? = nil) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0 else {
+            close(fd)
+            return nil
+        }
+    }
     var tv = timeval(tv_sec: timeout, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     var addr = sockaddr_in()

@@ -14,7 +14,9 @@ final class DashboardHTTPLimitTests: XCTestCase {
         limits.maxHeaders = 20
         limits.maxBodyBytes = 10_000
         limits.readTimeoutMs = 600
+        limits.headTimeoutMs = 300
         limits.maxConnections = 4
+        limits.maxConnectionsPerAddress = 2
         server = try HTTPServer(host: "127.0.0.1", port: 0, limits: limits) { request in
             HTTPResponse(status: 200, text: "\(request.method) \(request.path) \(request.body.count) bytes")
         }
@@ -23,9 +25,9 @@ final class DashboardHTTPLimitTests: XCTestCase {
 
     override func tearDown() { server.stop() }
 
-    /// A connected client socket with a 5 s read timeout.
-    private func connect() throws -> Int32 {
-        guard let fd = connectLoopback(port: server.port) else { throw NSError(domain: "connect", code: Int(errno)) }
+    /// A connected client socket with a 5 s read timeout, from `source` (a loopback address).
+    private func connect(from source: String? = nil) throws -> Int32 {
+        guard let fd = connectLoopback(port: server.port, from: source) else { throw NSError(domain: "connect", code: Int(errno)) }
         return fd
     }
 
@@ -127,7 +129,7 @@ final class DashboardHTTPLimitTests: XCTestCase {
     }
 
     func testConnectionsOverTheLimitAreRefusedWith503AndTheServerRecovers() throws {
-        let idle = try (0..<4).map { _ in try connect() }
+        let idle = try (2..<6).map { try connect(from: "127.0.0.\($0)") }
         usleep(100_000)
         XCTAssertEqual(server.openConnections, 4)
         let refused = try exchange("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -137,5 +139,44 @@ final class DashboardHTTPLimitTests: XCTestCase {
         usleep(100_000)
         XCTAssertEqual(server.openConnections, 0)
         try assertStillServing()
+    }
+
+    /// One client address holds its share of the connections at most, so its slow requests
+    /// cannot lock other clients out; a head that trickles in is cut off sooner than a whole
+    /// request (issue 45, item 3: 70 clients sending a byte a second took all 64 slots, and 70
+    /// of 75 real requests got 503).
+    func testOneAddressHoldsItsShareAndASlowHeadIsCutOff() throws {
+        let slow = try (0..<4).map { _ in try connect(from: "127.0.0.1") }
+        usleep(100_000)
+        XCTAssertEqual(server.openConnections, 2, "its share, no more")
+        let refused = slow.map { readAllNow($0) }.filter { $0 == 503 }.count
+        XCTAssertEqual(refused, 2, "the others were refused at once")
+        let other = try connect(from: "127.0.0.2")
+        send(other, "GET /served HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(readAll(other).status, 200, "another client is served meanwhile")
+        // A head sent a byte at a time: 408 at the head's limit (300 ms), before the request's (600 ms).
+        let drip = try connect(from: "127.0.0.3")
+        let started = Date()
+        for byte in "GET /slow HTTP/1.1\r\nHost: x".utf8 {
+            send(drip, String(UnicodeScalar(byte)))
+            usleep(50_000)
+            if Date().timeIntervalSince(started) > 0.45 { break }
+        }
+        let cut = readAll(drip)
+        XCTAssertEqual(cut.status, 408)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.58, "cut at the head's limit")
+        for fd in slow { close(fd) }
+        usleep(700_000)
+        try assertStillServing()
+    }
+
+    /// The status of what the server wrote already (a 503 comes at once), without waiting for more.
+    private func readAllNow(_ fd: Int32) -> Int {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 200) > 0 else { return 0 }
+        var buf = [UInt8](repeating: 0, count: 4096)
+        let n = read(fd, &buf, buf.count)
+        guard n > 0 else { return 0 }
+        return Int(String(decoding: buf[0..<n], as: UTF8.self).split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 }
