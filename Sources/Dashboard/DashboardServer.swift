@@ -130,6 +130,14 @@ public final class DashboardServer: Sendable {
         case "/dead/show":
             guard let id = filled("id") else { return failure(400, "say which dead letter: /dead/show?id=ID", api: false) }
             return try show(id: id, request: request, edited: nil, error: nil)
+        case "/dead/job":
+            // The original job whole, as a file: the page shows a large one cut.
+            guard let id = filled("id") else { return failure(400, "say which dead letter: /dead/job?id=ID", api: false) }
+            guard let r = try data.deadLetter(id: id) else { return failure(404, "no dead letter \(id)", api: false) }
+            let name = id.filter { $0.isLetter || $0.isNumber || $0 == "-" }
+            return HTTPResponse(
+                status: 200, type: "application/json", body: try DeadLetterCommands.originalJob(r),
+                headers: [("Content-Disposition", "attachment; filename=\"dead-letter-\(name).json\"")])
         case "/tokens", "/tokens.csv":
             let (rows, choices) = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"))
             if request.path == "/tokens.csv" {

@@ -72,6 +72,9 @@ enum DeadLetterPages {
         return html
     }
 
+    /// The most of a job a page shows (and edits); a larger one is cut, with a link to it whole.
+    static let shownBytes = 64 * 1024
+
     /// One letter: its facts, attempts and original job, and (signed in) the editor holding `editing`.
     static func show(_ r: StreamRecord, job: String, editing: String, viewer: Viewer, error: String?) -> String {
         var html = error.map { "<p class=\"notice bad\" id=\"error\">\(e($0))</p>" } ?? ""
@@ -88,14 +91,28 @@ enum DeadLetterPages {
                     a["time_ms"]?.integer.map { e(HTML.clock($0) + " UTC") } ?? "–", e(a["detail"]?.display ?? ""),
                 ]
             }, id: "attempts", empty: "No attempt was recorded.")
-        html += "<h2>Original job</h2><pre id=\"job\">\(e(job))</pre>"
+        let size = job.utf8.count, download = "/dead/job?id=\(FormDecoding.encode(r.id))"
+        if size > shownBytes {
+            // A job can be any size: a page that held 5 MB twice never loaded.
+            let start = String(decoding: Array(job.utf8.prefix(shownBytes)), as: UTF8.self)
+            html += "<h2>Original job</h2><pre id=\"job\">\(e(start))</pre>"
+            html += "<p class=\"notice warn\" id=\"job-cut\">The job is \(HTML.grouped(Int64(size))) bytes: its first \(HTML.grouped(Int64(shownBytes))) are shown. "
+            html += "<a href=\"\(e(download))\" id=\"job-download\">Download it whole</a>.</p>"
+        } else {
+            html += "<h2>Original job</h2><pre id=\"job\">\(e(job))</pre><p><a href=\"\(e(download))\" id=\"job-download\">Download it</a></p>"
+        }
         guard viewer.canAct else {
             html += "<p class=\"muted\">Sign in to requeue or purge this dead letter.</p>"
             return html
         }
         html += "<h2>Requeue</h2><form method=\"post\" action=\"/dead/requeue\" id=\"editor\">\(viewer.csrfField)\(HTML.hidden("id", r.id))"
-        html += "<p class=\"muted\">Edit the job if it needs it; it is checked as a producer's job would be before it goes back on the queue.</p>"
-        html += "<textarea name=\"job\" id=\"job-editor\" spellcheck=\"false\">\(e(editing))</textarea>"
+        if editing.utf8.count > shownBytes {
+            html += "<p class=\"notice warn\" id=\"too-large\">This job is too large to edit here (\(HTML.grouped(Int64(shownBytes))) bytes at most): "
+            html += "requeue it as it is, or download it, fix it, and run <code>apnsctl dead requeue \(e(r.id)) --replace FILE</code>.</p>"
+        } else {
+            html += "<p class=\"muted\">Edit the job if it needs it; it is checked as a producer's job would be before it goes back on the queue.</p>"
+            html += "<textarea name=\"job\" id=\"job-editor\" spellcheck=\"false\">\(e(editing))</textarea>"
+        }
         html += "<div class=\"actions\"><button class=\"primary\" id=\"requeue-one\">Requeue this job</button></div></form>"
         html +=
             "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(HTML.hidden("id", r.id))<button class=\"danger\" id=\"purge-one\">Purge this dead letter</button></form>"

@@ -298,6 +298,30 @@ class DashboardBrowserTest(unittest.TestCase):
         self.assertIn('"token":"abc"', self.browser.find_element(By.ID, "job").text)
         self.shoot("dead-letter")
 
+    def test_a_huge_dead_letter_loads_cut_with_a_download_link(self):
+        """A 5 MB job shows cut to 64 KiB with a link to it whole, and the editor says it is too
+        large to edit here (issue 45, item 6: the page held it twice and never loaded)."""
+        s = self.stack("huge")
+        filler = "A" * (5 * 1024 * 1024)
+        s.enqueue(dumps({"id": "huge", "token": "abc", "payload": {"aps": {}}, "filler": filler}))
+        s.wait_finished(1)
+        entry_id = s.r.xrange(s.prefix + ":dead", count=1)[0][0]
+        self.sign_in(s)
+        started = time.time()
+        self.open(s, "/dead/show?id=" + entry_id)
+        loaded = time.time() - started
+        self.assertLess(loaded, 15, "the page loaded in %.1f s" % loaded)
+        self.assertIn("5,242,", self.browser.find_element(By.ID, "job-cut").text)
+        self.assertLess(len(self.browser.find_element(By.ID, "job").text), 70 * 1024)
+        self.assertEqual(self.browser.find_elements(By.ID, "job-editor"), [], "no editor for a job this large")
+        self.assertIn("too large to edit here", self.browser.find_element(By.ID, "too-large").text)
+        href = self.browser.find_element(By.ID, "job-download").get_attribute("href")
+        with urllib.request.urlopen(href, timeout=20) as answer:
+            whole = answer.read()
+            self.assertIn("attachment", answer.headers.get("Content-Disposition", ""))
+        self.assertEqual(json.loads(whole)["filler"], filler, "the download is the job whole")
+        self.assertEqual(self.console_errors(), [])
+
     def test_requeue_one_after_editing_it_and_it_is_delivered(self):
         s = self.stack("requeue")
         s.enqueue(dumps({"id": "fix-me", "token": "abc", "payload": {"aps": {"alert": "edited"}}}))
