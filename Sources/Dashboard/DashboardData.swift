@@ -157,7 +157,8 @@ public final class DashboardData: @unchecked Sendable {
             let stats = try QueueCommands.stats(ctx)
             let perApp = QueueCommands.countersByApp(stats)
             var rows: [String: AppRow] = [:]
-            for name in configuredApps + QueueCommands.apps(stats) { rows[name] = AppRow(app: name, counters: perApp[name] ?? [:]) }
+            // `-` counts jobs that name no configured app: no app of its own.
+            for name in configuredApps + QueueCommands.apps(stats) where name != "-" { rows[name] = AppRow(app: name, counters: perApp[name] ?? [:]) }
             for worker in try workerRows(ctx, stats) where worker.alive {
                 for a in worker.info?["apps"]?.array ?? [] {
                     guard let name = a["app"]?.string else { continue }

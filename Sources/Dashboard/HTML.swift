@@ -45,10 +45,10 @@ enum HTML {
             <title>\(e(title)) · apns-worker \(e(queue))</title><link rel="stylesheet" href="/static/app.css">
             \(refresh ? "<noscript><meta http-equiv=\"refresh\" content=\"10\"></noscript>" : "")
             <script src="/static/app.js" defer></script></head>
-            <body\(refresh ? " data-refresh=\"5\"" : "")><header><span class="brand">apns-worker</span><span class="queue">queue \(e(queue))</span><nav>\(nav)</nav><span class="who">\(who)</span></header>
-            <main id="main"><h1>\(e(title))</h1>
+            <body\(refresh ? " data-refresh=\"5\"" : "")><a class="skip" href="#main">Skip to the content</a><header><span class="brand">apns-worker</span><span class="queue">queue \(e(queue))</span><nav>\(nav)</nav><span class="who">\(who)</span></header>
+            <main id="main" tabindex="-1"><h1>\(e(title))</h1>
             \(body)
-            </main><footer>Updated <time id="updated">\(e(clock(Int64(Date().timeIntervalSince1970 * 1000))))</time> UTC\(refresh ? " · refreshes every 5 s" : "")</footer></body></html>
+            </main><footer>Updated <time id="updated">\(e(clock(Int64(Date().timeIntervalSince1970 * 1000))))</time> UTC\(refresh ? " · refreshes every 5 s <button type=\"button\" class=\"link\" id=\"refresh-toggle\">Pause</button>" : "")</footer></body></html>
             """
     }
 

@@ -54,9 +54,9 @@ enum DeadLetterPages {
         if viewer.canAct, matched > 0 {
             html += "<div class=\"actions\">"
             html +=
-                "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue these \(matched)</button></form>"
+                "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue these \(HTML.grouped(Int64(matched)))</button></form>"
             html +=
-                "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge these \(matched)</button></form>"
+                "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge these \(HTML.grouped(Int64(matched)))</button></form>"
             html += "</div>"
         }
         html += HTML.table(

@@ -60,7 +60,9 @@ enum StaticFiles {
         form.inline { display:inline; }
         .actions { display:flex; flex-wrap:wrap; gap:8px; margin:10px 0; }
         a { color:var(--accent); }
-        .charts { display:grid; grid-template-columns:repeat(auto-fit, minmax(420px, 1fr)); gap:12px; }
+        .charts { display:grid; grid-template-columns:repeat(auto-fit, minmax(min(420px, 100%), 1fr)); gap:12px; }
+        .skip { position:absolute; left:-9999px; top:0; background:#fff; color:var(--accent); padding:8px 12px; z-index:10; }
+        .skip:focus { left:8px; }
         .chart-box { margin:0; background:var(--card); border:1px solid var(--line); border-radius:8px; padding:10px; }
         .chart-box figcaption { font-weight:600; margin-bottom:4px; }
         svg.chart { width:100%; height:auto; display:block; }
@@ -80,12 +82,22 @@ enum StaticFiles {
         """
 
     /// Refreshes a page that asks for it (body[data-refresh]) by fetching it again and swapping
-    /// <main>, unless the reader is typing or has selected text.
+    /// <main>, unless the reader is typing, has selected text, or paused it (the footer's
+    /// button, kept for the tab); keyboard focus stays on the same link or button.
     static let js = """
         (function () {
           var body = document.body;
           var seconds = body && Number(body.getAttribute('data-refresh'));
           if (!seconds) return;
+          var toggle = document.getElementById('refresh-toggle');
+          function paused() { return sessionStorage.getItem('apnsw-paused') === '1'; }
+          function label() { if (toggle) toggle.textContent = paused() ? 'Resume' : 'Pause'; }
+          if (toggle) toggle.addEventListener('click', function () {
+            sessionStorage.setItem('apnsw-paused', paused() ? '0' : '1');
+            label();
+          });
+          label();
+          function focusables(root) { return Array.prototype.slice.call(root.querySelectorAll('a, button, input, select, textarea')); }
           function busy() {
             var a = document.activeElement;
             if (a && (a.tagName === 'INPUT' || a.tagName === 'TEXTAREA' || a.tagName === 'SELECT')) return true;
@@ -93,14 +105,20 @@ enum StaticFiles {
             return s && String(s).length > 0;
           }
           function refresh() {
-            if (busy() || document.hidden) return;
+            if (busy() || document.hidden || paused()) return;
             fetch(window.location.href, { credentials: 'same-origin', headers: { 'X-Refresh': '1' } })
               .then(function (r) { return r.ok ? r.text() : null; })
               .then(function (text) {
                 if (!text || busy()) return;
                 var next = new DOMParser().parseFromString(text, 'text/html');
                 var main = next.getElementById('main'), now = next.getElementById('updated');
-                if (main) document.getElementById('main').replaceWith(main);
+                var old = document.getElementById('main'), focused = document.activeElement;
+                var at = old && old.contains(focused) ? focusables(old).indexOf(focused) : -1;
+                if (main) old.replaceWith(main);
+                if (main && at >= 0) {
+                  var same = focusables(main)[at];
+                  if (same) same.focus();
+                }
                 if (now) document.getElementById('updated').replaceWith(now);
                 body.setAttribute('data-refreshed', String(Date.now()));
               })

@@ -322,6 +322,49 @@ class DashboardBrowserTest(unittest.TestCase):
         self.assertEqual(json.loads(whole)["filler"], filler, "the download is the job whole")
         self.assertEqual(self.console_errors(), [])
 
+    def test_browser_manners(self):
+        """A phone-wide overview, a skip link, a refresh that keeps focus and can be paused, no
+        `-` app, grouped numbers on the buttons (issue 45, item 7)."""
+        s = self.stack("manners")
+        s.enqueue(dumps({"id": "ghost", "app": "ghost", "token": token(1), "payload": {"aps": {}}}))
+        s.wait_finished(1)
+        pipe = s.r.pipeline()
+        for i in range(1234):
+            pipe.xadd(s.prefix + ":dead", {"record": dumps({"v": 1, "reason": "BadDeviceToken", "app": "default", "job_id": "f%d" % i})})
+        pipe.execute()
+        self.open(s, "/apps")
+        apps = [r.find_elements(By.TAG_NAME, "td")[0].text for r in self.rows("apps")]
+        self.assertIn("default", apps)
+        self.assertNotIn("-", apps)
+        self.browser.set_window_size(390, 900)
+        try:
+            self.open(s, "/")
+            wide = self.browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            self.assertLessEqual(wide[0], wide[1], "the overview fits a 390 px phone: %s" % wide)
+        finally:
+            self.browser.set_window_size(1366, 900)
+        self.sign_in(s, then="/dead")
+        self.assertIn("1,235", self.browser.find_element(By.ID, "purge-all").text)
+        skip = self.browser.find_element(By.CSS_SELECTOR, "a.skip")
+        self.assertTrue(skip.get_attribute("href").endswith("#main"))
+        # Focus stays on the same link across a refresh.
+        link = self.rows("dead-letters")[2].find_element(By.TAG_NAME, "a")
+        href = link.get_attribute("href")
+        self.browser.execute_script("arguments[0].focus()", link)
+        before = self.browser.execute_script("return document.body.getAttribute('data-refreshed')")
+        wait_for(lambda: self.browser.execute_script("return document.body.getAttribute('data-refreshed')") != before,
+                 timeout=12, what="a refresh")
+        self.assertEqual(self.browser.execute_script("return document.activeElement.href"), href, "focus kept")
+        # Paused: no refresh for longer than the interval.
+        toggle = self.browser.find_element(By.ID, "refresh-toggle")
+        toggle.click()
+        self.assertEqual(toggle.text, "Resume")
+        paused_at = self.browser.execute_script("return document.body.getAttribute('data-refreshed')")
+        time.sleep(6.5)
+        self.assertEqual(self.browser.execute_script("return document.body.getAttribute('data-refreshed')"), paused_at, "paused")
+        self.browser.find_element(By.ID, "refresh-toggle").click()
+        self.assertEqual(self.console_errors(), [])
+
     def test_requeue_one_after_editing_it_and_it_is_delivered(self):
         s = self.stack("requeue")
         s.enqueue(dumps({"id": "fix-me", "token": "abc", "payload": {"aps": {"alert": "edited"}}}))
