@@ -36,7 +36,10 @@ extension Worker {
     /// call (`RedisPreflight`): a certificate or password that Redis refuses, a missing ACL
     /// right, an eviction policy that drops jobs. A Redis that does not answer yet is no mistake:
     /// the worker starts and keeps trying, as it does after any outage.
-    public func checkRedis() throws {
+    /// Runs before anything else asks Redis (the shard record), so that a missing right is
+    /// named whole, not by the first command that meets it.
+    public static func checkRedis(_ configuration: WorkerConfiguration, logger: Logger) throws {
+        let keys = configuration.servedKeys[0]
         let endpoint = configuration.redis.routed(toKey: keys.jobs)
         let findings: [RedisPreflight.Finding]
         do throws(RedisError) {

@@ -45,9 +45,9 @@ struct APNSWorkerMain {
         let logger = Logger(level: configuration.logLevel)
         let worker: Worker
         do {
+            try Worker.checkRedis(configuration, logger: logger)
             configuration.drainingShards = try Worker.shardsToDrain(configuration, logger: logger)
             worker = try Worker(configuration: configuration, logger: logger)
-            try worker.checkRedis()
             try worker.startHealthServer()
         } catch let refusal as StartRefusal {
             fail(refusal.description)
