@@ -28,9 +28,7 @@ final class EventLoopRedisConnection: EventHandler {
     unowned(unsafe) var owner: EventLoopRedisOwner!  // the owner holds this object
     private var pipe: NonBlockingRedisConnection?
     private var watchingWrites = false
-    private var backoff = Backoff(baseMs: 100, capMs: 5000)
-    /// For a fault that will not fix itself (`RedisError.mistake`): a password, a certificate, a right.
-    private var slowBackoff = Backoff(baseMs: 1000, capMs: 60_000)
+    private var pause = RedisRetryPause()
     /// Connected after failures: "reconnected" is said, and the backoff reset, once a reply came.
     private var recovering = false
     /// Behind Sentinel: a switch of master drops the connection, to reconnect to the new one.
@@ -162,7 +160,7 @@ final class EventLoopRedisConnection: EventHandler {
         drop(abandoning: true)
         let fix = error.mistake
         if !closed { health?.redis(label, error: error.description + (fix.map { ": \($0)" } ?? "")) }
-        let delay = fix == nil ? backoff.nextDelayMs() : slowBackoff.nextDelayMs()
+        let delay = pause.delayMs(after: error)
         recovering = true
         if !closed {
             RedisTrouble.log(error, fix: fix, endpoint: endpoint, retryMs: delay, logger: logger)
@@ -184,9 +182,7 @@ final class EventLoopRedisConnection: EventHandler {
     /// A command succeeded on a new connection: only now is Redis back.
     private func recovered() {
         recovering = false
-        if backoff.failures + slowBackoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
-        backoff.reset()
-        slowBackoff.reset()
+        if pause.succeeded() { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
     }
 
     private func scheduleTimeoutCheck() {

@@ -11,9 +11,7 @@ final class ReconnectingRedisConnection {
     private let timeoutMs: Int
     private let logger: Logger
     private var connection: BlockingRedisConnection?
-    private var backoff = Backoff(baseMs: 100, capMs: 5000)
-    /// For a fault that will not fix itself (`RedisError.mistake`).
-    private var slowBackoff = Backoff(baseMs: 1000, capMs: 60_000)
+    private var pause = RedisRetryPause()
     /// Where its state goes, for /readyz and apns_redis_up.
     var health: HealthState?
     var label = "housekeeper"
@@ -34,20 +32,37 @@ final class ReconnectingRedisConnection {
             if connection == nil { connection = try BlockingRedisConnection(endpoint, timeoutMs: timeoutMs) }
             let result = try body(connection!)
             // Said once a command succeeded, not when a connection opened that may refuse them all.
-            if backoff.failures + slowBackoff.failures > 0 { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
-            backoff.reset()
-            slowBackoff.reset()
+            if pause.succeeded() { logger.info("reconnected to Redis", ["redis": .string(endpoint.description)]) }
             health?.redis(label, error: nil)
             return result
         } catch {
             let fix = error.mistake
             if error.isConnectionLost || fix != nil { connection = nil }
             health?.redis(label, error: error.isConnectionLost || fix != nil ? error.description + (fix.map { ": \($0)" } ?? "") : nil)
-            let delay = fix == nil ? backoff.nextDelayMs() : slowBackoff.nextDelayMs()
+            let delay = pause.delayMs(after: error)
             RedisTrouble.log(error, fix: fix, endpoint: endpoint, retryMs: delay, logger: logger)
             usleep(UInt32(delay) * 1000)
             throw error
         }
+    }
+}
+
+/// The pause before a Redis connection is tried again: 100 ms doubling to 5 s, or for a fault
+/// that will not fix itself (`RedisError.mistake`: a password, a certificate, a right) 1 s
+/// doubling to a minute; both start over once a command succeeds.
+struct RedisRetryPause {
+    private var backoff = Backoff(baseMs: 100, capMs: 5000)
+    private var slow = Backoff(baseMs: 1000, capMs: 60_000)
+
+    mutating func delayMs(after error: RedisError) -> Int { error.mistake == nil ? backoff.nextDelayMs() : slow.nextDelayMs() }
+
+    /// A command succeeded; returns whether calls had failed before it.
+    mutating func succeeded() -> Bool {
+        defer {
+            backoff.reset()
+            slow.reset()
+        }
+        return backoff.failures + slow.failures > 0
     }
 }
 

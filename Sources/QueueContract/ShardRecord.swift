@@ -14,12 +14,6 @@ public enum ShardRecord {
         return seen
         """)
 
-    /// The most shards recorded for `queue`, 1 if none: `connect` gives the connection for a key set.
-    public static func recorded(queue: String, namespace: String = "apns", on r: BlockingRedisConnection) throws(RedisError) -> Int {
-        let own = QueueKeys(queue: queue, namespace: namespace)
-        return Int(try r.command(["HGET", own.shardsRecord, "max"]).integer ?? 1)
-    }
-
     /// The shards beyond `configured` (all of them when `configured` is 1, which uses none)
     /// up to `recorded`.
     public static func beyond(configured: Int, recorded: Int) -> Range<Int> {
@@ -49,7 +43,7 @@ public enum ShardRecord {
         // The shards past the last that holds anything are done with: the record comes down.
         let keep = max(configured, needed)
         if keep < seen { _ = try r.command(["HSET", own.shardsRecord, "max", String(keep)]) }
-        return (max(configured, needed), holding)
+        return (keep, holding)
     }
 
     /// What a key set still holds: queued, scheduled and suspect jobs, and live or dead workers'

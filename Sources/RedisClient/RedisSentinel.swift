@@ -53,12 +53,7 @@ extension RedisEndpoint {
         guard let sentinel else { return self }
         return try Self.askInTurn(
             sentinel.addresses, timeoutMs: timeoutMs, command: ["SENTINEL", "get-master-addr-by-name", sentinel.masterName],
-            over: { address in
-                var asking = RedisEndpoint(
-                    host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
-                asking.tls?.serverName = tls?.serverName ?? address.host
-                return asking
-            },
+            over: { sentinelEndpoint($0, sentinel) },
             answer: { reply, address in
                 let parts = reply.array.compactMap(\.text)
                 guard parts.count == 2, let port = Int(parts[1]) else {
@@ -81,11 +76,7 @@ extension RedisEndpoint {
         var failingOver = false
         let found = try Self.askInTurn(
             sentinel.addresses, timeoutMs: timeoutMs, command: ["SENTINEL", "MASTER", sentinel.masterName],
-            over: { address in
-                var asking = RedisEndpoint(host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
-                asking.tls?.serverName = tls?.serverName ?? address.host
-                return asking
-            },
+            over: { sentinelEndpoint($0, sentinel) },
             answer: { reply, address in
                 let items = reply.array.compactMap(\.text)
                 var fields: [String: String] = [:]
@@ -101,6 +92,13 @@ extension RedisEndpoint {
                 return .success(named)
             }, none: "no sentinel named the master of \"\(sentinel.masterName)\"")
         return ("\(found.host):\(found.port)", failingOver)
+    }
+
+    /// How one sentinel is reached: its address, the sentinels' own credentials, this endpoint's TLS.
+    private func sentinelEndpoint(_ address: RedisSentinel.Address, _ sentinel: RedisSentinel) -> RedisEndpoint {
+        var asking = RedisEndpoint(host: address.host, port: address.port, password: sentinel.password, username: sentinel.username, tls: tls)
+        asking.tls?.serverName = tls?.serverName ?? address.host
+        return asking
     }
 
     /// Why one of the nodes asked (`askInTurn`) named no server.
