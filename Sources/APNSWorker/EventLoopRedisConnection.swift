@@ -37,6 +37,10 @@ final class EventLoopRedisConnection: EventHandler {
     /// Since when a reply has been awaited (or the connect has been under way).
     private var waitingSinceMs: UInt64 = 0
     private var closed = false
+    /// The node a `-ASK` sent a group to; while its answer is awaited, the replies of the groups
+    /// after it wait in the pipe, so that the owner reads every answer in order.
+    private var asked: AskedNode?
+    private var holding = false
     /// Where its state goes, for /readyz and apns_redis_up (`report(to:as:)`).
     private var health: HealthState?
     private var label = ""
@@ -150,6 +154,9 @@ final class EventLoopRedisConnection: EventHandler {
     }
 
     private func drop(abandoning: Bool = false) {
+        asked?.close()
+        asked = nil
+        holding = false
         guard let p = pipe else { return }
         loop.unregister(fd: p.fd)
         if abandoning { p.abandon() }
@@ -188,8 +195,11 @@ final class EventLoopRedisConnection: EventHandler {
     private func scheduleTimeoutCheck() {
         loop.schedule(afterMilliseconds: Int(min(250, max(50, replyTimeoutMs / 4)))) { [weak self] in
             guard let self, !closed else { return }
-            if let pipe, !pipe.isConnected || pipe.isWaiting, MonotonicClock.nowMilliseconds() - waitingSinceMs > replyTimeoutMs {
+            let now = MonotonicClock.nowMilliseconds()
+            if let pipe, !pipe.isConnected || pipe.isWaiting, now - waitingSinceMs > replyTimeoutMs {
                 failed(.timeout("\(endpoint): no reply in \(replyTimeoutMs) ms"))
+            } else if let asked, asked.isLate(now, timeoutMs: replyTimeoutMs) {
+                failed(asked.named(.timeout("no reply in \(replyTimeoutMs) ms")))
             }
             if let masterWatch, masterWatch.current != masterSeen {
                 masterSeen = masterWatch.current
@@ -218,15 +228,50 @@ final class EventLoopRedisConnection: EventHandler {
             }
             if readable || hangup {
                 try pipe.readable()
-                while self.pipe === pipe, let reply = try pipe.nextReply() {
-                    waitingSinceMs = MonotonicClock.nowMilliseconds()
-                    try owner.redisReplied(reply)
-                    if recovering { recovered() }
-                }
+                try deliver(pipe)
             }
             watchWrites()
         } catch {
             failed(error)
         }
+    }
+
+    /// Hands the owner each group's replies that have arrived, in order, until one was
+    /// answered `-ASK`: that group goes to the node named, and the rest wait for its answer.
+    private func deliver(_ pipe: NonBlockingRedisConnection) throws(RedisError) {
+        while self.pipe === pipe, !holding {
+            if let reply = try pipe.nextReply() {
+                waitingSinceMs = MonotonicClock.nowMilliseconds()
+                try owner.redisReplied(reply)
+                if recovering { recovered() }
+            } else if let redirect = pipe.takeRedirect() {
+                try follow(redirect, from: pipe)
+            } else {
+                return
+            }
+        }
+    }
+
+    /// ASKING and the group at the node a `-ASK` named (the map is not read again: the slot is
+    /// still the old node's). That node's error drops the connection like any Redis error.
+    private func follow(_ redirect: AskRedirect, from pipe: NonBlockingRedisConnection) throws(RedisError) {
+        if asked?.node != redirect.node {
+            asked?.close()
+            asked = try AskedNode(
+                redirect, from: pipe.endpoint, loop: loop,
+                answered: { [unowned self] (reply) throws(RedisError) in try answeredAtAskedNode(reply, pipe) },
+                failed: { [unowned self] error in failed(error) })
+        }
+        holding = true
+        asked?.send(redirect)
+    }
+
+    private func answeredAtAskedNode(_ reply: RedisFlatReply, _ pipe: NonBlockingRedisConnection) throws(RedisError) {
+        holding = false
+        waitingSinceMs = MonotonicClock.nowMilliseconds()
+        try owner.redisReplied(reply)
+        if recovering { recovered() }
+        try deliver(pipe)
+        watchWrites()
     }
 }

@@ -45,7 +45,13 @@ public final class NonBlockingRedisConnection {
         var kept: Int
         /// The connection's own AUTH and SELECT: an error is reported without the server's words.
         var handshake = false
+        /// Kept when the group can go to another node on `-ASK`: one command answered, no
+        /// transaction (a WATCH holds on this connection only).
+        var commands: [RedisArgs]? = nil
     }
+
+    /// A group answered `-ASK`, taken by `takeRedirect()`.
+    private var redirect: AskRedirect?
 
     /// Starts connecting, and queues AUTH and SELECT as the endpoint needs them.
     public init(_ endpoint: RedisEndpoint) throws(RedisError) {
@@ -99,6 +105,7 @@ public final class NonBlockingRedisConnection {
         encoded.removeAll()
         for args in commands { args.encode(appendingTo: &encoded) }
         try send(resp: encoded.bytes(), commands: commands.count, skipping: skipping)
+        if commands.count - skipping == 1, !commands.contains(where: \.isTransactional) { groups[groups.count - 1].commands = commands }
     }
 
     /// Queues commands already in RESP as one group: `commands` of them, the first `skipping`
@@ -158,9 +165,23 @@ public final class NonBlockingRedisConnection {
             isMidGroup = false
             next += 1
             if next == groups.count { groups.removeAll(keepingCapacity: true); next = 0 }
-            if group.kept > 0 { return try RedisFlatReply(flat, skippedArray: group.skipped > 0 && skippedArray).checkedForReplica() }
+            guard group.kept > 0 else { continue }
+            let reply = RedisFlatReply(flat, skippedArray: group.skipped > 0 && skippedArray)
+            if let commands = group.commands, let m = reply.error, let asked = AskRedirect(m, commands: commands, skipping: group.skipped) {
+                redirect = asked
+                return nil
+            }
+            return try reply.checkedForReplica()
         }
         return nil
+    }
+
+    /// The group `nextReply()` stopped at because the server answered `-ASK`: its slot is moving
+    /// and its keys are at another node already. Its owner sends it there, and reads the
+    /// groups after it only once that node answered.
+    public func takeRedirect() -> AskRedirect? {
+        defer { redirect = nil }
+        return redirect
     }
 
     /// Whether the oldest group's scan has begun (its skipped replies may all be read), and

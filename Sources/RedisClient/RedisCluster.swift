@@ -87,14 +87,8 @@ extension BlockingRedisConnection {
     /// `-ASK slot host:port`: the slot is moving, and the keys are already at that node. The
     /// command goes there once, after ASKING (with the script loaded there first, if need be).
     func askOnce(_ answer: String, _ args: RedisArgs) throws(RedisError) -> RedisReply {
-        let parts = answer.split(separator: " ")
-        guard parts.count == 3, let address = RedisSentinel.Address(parsing: String(parts[2])) else { throw .server(answer) }
-        var target = endpoint
-        target.host = address.host
-        target.port = address.port
-        target.tls?.serverName = endpoint.tls?.serverName ?? address.host
-        target.foundBy = "an ASK redirection for slot \(parts[1])"
-        let node = try BlockingRedisConnection(target, timeoutMs: timeoutMs)
+        guard let redirect = AskRedirect(answer, commands: [args], skipping: 0) else { throw .server(answer) }
+        let node = try BlockingRedisConnection(redirect.endpoint(from: endpoint), timeoutMs: timeoutMs)
         func asked() throws(RedisError) -> RedisReply {
             _ = try node.command(["ASKING"])
             return try node.command(args)
@@ -105,5 +99,44 @@ extension BlockingRedisConnection {
             reply = try asked()
         }
         return try reply.checkedForReplica()
+    }
+}
+
+/// A command a node answered `-ASK slot host:port`: the slot is moving, and the command's keys
+/// are at that node already. It goes there once, right after ASKING; the map stays as it is.
+public struct AskRedirect {
+    public let slot: String
+    public let node: RedisSentinel.Address
+    /// The group again, ASKING just before the command it redirects (after a SCRIPT LOAD).
+    public let commands: [RedisArgs]
+    public let skipping: Int
+
+    init?(_ answer: String, commands: [RedisArgs], skipping: Int) {
+        let parts = answer.split(separator: " ")
+        guard parts.count == 3, parts[0] == "ASK", let node = RedisSentinel.Address(parsing: String(parts[2])) else { return nil }
+        slot = String(parts[1])
+        self.node = node
+        self.commands = commands.dropLast() + [RedisArgs(["ASKING"]), commands[commands.count - 1]]
+        self.skipping = skipping + 1
+    }
+
+    /// The endpoint of the node named, as `endpoint` reaches its nodes.
+    public func endpoint(from endpoint: RedisEndpoint) -> RedisEndpoint {
+        var target = endpoint
+        target.cluster = nil
+        target.host = node.host
+        target.port = node.port
+        target.tls?.serverName = endpoint.tls?.serverName ?? node.host
+        target.foundBy = "an ASK redirection for slot \(slot)"
+        return target
+    }
+}
+
+extension RedisArgs {
+    /// Whether this command belongs to a transaction, which holds on its own connection.
+    var isTransactional: Bool {
+        guard count > 0 else { return false }
+        let word = argument(0)
+        return word.elementsEqual("WATCH".utf8) || word.elementsEqual("MULTI".utf8) || word.elementsEqual("EXEC".utf8)
     }
 }

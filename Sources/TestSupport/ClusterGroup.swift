@@ -111,8 +111,7 @@ public final class ClusterGroup: @unchecked Sendable {
     /// `redis-cli --cluster reshard`, keys and all. Returns the port they went to.
     @discardableResult
     public func reshard(count: Int, from port: Int) throws -> Int {
-        let masters = Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) })
-        guard let target = masters.first(where: { $0 != port }) else { throw TestSupportError("no other master") }
+        guard let target = try masterPorts().first(where: { $0 != port }) else { throw TestSupportError("no other master") }
         let (source, destination) = (try nodeID(port), try nodeID(target))
         try run(
             [
@@ -124,11 +123,11 @@ public final class ClusterGroup: @unchecked Sendable {
     }
 
     /// Marks `slot` as moving from its master to another (`CLUSTER SETSLOT … MIGRATING` and
-    /// `IMPORTING`) without moving a key, as a reshard does before it moves them. Returns both ports.
-    public func beginMigration(slot: Int) throws -> (source: Int, target: Int) {
+    /// `IMPORTING`) without moving a key, as a reshard does before it moves them: to `target`,
+    /// or to the first other master. Returns both ports.
+    public func beginMigration(slot: Int, to target: Int? = nil) throws -> (source: Int, target: Int) {
         let source = try master(ofSlot: slot)
-        let masters = Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) })
-        guard let target = masters.first(where: { $0 != source }) else { throw TestSupportError("no other master") }
+        guard let target = try target ?? masterPorts().first(where: { $0 != source }) else { throw TestSupportError("no other master") }
         for (port, state, other) in [(target, "IMPORTING", source), (source, "MIGRATING", target)] {
             if case .error(let m) = try node(port).command(["CLUSTER", "SETSLOT", String(slot), state, try nodeID(other)]) {
                 throw TestSupportError("CLUSTER SETSLOT \(state): \(m)")
@@ -136,6 +135,33 @@ public final class ClusterGroup: @unchecked Sendable {
         }
         return (source, target)
     }
+
+    /// The masters' ports.
+    public func masterPorts() throws -> Set<Int> { Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) }) }
+
+    /// Makes the master on `port` answer `CLUSTERDOWN` to every command, as a node that lost
+    /// a slot's assignment does, while the others go on: it forgets one of its own slots in its
+    /// own map (the others still map the slot to it). `mendClusterDown` undoes it.
+    public func makeClusterDown(port: Int) throws -> Int {
+        guard let own = try masters(askingNode: port).first(where: { $0[2] == Int64(port) }) else { throw TestSupportError("\(port) owns no slot") }
+        let slot = Int(own[1])
+        if case .error(let m) = try node(port).command(["CLUSTER", "DELSLOTS", String(slot)]) { throw TestSupportError("DELSLOTS: \(m)") }
+        guard waitUntil(timeout: 10, { (try? self.node(port).command(["CLUSTER", "INFO"]).text)??.contains("cluster_state:fail") == true }) else {
+            throw TestSupportError("\(port) did not say cluster_state:fail")
+        }
+        return slot
+    }
+
+    /// Gives back the slot `makeClusterDown` took, and waits until the node says ok.
+    public func mendClusterDown(port: Int, slot: Int) throws {
+        if case .error(let m) = try node(port).command(["CLUSTER", "ADDSLOTS", String(slot)]) { throw TestSupportError("ADDSLOTS: \(m)") }
+        try waitUntilStable()
+    }
+
+    /// Makes the node on `port` leave every client's command unanswered for `ms` (`CLIENT PAUSE
+    /// … ALL`, which holds back even CLIENT UNPAUSE): a node that hangs. Its cluster bus goes
+    /// on, so no failover starts.
+    public func pause(port: Int, ms: Int) throws { _ = try node(port).command(["CLIENT", "PAUSE", String(ms), "ALL"]) }
 
     /// Moves `keys` of a slot being migrated (`beginMigration`) to the target, as a reshard
     /// does one key at a time: the slot is then half-moved.
@@ -147,16 +173,22 @@ public final class ClusterGroup: @unchecked Sendable {
         }
     }
 
+    /// Moves every key of `slot` left on the source to the target: each command on the slot's
+    /// keys is then redirected there by `-ASK`.
+    public func migrateAll(slot: Int, _ ports: (source: Int, target: Int)) throws {
+        while true {
+            let keys = try node(ports.source).command(["CLUSTER", "GETKEYSINSLOT", String(slot), "100"]).array.compactMap(\.text)
+            if keys.isEmpty { return }
+            try migrate(keys: keys, ports)
+        }
+    }
+
     /// Ends a migration begun by `beginMigration` the way a reshard does: the slot's other keys
     /// move, then the slot, on every master.
     public func finishMigration(slot: Int, _ ports: (source: Int, target: Int)) throws {
-        while true {
-            let keys = try node(ports.source).command(["CLUSTER", "GETKEYSINSLOT", String(slot), "100"]).array.compactMap(\.text)
-            if keys.isEmpty { break }
-            try migrate(keys: keys, ports)
-        }
+        try migrateAll(slot: slot, ports)
         let target = try nodeID(ports.target)
-        let masters = Set(try (0..<3).map { try master(ofSlot: $0 * 5461 + 1) })
+        let masters = try masterPorts()
         for port in [ports.target, ports.source] + masters.subtracting([ports.target, ports.source]) {
             if case .error(let m) = try node(port).command(["CLUSTER", "SETSLOT", String(slot), "NODE", target]) {
                 throw TestSupportError("CLUSTER SETSLOT NODE on \(port): \(m)")
