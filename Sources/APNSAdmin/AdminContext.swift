@@ -112,9 +112,11 @@ public final class AdminContext {
 
     /// A stream's entries from every key set, oldest first: `stream` names it in a key set.
     public func records(_ stream: KeyPath<QueueKeys, String>, after: String? = nil, limit: Int) throws -> [StreamRecord] {
-        let start = after.map { "(" + StreamRecord.split($0).entry } ?? "-"
+        let cursor = after.map(StreamRecord.split)
         var all: [StreamRecord] = []
         for set in keySets {
+            // Oldest first by (entry, shard): a shard numbered higher still has its record of the same entry to give.
+            let start = cursor.map { (set.shard ?? -1) > ($0.shard ?? -1) ? $0.entry : "(" + $0.entry } ?? "-"
             all += StreamRecord.parse(try call(set, ["XRANGE", set[keyPath: stream], start, "+", "COUNT", String(limit)]), shard: set.shard)
         }
         guard keySets.count > 1 else { return all }

@@ -18,6 +18,12 @@ public enum QueueCommands {
         public var deadLetters: Int64 { keySets.reduce(0) { $0 + $1.deadLetters } }
         public var resultsPerSecond: Double { keySets.reduce(0) { $0 + $1.resultsPerSecond } }
         public var counters: [String: Int64] = [:]
+        /// The dead letters' tally by reason (`dead_lettered/<reason>`), most first.
+        public var deadLetterReasons: [(reason: String, count: Int64)] {
+            let prefix = CounterPairs.deadLetterTally("")
+            return counters.compactMap { $0.key.hasPrefix(prefix) ? (String($0.key.dropFirst(prefix.count)), $0.value) : nil }
+                .sorted { ($1.count, $0.reason) < ($0.count, $1.reason) }
+        }
         public var workers: [(id: String, leaseLeftMs: Int64, inFlight: Int64)] = []
         /// Whether Redis holds any key of the queue: none is most often a misspelt name.
         public var exists = true
@@ -25,6 +31,8 @@ public enum QueueCommands {
         public var paused: [(app: String, worker: String, reason: String)] = []
         /// Each key set's part (with shards): what a shard to drain still holds.
         public var keySets: [KeySetStats] = []
+
+        public init() {}
     }
 
     /// One key set's figures (the queue's own keys, or one shard's).
@@ -73,8 +81,7 @@ public enum QueueCommands {
                     $0.text?.contains(#""attempts":["#) == true
                 }.count)
             part.deadLetters = try ctx.call(k, ["XLEN", k.deadLetters]).integer ?? 0
-            let lastTen = try ctx.call(k, ["XRANGE", k.results, String(now - 10_000), "+", "COUNT", "1000000"]).array.count
-            part.resultsPerSecond = Double(lastTen) / 10
+            part.resultsPerSecond = try resultsPerSecond(ctx, k, nowMs: now)
             let counters = try ctx.call(k, ["HGETALL", k.stats]).array.compactMap(\.text)
             for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i], default: 0] += Int64(counters[i + 1]) ?? 0 }
             let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
@@ -116,6 +123,15 @@ public enum QueueCommands {
         return perApp
     }
 
+    /// Results in the last 10 s, per second. At most 1,000 are read: past that, the rate is
+    /// what the newest 1,000 took (a million results cost what a thousand do).
+    static func resultsPerSecond(_ ctx: AdminContext, _ k: QueueKeys, nowMs: Int64) throws -> Double {
+        let recent = try ctx.call(k, ["XREVRANGE", k.results, "+", String(nowMs - 10_000), "COUNT", "1000"]).array
+        let times = recent.compactMap { $0.array.first?.text.flatMap { Int64($0.prefix { $0 != "-" }) } }
+        guard times.count == 1000, let newest = times.first, let oldest = times.last else { return Double(recent.count) / 10 }
+        return 1000 * 1000 / Double(max(1, newest - oldest))
+    }
+
     public static func statsJSON(_ ctx: AdminContext, _ s: Stats) -> [String: Any] {
         let perApp = countersByApp(s)
         return [
@@ -124,7 +140,8 @@ public enum QueueCommands {
             "dead_letters": s.deadLetters, "results_per_second": s.resultsPerSecond, "queue_exists": s.exists,
             "paused": s.paused.map { ["app": $0.app, "worker": $0.worker, "reason": $0.reason] },
             "key_sets": s.keySets.map(\.json),
-            "counters": s.counters.filter { !$0.key.contains(":") }, "apps": perApp,
+            "counters": s.counters.filter { !$0.key.contains(":") && !$0.key.contains("/") }, "apps": perApp,
+            "dead_lettered_by_reason": Dictionary(uniqueKeysWithValues: s.deadLetterReasons.map { ($0.reason, $0.count) }),
             "workers": s.workers.map {
                 ["id": $0.id, "lease_left_ms": $0.leaseLeftMs, "in_flight": $0.inFlight, "alive": $0.leaseLeftMs > 0]
             },

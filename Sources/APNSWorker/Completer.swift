@@ -215,7 +215,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             // Records name the app a job gave even when no app is configured by that name.
             let app = f.appName
             decided.shared.append(decided.fields.fields(app: app ?? f.names?.app, topic: f.recordTopic))
-            decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-"))
+            decided.pairs.append(decided.counters.count(stat: decision.stat, app: app ?? "-", reason: decision.deadLetterReason))
             decided.decisions.append(decision)  // its last use: moved, not copied
         }
         let recordable = CompletionTransaction.canRecord(decided.decisions.lazy.map(\.kind))

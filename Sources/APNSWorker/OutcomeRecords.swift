@@ -27,6 +27,12 @@ enum OutcomeRecords {
             case .failed(_, .invalidChannel): .invalidChannel
             }
         }
+
+        /// A dead letter's reason, for its tally.
+        var deadLetterReason: String? {
+            if case .failed(let r, .deadLetter) = plan { return r.reason.rawValue }
+            return nil
+        }
     }
 
     fileprivate enum Plan {

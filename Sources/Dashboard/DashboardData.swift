@@ -4,17 +4,25 @@ import Configuration
 import FoundationEssentials
 import QueueContract
 import RedisClient
+import Dispatch
 import Synchronization
 
 /// What the pages and the JSON API show, read with apnsctl's own commands (APNSAdmin), so that
-/// `/api/...` and `apnsctl --json` give the same data. One request reads at a time: they share
-/// one Redis connection, made again after an error.
+/// `/api/...` and `apnsctl --json` give the same data. Requests read over a small pool of Redis
+/// connections, so that a slow one does not hold up the rest; one that failed is not reused.
 public final class DashboardData: @unchecked Sendable {
     private let connect: () throws -> AdminContext
-    private let lock = Mutex(())
-    private var context: AdminContext?
+    private let idle = Mutex<[Pooled]>([])
+    /// An idle connection: used by one request at a time, handed between threads by the pool.
+    private final class Pooled: @unchecked Sendable {
+        let ctx: AdminContext
+        init(_ ctx: AdminContext) { self.ctx = ctx }
+    }
+    /// At most this many requests read at once; the rest wait for a connection.
+    static let poolSize = 4
+    private let slots = DispatchSemaphore(value: DashboardData.poolSize)
     /// Since when each key set's oldest job has been at its list's end.
-    private var oldest = OldestJobWatch()
+    private let oldest = Mutex(OldestJobWatch())
     public let readOnly: Bool
     public let configuredApps: [String]
 
@@ -24,20 +32,24 @@ public final class DashboardData: @unchecked Sendable {
         self.configuredApps = configuredApps
     }
 
-    /// Runs `body` with the shared context, one request at a time.
+    /// Runs `body` with a connection of the pool (made if none is idle), handed back after.
     public func with<R>(_ body: (AdminContext) throws -> R) throws -> R {
-        try lock.withLock { _ in
-            do {
-                let ctx = try context ?? connect()
-                context = ctx
-                return try body(ctx)
-            } catch let error as RedisError {
-                context = nil
-                throw error
-            } catch AdminError.redis(let m) {
-                context = nil
-                throw AdminError.redis(m)
-            }
+        slots.wait()
+        defer { slots.signal() }
+        let ctx = try idle.withLock { $0.popLast() }?.ctx ?? connect()
+        do {
+            let result = try body(ctx)
+            let back = Pooled(ctx)
+            idle.withLock { $0.append(back) }
+            return result
+        } catch let error as RedisError {
+            throw error
+        } catch AdminError.redis(let m) {
+            throw AdminError.redis(m)
+        } catch {
+            let back = Pooled(ctx)
+            idle.withLock { $0.append(back) }
+            throw error
         }
     }
 
@@ -68,7 +80,9 @@ public final class DashboardData: @unchecked Sendable {
             let stats = try QueueCommands.stats(ctx)
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             var ages: [String: Int64] = [:]
-            for part in stats.keySets { ages[part.keys] = now - (oldest.since(part.keys, tail: part.oldestJob, nowMs: now) ?? now) }
+            oldest.withLock { watch in
+                for part in stats.keySets { ages[part.keys] = now - (watch.since(part.keys, tail: part.oldestJob, nowMs: now) ?? now) }
+            }
             var sets: [[CounterHistory.Snapshot]] = []
             for set in ctx.keySets {
                 let members = try ctx.call(set, ["ZRANGEBYSCORE", set.history, String(now - CounterHistory.keptMs), "+inf"]).array
@@ -177,14 +191,54 @@ public final class DashboardData: @unchecked Sendable {
         }
     }
 
-    /// The newest `limit` letters `filter` matches, newest first, how many match, and the
-    /// reasons and apps of all letters (the filter's choices).
-    public func deadLetters(_ filter: DeadLetterFilter, limit: Int = 500) throws -> (rows: [StreamRecord], matched: Int, choices: Choices) {
+    /// A page of the letters `filter` matches, newest first, after `before`, with the
+    /// queue's tally of dead letters by reason and what the filter's drop-downs offer.
+    public struct DeadLetterPage {
+        public var page: RecordPage
+        public var byReason: [(reason: String, count: Int64)]
+        public var choices: Choices
+    }
+
+    public func deadLetters(_ filter: DeadLetterFilter, before: String? = nil, limit: Int = 100) throws -> DeadLetterPage {
         try with { ctx in
-            let everything = filter.ids.count == 1 ? [] : try ctx.records(\.deadLetters, limit: 1_000_000)
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            let matched = filter.ids.count == 1 ? try DeadLetterCommands.select(ctx, filter) : everything.filter { filter.matches($0, nowMs: now) }
-            return (Array(matched.suffix(limit).reversed()), matched.count, Choices(everything))
+            let counters = try self.counters(ctx)
+            var page = RecordPage()
+            if filter.ids.count == 1 {
+                page.rows = try DeadLetterCommands.select(ctx, filter)
+                page.matched = page.rows.count
+            } else {
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                let needles = [filter.reason?.recordField("reason"), filter.app?.recordField("app")].compactMap { $0 }
+                page = try ctx.newest(\.deadLetters, before: before, limit: limit, filtered: !filter.all, needles: needles) {
+                    filter.matches($0, nowMs: now)
+                }
+            }
+            let byReason = counters.deadLetterReasons
+            let choices = Choices(
+                reasons: byReason.map(\.reason) + page.rows.map { $0.string("reason") } + [filter.reason].compactMap { $0 },
+                apps: apps(counters) + page.rows.map { $0.string("app") } + [filter.app].compactMap { $0 })
+            return DeadLetterPage(page: page, byReason: byReason, choices: choices)
+        }
+    }
+
+    /// How many letters `filter` matches, for a purge's or requeue's confirmation: the streams'
+    /// lengths less what came after `untilMs` for all of them; a filter reads every letter.
+    public func countDeadLetters(_ filter: DeadLetterFilter) throws -> Int {
+        try with { ctx in
+            guard filter.all, filter.ids.isEmpty else {
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                return filter.ids.isEmpty
+                    ? try ctx.records(\.deadLetters, limit: Int.max).filter { filter.matches($0, nowMs: now) }.count
+                    : try DeadLetterCommands.select(ctx, filter).count
+            }
+            var count: Int64 = 0
+            for set in ctx.keySets {
+                count += try ctx.call(set, ["XLEN", set.deadLetters]).integer ?? 0
+                if let until = filter.untilMs {
+                    count -= Int64(try ctx.call(set, ["XRANGE", set.deadLetters, String(until + 1), "+", "COUNT", "1000000"]).array.count)
+                }
+            }
+            return Int(count)
         }
     }
 
@@ -193,31 +247,62 @@ public final class DashboardData: @unchecked Sendable {
         guard DeadLetterFilter.isValidID(id) else { return nil }
         var f = DeadLetterFilter()
         f.ids = [id]
-        return try deadLetters(f).rows.first
+        return try deadLetters(f).page.rows.first
     }
 
-    /// A stream feed (invalid tokens or channels), newest first, with app and reason filters,
-    /// and the apps and reasons of the whole feed.
+    /// A page of a stream feed (invalid tokens or channels), newest first, with app and
+    /// reason filters, and what the filter's drop-downs offer.
     public func feed(
-        _ stream: KeyPath<QueueKeys, String>, app: String?, reason: String?, limit: Int = 10_000
+        _ stream: KeyPath<QueueKeys, String>, app: String?, reason: String?, before: String? = nil, limit: Int = 100
     ) throws -> (
-        rows: [StreamRecord], choices: Choices
+        page: RecordPage, choices: Choices
     ) {
         try with { ctx in
-            let all = try ctx.records(stream, limit: 1_000_000)
-            let rows = all.filter { r in (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason) }
-            return (rows.suffix(limit).reversed(), Choices(all))
+            let needles = [reason?.recordField("reason"), app?.recordField("app")].compactMap { $0 }
+            let page = try ctx.newest(stream, before: before, limit: limit, filtered: app != nil || reason != nil, needles: needles) { r in
+                (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason)
+            }
+            let choices = Choices(
+                reasons: page.rows.map { $0.string("reason") } + [reason].compactMap { $0 },
+                apps: apps(try counters(ctx)) + page.rows.map { $0.string("app") } + [app].compactMap { $0 })
+            return (page, choices)
         }
     }
 
-    /// What a filter's drop-downs offer: the reasons and apps the records name.
+    /// Every record of a feed the filters match, oldest first, read 10,000 at a time and handed
+    /// to `body` chunk by chunk (the CSV export).
+    public func feedAll(_ stream: KeyPath<QueueKeys, String>, app: String?, reason: String?, _ body: ([StreamRecord]) -> Void) throws {
+        try with { ctx in
+            var after: String?
+            while true {
+                let chunk = try ctx.records(stream, after: after, limit: 10_000)
+                guard let last = chunk.last else { return }
+                body(chunk.filter { r in (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason) })
+                after = last.id
+            }
+        }
+    }
+
+    /// The queue's counters, summed over its key sets (no other figure read).
+    private func counters(_ ctx: AdminContext) throws -> QueueCommands.Stats {
+        var s = QueueCommands.Stats()
+        for set in ctx.keySets {
+            let pairs = try ctx.call(set, ["HGETALL", set.stats]).array.compactMap(\.text)
+            for i in stride(from: 0, to: pairs.count - 1, by: 2) { s.counters[pairs[i], default: 0] += Int64(pairs[i + 1]) ?? 0 }
+        }
+        return s
+    }
+
+    private func apps(_ counters: QueueCommands.Stats) -> [String] { configuredApps + QueueCommands.apps(counters).filter { $0 != "-" } }
+
+    /// What a filter's drop-downs offer: the reasons and apps known, each once, sorted.
     public struct Choices {
         public let reasons: [String]
         public let apps: [String]
 
-        init(_ records: [StreamRecord]) {
-            reasons = Set(records.map { $0.string("reason") }).sorted()
-            apps = Set(records.map { $0.string("app") }).sorted()
+        init(reasons: [String], apps: [String]) {
+            self.reasons = Set(reasons.filter { !$0.isEmpty }).sorted()
+            self.apps = Set(apps.filter { !$0.isEmpty }).sorted()
         }
     }
 }

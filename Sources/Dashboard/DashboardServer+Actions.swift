@@ -1,4 +1,5 @@
 import APNSAdmin
+import QueueContract
 import APNSCore
 import FoundationEssentials
 
@@ -7,23 +8,51 @@ extension DashboardServer {
     func read(api request: HTTPRequest) throws -> HTTPResponse {
         let q = request.query
         let filled = request.parameter
-        let limit = Int(filled("limit") ?? "") ?? 500
+        let limit = try pageSize(request), before = try cursor(request)
         switch request.path {
         case "/api/overview": return json(try data.overview().json)
         case "/api/workers": return json(try data.workers().map(\.json))
         case "/api/apps": return json(try data.apps().map(\.json))
         case "/api/dead":
-            let found = try data.deadLetters(try DeadLetterQuery(q).filter(), limit: limit)
-            return json(["matched": found.matched, "dead_letters": found.rows.map(\.json)] as [String: Any])
+            let found = try data.deadLetters(try DeadLetterQuery(q).filter(), before: before, limit: limit)
+            var answer: [String: Any] = [
+                "dead_letters": found.page.rows.map(\.json), "searched": found.page.searched,
+                "dead_lettered_by_reason": Dictionary(uniqueKeysWithValues: found.byReason.map { ($0.reason, $0.count) }),
+            ]
+            answer["matched"] = found.page.matched
+            answer["next"] = found.page.next
+            return json(answer)
         case "/api/dead/show":
             guard let id = filled("id") else { return failure(400, "say which dead letter: /api/dead/show?id=ID", api: true) }
             guard let r = try data.deadLetter(id: id) else { return failure(404, "no dead letter \(id)", api: true) }
             return json(r.json)
-        case "/api/tokens": return json(try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"), limit: limit).rows.map(\.json))
-        case "/api/channels":
-            return json(try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"), limit: limit).rows.map(\.json))
+        case "/api/tokens", "/api/channels":
+            let stream: KeyPath<QueueKeys, String> = request.path == "/api/tokens" ? \.invalidTokens : \.invalidChannels
+            let page = try data.feed(stream, app: filled("app"), reason: filled("reason"), before: before, limit: limit).page
+            var response = json(page.rows.map(\.json))
+            // An array stays an array: the next page and the count go in headers.
+            if let next = page.next {
+                let query = FormDecoding.query([("app", filled("app")), ("reason", filled("reason")), ("limit", filled("limit")), ("before", next)])
+                response.headers.append(("Link", "<\(request.path)?\(query)>; rel=\"next\""))
+            }
+            if let matched = page.matched { response.headers.append(("X-Total-Count", String(matched))) }
+            return response
         default: return failure(404, "no API \(request.path) (see docs/dashboard.md)", api: true)
         }
+    }
+
+    /// `limit`: a page's rows, 100 unless said, 1 to 1,000.
+    func pageSize(_ request: HTTPRequest) throws -> Int {
+        guard let text = request.parameter("limit") else { return 100 }
+        guard let n = Int(text), (1...1000).contains(n) else { throw AdminError.usage("limit must be a whole number from 1 to 1000, not \(text)") }
+        return n
+    }
+
+    /// `before`: where a page starts, the id of the record the previous page ended with.
+    func cursor(_ request: HTTPRequest) throws -> String? {
+        guard let text = request.parameter("before") else { return nil }
+        guard DeadLetterFilter.isValidID(text) else { throw AdminError.usage("before must be a record id (as a page's next gives it), not \(text)") }
+        return text
     }
 
     /// POST /dead/requeue, /dead/purge and their /api/ twins. One id requeues at once (edited
@@ -54,7 +83,7 @@ extension DashboardServer {
         if asks {
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             filter.untilMs = Int64(fields["until"] ?? "") ?? now
-            let count = try data.deadLetters(filter, limit: 0).matched
+            let count = try data.countDeadLetters(filter)
             guard count > 0 else { return failure(404, "no dead letter matches (\(filter.summary))", api: api) }
             if fields["confirm"] != String(count) {
                 if api {

@@ -119,14 +119,14 @@ public final class DashboardServer: Sendable {
         case "/apps": return page("Apps", "/apps", request, refresh: true, QueuePages.apps(try data.apps()))
         case "/dead":
             let query = DeadLetterQuery(q)
-            let found = try data.deadLetters(try query.filter())
-            let (rows, matched, choices) = (found.rows, found.matched, found.choices)
+            let before = try cursor(request)
+            let found = try data.deadLetters(try query.filter(), before: before, limit: try pageSize(request))
             let notice = q["done"].flatMap { done in
                 q["n"].flatMap { Int($0) }.map { "\(done == "purged" ? "Purged" : "Requeued") \($0) dead letter(s)." }
             }
             return page(
                 "Dead letters", "/dead", request, refresh: notice == nil,
-                DeadLetterPages.list(rows, matched: matched, query: query, choices: choices, viewer: access.viewer(request), notice: notice))
+                DeadLetterPages.list(found, query: query, before: before, viewer: access.viewer(request), notice: notice))
         case "/dead/show":
             guard let id = filled("id") else { return failure(400, "say which dead letter: /dead/show?id=ID", api: false) }
             return try show(id: id, request: request, edited: nil, error: nil)
@@ -139,24 +139,30 @@ public final class DashboardServer: Sendable {
                 status: 200, type: "application/json", body: try DeadLetterCommands.originalJob(r),
                 headers: [("Content-Disposition", "attachment; filename=\"dead-letter-\(name).json\"")])
         case "/tokens", "/tokens.csv":
-            let (rows, choices) = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"))
             if request.path == "/tokens.csv" {
+                // Every token the filters match, however many: read and written 10,000 at a time.
+                var csv = Array(FeedPages.csvHeader.utf8)
+                try data.feedAll(\.invalidTokens, app: filled("app"), reason: filled("reason")) { csv += FeedPages.csv($0).utf8 }
                 return HTTPResponse(
-                    status: 200, type: "text/csv; charset=utf-8", body: Array(FeedPages.csv(rows).utf8),
+                    status: 200, type: "text/csv; charset=utf-8", body: csv,
                     headers: [("Content-Disposition", "attachment; filename=\"invalid-tokens.csv\"")])
             }
+            let before = try cursor(request)
+            let (found, choices) = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"), before: before, limit: try pageSize(request))
             return page(
                 "Invalid tokens", "/tokens", request, refresh: true,
-                FeedPages.tokens(rows, app: filled("app"), reason: filled("reason"), choices: choices))
+                FeedPages.tokens(found, before: before, app: filled("app"), reason: filled("reason"), choices: choices))
         case "/channels":
-            let (rows, choices) = try data.feed(\.invalidChannels, app: filled("app"), reason: filled("reason"))
+            let before = try cursor(request)
+            let (found, choices) = try data.feed(
+                \.invalidChannels, app: filled("app"), reason: filled("reason"), before: before, limit: try pageSize(request))
             var listed: (app: String, ids: [String])?
             var listError: String?
             if let app = filled("list"), let channelLister {
                 do { listed = (app, try channelLister(app)) } catch { listError = "\(error)" }
             }
             let body = FeedPages.channels(
-                rows, app: filled("app"), reason: filled("reason"), choices: choices, apps: channelLister == nil ? [] : data.configuredApps,
+                found, before: before, app: filled("app"), reason: filled("reason"), choices: choices, apps: channelLister == nil ? [] : data.configuredApps,
                 listed: listed,
                 listError: listError)
             return page("Channels", "/channels", request, refresh: filled("list") == nil, body)

@@ -78,6 +78,15 @@ enum HTML {
         return "<label>\(e(label))<select name=\"\(name)\">\(items)</select></label>"
     }
 
+    /// Links to the newest page and, when there is one, the next older page (`before` = `next`).
+    static func pager(_ path: String, _ query: [(String, String?)], next: String?, paged: Bool) -> String {
+        guard paged || next != nil else { return "" }
+        let base = FormDecoding.query(query)
+        var html = "<nav class=\"pager\" aria-label=\"pages\">" + link(path + (base.isEmpty ? "" : "?" + base), "Newest")
+        if let next { html += " " + "<a id=\"older\" href=\"\(e(path + "?" + FormDecoding.query(query + [("before", next)])))\">Older →</a>" }
+        return html + "</nav>"
+    }
+
     static func hidden(_ name: String, _ value: String?) -> String {
         value.map { "<input type=\"hidden\" name=\"\(e(name))\" value=\"\(e($0))\">" } ?? ""
     }

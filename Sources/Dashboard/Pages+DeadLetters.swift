@@ -38,25 +38,30 @@ struct DeadLetterQuery {
 }
 
 enum DeadLetterPages {
-    static func list(
-        _ rows: [StreamRecord], matched: Int, query: DeadLetterQuery, choices: DashboardData.Choices, viewer: Viewer, notice: String?
-    )
-        -> String
-    {
+    static func list(_ found: DashboardData.DeadLetterPage, query: DeadLetterQuery, before: String?, viewer: Viewer, notice: String?) -> String {
+        let (rows, matched, choices) = (found.page.rows, found.page.matched, found.choices)
         var html = notice.map { "<p class=\"notice ok\" id=\"notice\">\(e($0))</p>" } ?? ""
+        html += byReason(found.byReason)
         html += "<form class=\"filters\" method=\"get\" action=\"/dead\" id=\"filters\">"
         html += HTML.select("reason", "Reason", choices.reasons, query.reason) + HTML.select("app", "App", choices.apps, query.app)
         html += "<label>Newer than<input name=\"newer_than\" placeholder=\"15m\" size=\"6\" value=\"\(e(query.newerThan ?? ""))\"></label>"
         html += "<label>Older than<input name=\"older_than\" placeholder=\"2h\" size=\"6\" value=\"\(e(query.olderThan ?? ""))\"></label>"
         html += "<button type=\"submit\">Filter</button> <a href=\"/dead\">Clear</a></form>"
-        html += "<p id=\"matched\" data-count=\"\(matched)\"><b>\(HTML.grouped(Int64(matched)))</b> dead letter\(matched == 1 ? "" : "s") match"
-        html += matched > rows.count ? " (the newest \(rows.count) are shown)." : ".</p>"
-        if viewer.canAct, matched > 0 {
+        if let matched {
+            html += "<p id=\"matched\" data-count=\"\(matched)\"><b>\(HTML.grouped(Int64(matched)))</b> dead letter\(matched == 1 ? "" : "s") match"
+            html += matched > rows.count ? "; \(rows.count) shown, newest first.</p>" : ".</p>"
+        } else {
+            // A filter's search stopped before the oldest letter: what it found is shown, and the rest is a page away.
+            html += "<p id=\"matched\" data-count=\"\"><b>\(HTML.grouped(Int64(rows.count)))</b> shown of those that match among the "
+            html += "\(HTML.grouped(Int64(found.page.searched))) letters searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page.</p>"
+        }
+        if viewer.canAct, matched ?? rows.count > 0 {
+            let these = matched.map { "these " + HTML.grouped(Int64($0)) } ?? "all that match…"
             html += "<div class=\"actions\">"
             html +=
-                "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue these \(HTML.grouped(Int64(matched)))</button></form>"
+                "<form method=\"post\" action=\"/dead/requeue\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"primary\" id=\"requeue-all\">Requeue \(these)</button></form>"
             html +=
-                "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge these \(HTML.grouped(Int64(matched)))</button></form>"
+                "<form method=\"post\" action=\"/dead/purge\">\(viewer.csrfField)\(query.hiddenFields)<button class=\"danger\" id=\"purge-all\">Purge \(these)</button></form>"
             html += "</div>"
         }
         html += HTML.table(
@@ -69,7 +74,18 @@ enum DeadLetterPages {
                     e(String(r.string("detail").prefix(160))),
                 ]
             }, id: "dead-letters", empty: "No dead letter matches.")
-        return html
+        return html + HTML.pager("/dead", query.pairs, next: found.page.next, paged: before != nil)
+    }
+
+    /// The queue's dead letters by reason, counted by the workers as they write them: why jobs
+    /// die, without reading the letters.
+    static func byReason(_ tally: [(reason: String, count: Int64)]) -> String {
+        guard !tally.isEmpty else { return "" }
+        return "<h2>Dead-lettered by reason</h2>"
+            + HTML.table(
+                ["Reason", "Letters written"],
+                tally.map { [HTML.link("/dead?reason=\(FormDecoding.encode($0.reason))", $0.reason), HTML.num($0.count)] }, id: "by-reason")
+            + "<p class=\"hint\">Counted since the queue began; a purge or requeue does not lower it.</p>"
     }
 
     /// The most of a job a page shows (and edits); a larger one is cut, with a link to it whole.

@@ -8,20 +8,30 @@ enum FeedPages {
             + "<button type=\"submit\">Filter</button> <a href=\"\(action)\">Clear</a></form>"
     }
 
-    static func tokens(_ rows: [StreamRecord], app: String?, reason: String?, choices: DashboardData.Choices) -> String {
+    /// How many records a feed's page holds, and how many there are: all of them when known.
+    static func count(_ page: RecordPage, _ what: String, before: String?) -> String {
+        guard let matched = page.matched else {
+            return "<p id=\"count\" data-count=\"\"><b>\(HTML.grouped(Int64(page.rows.count)))</b> shown of the \(what)s that match among the "
+                + "\(HTML.grouped(Int64(page.searched))) searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page. "
+        }
+        return "<p id=\"count\" data-count=\"\(matched)\"><b>\(HTML.grouped(Int64(matched)))</b> \(what)\(matched == 1 ? "" : "s")"
+            + (matched > page.rows.count ? "; \(page.rows.count) shown, newest first. " : ", newest first. ")
+    }
+
+    static func tokens(_ page: RecordPage, before: String?, app: String?, reason: String?, choices: DashboardData.Choices) -> String {
         var html = filters(action: "/tokens", app: app, reason: reason, choices: choices)
         let csv = "/tokens.csv" + { $0.isEmpty ? "" : "?" + $0 }(FormDecoding.query([("app", app), ("reason", reason)]))
-        html += "<p><b>\(HTML.grouped(Int64(rows.count)))</b> invalid token\(rows.count == 1 ? "" : "s"), newest first. "
-        html += "<a href=\"\(e(csv))\" id=\"csv\" download>Export CSV</a></p>"
+        html += count(page, "invalid token", before: before)
+        html += "<a href=\"\(e(csv))\" id=\"csv\" download>Export CSV (all of them)</a></p>"
         html += HTML.table(
             ["Id", "Time", "Token", "App", "Topic", "Reason", "APNs timestamp"],
-            rows.prefix(1000).map { r in
+            page.rows.map { r in
                 [
                     "<code>\(e(r.id))</code>", e(HTML.clock(r.timeMs)), "<code>\(e(r.string("token")))</code>", e(r.string("app")),
                     e(r.string("topic")), HTML.badge(r.string("reason"), tone: "warn"), e(r.string("apns_timestamp")),
                 ]
             }, id: "tokens", empty: "No invalid token matches.")
-        return html
+        return html + HTML.pager("/tokens", [("app", app), ("reason", reason)], next: page.next, paged: before != nil)
     }
 
     /// The feed as CSV; a cell a spreadsheet would run as a formula is quoted with a leading '.
@@ -31,9 +41,11 @@ enum FeedPages {
             ? "\"" + safe.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\"" : safe
     }
 
+    static let csvHeader = ["id", "time_ms", "token", "app", "topic", "reason", "apns_timestamp"].joined(separator: ",") + "\r\n"
+
+    /// Rows of the CSV export (after `csvHeader`).
     static func csv(_ rows: [StreamRecord]) -> String {
-        let columns = ["id", "time_ms", "token", "app", "topic", "reason", "apns_timestamp"]
-        var out = columns.joined(separator: ",") + "\r\n"
+        var out = ""
         for r in rows {
             out +=
                 [r.id, String(r.timeMs), r.string("token"), r.string("app"), r.string("topic"), r.string("reason"), r.string("apns_timestamp")]
@@ -43,7 +55,7 @@ enum FeedPages {
     }
 
     static func channels(
-        _ rows: [StreamRecord], app: String?, reason: String?, choices: DashboardData.Choices, apps: [String],
+        _ page: RecordPage, before: String?, app: String?, reason: String?, choices: DashboardData.Choices, apps: [String],
         listed: (app: String, ids: [String])?,
         listError: String?
     ) -> String {
@@ -63,15 +75,16 @@ enum FeedPages {
                 "<p class=\"muted\">Start apnsctl web with --config to list each app's channels at APNs; create and delete them with apnsctl channels.</p>"
         }
         html += "<h2>Invalid channels</h2>" + filters(action: "/channels", app: app, reason: reason, choices: choices)
+        html += count(page, "refused channel", before: before) + "</p>"
         html += HTML.table(
             ["Id", "Time", "Channel", "App", "Reason", "Job id"],
-            rows.prefix(1000).map { r in
+            page.rows.map { r in
                 [
                     "<code>\(e(r.id))</code>", e(HTML.clock(r.timeMs)), "<code>\(e(r.string("channel")))</code>", e(r.string("app")),
                     HTML.badge(r.string("reason"), tone: "warn"), "<code>\(e(r.string("job_id")))</code>",
                 ]
             }, id: "invalid-channels", empty: "No broadcast channel has been refused.")
-        return html
+        return html + HTML.pager("/channels", [("app", app), ("reason", reason)], next: page.next, paged: before != nil)
     }
 
     static func login(next: String, failed: Bool, canSignIn: Bool) -> String {

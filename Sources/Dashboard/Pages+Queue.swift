@@ -32,6 +32,7 @@ enum QueuePages {
         html += Charts.chart(CounterHistory.minutes(o.history, count: 60, nowMs: o.nowMs), id: "chart-hour", title: "Jobs per minute, last hour")
         html += Charts.chart(CounterHistory.minutes(o.history, count: 1440, nowMs: o.nowMs), id: "chart-day", title: "Jobs per minute, last day")
         html += "</div>"
+        html += DeadLetterPages.byReason(s.deadLetterReasons)
         html += "<h2>Queues and shards</h2>"
         html += HTML.table(
             ["Keys", "Waiting", "Oldest job", "In flight", "Scheduled", "Retries", "Dead letters", "Results/s"],

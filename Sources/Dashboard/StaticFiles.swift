@@ -43,7 +43,8 @@ enum StaticFiles {
         .ok { color:var(--ok); } .badge.ok { background:var(--okbg); }
         .warn { color:var(--warn); } .badge.warn { background:var(--warnbg); }
         .bad { color:var(--bad); } .badge.bad { background:var(--badbg); }
-        .muted { color:var(--muted); } .badge.muted { background:#eceef1; }
+        .muted, .hint { color:var(--muted); } .badge.muted { background:#eceef1; } .hint { font-size:12px; }
+        nav.pager { display:flex; gap:14px; margin:10px 0; }
         .empty { color:var(--muted); background:var(--card); border:1px dashed var(--line); border-radius:8px; padding:14px; }
         .notice { padding:10px 12px; border-radius:8px; margin:10px 0; border:1px solid var(--line); background:var(--card); }
         .notice.bad { background:var(--badbg); border-color:#f5c2bc; } .notice.ok { background:var(--okbg); border-color:#b9e3cc; }

@@ -13,41 +13,49 @@ public enum QueueStat: String, Sendable {
     case deadLettered = "dead_lettered"
 }
 
-/// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1.
+/// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1,
+/// a dead letter's with its reason's tally (`dead_lettered/<reason>`) besides.
 /// Neighbouring outcomes mostly share a pair, so the last one is checked first.
 public struct CounterPairs {
-    @usableFromInline var pairs: [(stat: QueueStat, app: String, count: Int)] = []
+    @usableFromInline var pairs: [(stat: QueueStat, app: String, reason: String?, count: Int)] = []
     @usableFromInline var last = -1
 
     public init() {}
 
+    /// The stats field that tallies the dead letters of `reason` (README "Stats").
+    public static func deadLetterTally(_ reason: String) -> String { QueueStat.deadLettered.rawValue + "/" + reason }
+
     /// Counts one outcome; returns its pair's number.
     @inlinable
-    public mutating func count(stat: QueueStat, app: String) -> Int {
-        if last < 0 || pairs[last].stat != stat || pairs[last].app != app {
+    public mutating func count(stat: QueueStat, app: String, reason: String? = nil) -> Int {
+        if last < 0 || pairs[last].stat != stat || pairs[last].app != app || pairs[last].reason != reason {
             last =
-                pairs.firstIndex { $0.stat == stat && $0.app == app }
+                pairs.firstIndex { $0.stat == stat && $0.app == app && $0.reason == reason }
                 ?? {
-                    pairs.append((stat, app, 0)); return pairs.count - 1
+                    pairs.append((stat, app, reason, 0)); return pairs.count - 1
                 }()
         }
         pairs[last].count += 1
         return last + 1
     }
 
-    /// Each counter's name and count: stat, then stat:app.
+    /// Each counter's name and count: stat, then stat:app, then a dead letter's reason tally.
     public func forEach(_ body: (String, Int) -> Void) {
         for p in pairs {
             body(p.stat.rawValue, p.count)
             body(p.stat.rawValue + ":" + p.app, p.count)
+            if let reason = p.reason { body(Self.deadLetterTally(reason), p.count) }
         }
     }
 
-    /// Appends the (counter name, count) entries.
+    /// Appends the (counter name, count) entries, three per pair (the complete script counts
+    /// a job under those of its pair): stat, stat:app, and the reason's tally or "" (none).
     public func append(to args: inout RedisArgs) {
-        forEach { name, count in
-            args.append(name)
-            args.append(count)
+        for p in pairs {
+            for name in [p.stat.rawValue, p.stat.rawValue + ":" + p.app, p.reason.map(Self.deadLetterTally) ?? ""] {
+                args.append(name)
+                args.append(p.count)
+            }
         }
     }
 }

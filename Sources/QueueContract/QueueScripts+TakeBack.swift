@@ -154,7 +154,10 @@ extension QueueScripts {
               -- Its worker may have sent it: the taker's send may be a second one.
               redis.call('HINCRBY', KEYS[5], 'may_duplicate', requeued)
             end
-            if poisoned > 0 then redis.call('HINCRBY', KEYS[5], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[5], 'poison_pills', poisoned) end
+            if poisoned > 0 then
+              redis.call('HINCRBY', KEYS[5], 'dead_lettered', poisoned); redis.call('HINCRBY', KEYS[5], 'poison_pills', poisoned)
+              redis.call('HINCRBY', KEYS[5], 'dead_lettered/PoisonPill', poisoned)
+            end
             return {requeued, poisoned}
             """)
 }

@@ -105,7 +105,7 @@ public enum QueueScripts {
     /// ARGV: results cap, dead cap, invalid cap, number of jobs, then per batch touched (id,
     /// "1" if this finishes it), then per job (batch number, mark, counter pair, kind, a, b), then
     /// (counter name, count) entries: the totals if every job is owned and unmarked. A job
-    /// counts under entries 2p-1 and 2p of its pair p.
+    /// counts under entries 3p-2, 3p-1 and 3p of its pair p; an empty name counts nothing.
     /// Streams are trimmed once per call, not per entry.
     /// Kinds: r = result a; d = result a, dead letter b; i = result a, invalid token b;
     /// c = result a, invalid channel b (KEYS[7], capped as invalid tokens are);
@@ -160,8 +160,7 @@ public enum QueueScripts {
             end
           else
             local p = tonumber(ARGV[i + 2])
-            counts[2 * p - 1] = counts[2 * p - 1] - 1
-            counts[2 * p] = counts[2 * p] - 1
+            for j = 3 * p - 2, 3 * p do counts[j] = counts[j] - 1 end
           end
         end
         for k = 1, 3 do
@@ -169,7 +168,7 @@ public enum QueueScripts {
         end
         if added[7] then call('XTRIM', KEYS[7], 'MAXLEN', '~', ARGV[3]) end
         for j = 1, #names do
-          if counts[j] > 0 then call('HINCRBY', KEYS[4], names[j], counts[j]) end
+          if counts[j] > 0 and names[j] ~= '' then call('HINCRBY', KEYS[4], names[j], counts[j]) end
         end
         for b = 1, n_batches do
           if owned[b] then

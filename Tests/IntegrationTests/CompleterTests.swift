@@ -38,7 +38,9 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 4, "results for 4, 5 and both pieces of 6 only")
         XCTAssertEqual(try r.command(["XLEN", keys.deadLetters]).integer, 1)
         XCTAssertEqual(try r.command(["XLEN", keys.invalidTokens]).integer, 0, "3 was recovered: not recorded here")
-        XCTAssertEqual(try stats(r, keys), ["dead_lettered": 1, "dead_lettered:default": 1, "delivered": 3, "delivered:default": 3])
+        XCTAssertEqual(
+            try stats(r, keys), ["dead_lettered": 1, "dead_lettered:default": 1, "dead_lettered/Bad": 1, "delivered": 3, "delivered:default": 3],
+            "a dead letter counts under its reason too")
 
         // All still in flight: recorded in one transaction; finished jobs are noted in the batch's
         // done set, a fan-out job only with its last piece, and the batch goes with its last job.
@@ -56,7 +58,7 @@ final class CompleterTests: XCTestCase {
         XCTAssertEqual(
             try stats(r, keys),
             [
-                "dead_lettered": 1, "dead_lettered:default": 1, "delivered": 6, "delivered:default": 6,
+                "dead_lettered": 1, "dead_lettered:default": 1, "dead_lettered/Bad": 1, "delivered": 6, "delivered:default": 6,
                 "invalid_token": 1, "invalid_token:default": 1,
             ])
 

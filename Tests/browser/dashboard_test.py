@@ -282,6 +282,13 @@ class DashboardBrowserTest(unittest.TestCase):
         s.wait_finished(7)
         self.open(s, "/dead")
         self.assertEqual(self.browser.find_element(By.ID, "matched").get_attribute("data-count"), "7")
+        # Why jobs die, from the workers' tally, on the Dead letters page and the Overview.
+        by_reason = lambda: {r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[1].text
+                             for r in self.rows("by-reason")}
+        self.assertEqual(by_reason(), {"WrongFieldType": "4", "BadDeviceToken": "3"})
+        self.open(s, "/")
+        self.assertEqual(by_reason(), {"WrongFieldType": "4", "BadDeviceToken": "3"})
+        self.open(s, "/dead")
         Select(self.browser.find_element(By.NAME, "reason")).select_by_value("BadDeviceToken")
         self.browser.find_element(By.CSS_SELECTOR, "#filters button").click()
         wait_for(lambda: "reason=BadDeviceToken" in self.browser.current_url, what="the filtered page")
