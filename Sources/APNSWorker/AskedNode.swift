@@ -11,7 +11,7 @@ final class AskedNode: EventHandler {
     private let pipe: NonBlockingRedisConnection
     private let loop: EventLoop
     private var watchingWrites = true
-    private var slot = ""
+    private var redirect: AskRedirect
     /// When the group now redirected was sent; 0 when none awaits its answer.
     private(set) var sentAtMs: UInt64 = 0
     private let answered: (RedisFlatReply) throws(RedisError) -> Void
@@ -22,6 +22,7 @@ final class AskedNode: EventHandler {
         failed: @escaping (RedisError) -> Void
     ) throws(RedisError) {
         node = redirect.node
+        self.redirect = redirect
         self.loop = loop
         self.answered = answered
         self.failed = failed
@@ -31,7 +32,7 @@ final class AskedNode: EventHandler {
 
     /// Sends the redirected group (ASKING is in it, just before its command).
     func send(_ redirect: AskRedirect) {
-        slot = redirect.slot
+        self.redirect = redirect
         sentAtMs = MonotonicClock.nowMilliseconds()
         do throws(RedisError) {
             try pipe.send(redirect.commands, skipping: redirect.skipping)
@@ -46,9 +47,7 @@ final class AskedNode: EventHandler {
     func isLate(_ nowMs: UInt64, timeoutMs: UInt64) -> Bool { sentAtMs > 0 && nowMs - sentAtMs > timeoutMs }
 
     /// The error, naming this node and why it was asked (a slot on the move: the key set waits).
-    func named(_ error: RedisError) -> RedisError {
-        RedisError(error.code == .server ? .io : error.code, "\(node), importing slot \(slot) (the slot is moving): \(error.message)")
-    }
+    func named(_ error: RedisError) -> RedisError { redirect.named(error) }
 
     func close() {
         loop.unregister(fd: pipe.fd)

@@ -74,8 +74,11 @@ enum RedisTrouble {
         var fields: [String: LogValue] = ["redis": .string(endpoint.description), "error": .string(error.description), "retry_ms": .int(retryMs)]
         if error.message.contains("the slot is moving") || error.message.contains("the cluster is down") {
             // A slot half-moved between nodes: this key set waits, with backoff, and says so once a minute.
+            // The importing node's own trouble is said apart: it names what the key set waits for.
+            let importing = error.message.contains("importing slot") ? " importing" : ""
             return logger.limited(
-                .warning, key: "slot: " + endpoint.description, "a key set waits for its slot, which is moving between nodes or whose node is down; the others go on",
+                .warning, key: "slot: " + endpoint.description + importing,
+                "a key set waits for its slot, which is moving between nodes or whose node is down; the others go on",
                 fields)
         }
         guard let fix else { return logger.warning("Redis call failed", fields) }

@@ -88,17 +88,21 @@ extension BlockingRedisConnection {
     /// command goes there once, after ASKING (with the script loaded there first, if need be).
     func askOnce(_ answer: String, _ args: RedisArgs) throws(RedisError) -> RedisReply {
         guard let redirect = AskRedirect(answer, commands: [args], skipping: 0) else { throw .server(answer) }
-        let node = try BlockingRedisConnection(redirect.endpoint(from: endpoint), timeoutMs: timeoutMs)
-        func asked() throws(RedisError) -> RedisReply {
-            _ = try node.command(["ASKING"])
-            return try node.command(args)
+        do throws(RedisError) {
+            let node = try BlockingRedisConnection(redirect.endpoint(from: endpoint), timeoutMs: timeoutMs)
+            func asked() throws(RedisError) -> RedisReply {
+                _ = try node.command(["ASKING"])
+                return try node.command(args)
+            }
+            var reply = try asked()
+            if case .error(let m) = reply, m.hasPrefix("NOSCRIPT"), let script = running {
+                if case .error(let m) = try node.command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
+                reply = try asked()
+            }
+            return try reply.checkedForReplica()
+        } catch {
+            throw redirect.named(error)
         }
-        var reply = try asked()
-        if case .error(let m) = reply, m.hasPrefix("NOSCRIPT"), let script = running {
-            if case .error(let m) = try node.command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
-            reply = try asked()
-        }
-        return try reply.checkedForReplica()
     }
 }
 
@@ -118,6 +122,12 @@ public struct AskRedirect {
         self.node = node
         self.commands = commands.dropLast() + [RedisArgs(["ASKING"]), commands[commands.count - 1]]
         self.skipping = skipping + 1
+    }
+
+    /// An error of the node named, saying which slot it imports: the key set waits for it.
+    public func named(_ error: RedisError) -> RedisError {
+        guard !error.message.contains("importing slot") else { return error }
+        return RedisError(error.code == .server ? .io : error.code, "\(node), importing slot \(slot) (the slot is moving): \(error.message)")
     }
 
     /// The endpoint of the node named, as `endpoint` reaches its nodes.
