@@ -66,21 +66,21 @@ let package = Package(
         // The APNs transport: connections, pools, stream budget, circuit breaker, backoff, JWT.
         .target(
             name: "APNSTransport",
-            dependencies: ["APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
+            dependencies: ["APNSCore", "Buffers", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
             swiftSettings: hotPath),
         // The queue pipeline: fetch, send, complete, the gate, housekeeping, lifecycle.
         .target(
             name: "APNSWorker",
             dependencies: [
-                "APNSCore", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
-                "IOLoop", "CLinux",
+                "APNSCore", "Buffers", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
+                "IOLoop", "TLS",
             ], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
         .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "TLS", "IOLoop"]),
         // apnsctl web: an HTTP/1.1 server, the dashboard's pages and its JSON API over APNSAdmin.
         .target(name: "Dashboard", dependencies: ["APNSAdmin", "APNSCore", "QueueContract", "RedisClient", "Configuration", "IOLoop", "TLS"]),
         // Test support and demo/bench server: the strict mock APNs.
-        .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2", "COpenSSL"], swiftSettings: hotPath),
+        .target(name: "APNSMock", dependencies: ["APNSCore", "Buffers", "IOLoop", "TLS", "HTTP2"], swiftSettings: hotPath),
 
         // Helpers for the test tiers: a real redis-server, the mock in-process, child processes.
         .target(name: "TestSupport", dependencies: ["APNSCore", "RedisClient", "APNSMock", "TLS"]),
@@ -88,14 +88,16 @@ let package = Package(
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker", "Configuration", "IOLoop", "Telemetry"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock", "Telemetry"]),
         .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
-        .executableTarget(name: "apnsctl", dependencies: ["APNSAdmin", "Dashboard", "Configuration", "IOLoop", "Telemetry"]),
+        .executableTarget(
+            name: "apnsctl",
+            dependencies: ["APNSAdmin", "APNSCore", "Dashboard", "Configuration", "IOLoop", "QueueContract", "RedisClient", "Telemetry"]),
 
         // Pure: no sockets, no services.
         .testTarget(
             name: "UnitTests",
             dependencies: [
                 "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2",
-                "APNSWorker", "APNSMock", "Dashboard",
+                "APNSWorker", "APNSMock", "Dashboard", "RedisClient", "CNghttp2",
             ]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
         .testTarget(
@@ -109,7 +111,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker",
-                "APNSMock", "TestSupport", "APNSAdmin", "Dashboard",
+                "APNSMock", "TestSupport", "APNSAdmin", "Dashboard", "IOLoop", "TLS",
             ]),
     ],
     swiftLanguageModes: [.v6]

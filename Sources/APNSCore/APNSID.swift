@@ -11,7 +11,7 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
     private static let inlineCapacity = 40
 
     /// No id: empty. Code on the hot path keeps this rather than an optional id, whose copies
-    /// and destroys go through generic value witnesses (about 70 instructions each).
+    /// and destroys go through generic value witnesses.
     public init() {}
 
     /// The header value's bytes.

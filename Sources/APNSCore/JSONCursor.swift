@@ -2,8 +2,7 @@ import Buffers
 
 /// Writes JSON through a pointer, into room reserved beforehand for the largest size the value
 /// can take. Outcome records and envelopes are written this way: each piece is a copy, where a
-/// `JSONWriter` pays an array append per piece (`apns-render-bench`: a result record took
-/// 0.25 µs that way, 0.18 µs this way).
+/// `JSONWriter` pays an array append per piece.
 public struct JSONCursor: ~Copyable {
     @usableFromInline var p: UnsafeMutablePointer<UInt8>
     /// The end of the room: every write is checked against it (a compare, which costs next to

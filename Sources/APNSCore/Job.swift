@@ -7,13 +7,13 @@ import PointerTricks
 /// batch's jobs, so that taking a job copies and allocates nothing. A raw payload is a range of
 /// them and is sent as is; structured and template jobs get their payload from `PayloadRenderer`.
 /// A class, so that handing a job between threads and queues costs one reference count.
-/// Immutable; `payloadBytes` points into buffers the job holds (unchecked Sendable for it).
+/// Immutable; its payload is lent from buffers the job holds (unchecked Sendable for it).
 public final class Job: @unchecked Sendable {
     public static let schemaVersion: Int64 = 1
 
     public let raw: ArraySlice<UInt8>
-    /// The producer's id. Parsed jobs keep a plain one as a range of `raw` (`withID`): building a
-    /// String of it, and escaping it again for each record, cost 500 instructions a job.
+    /// The producer's id. Parsed jobs keep a plain one as a range of `raw` (`withID`), written
+    /// into records without a String made and escaped again.
     public var id: String? {
         switch idField {
         case .plain(let range)?: String(decoding: raw[range], as: UTF8.self)
@@ -39,11 +39,16 @@ public final class Job: @unchecked Sendable {
     public let apnsID: String?
     /// The bytes that go to APNs: part of `raw` for raw payloads, the rendered bytes otherwise.
     public var payload: ArraySlice<UInt8> { rendered.map { $0[...] } ?? raw[payloadRange] }
-    /// The same bytes, lent without a reference count, for the hot path (the I/O thread sends
-    /// from them). Valid while the job lives: it holds both buffers, and neither ever changes.
-    /// A slice held a second reference on the buffer a batch's jobs share, which fetching,
-    /// sending and recording each counted.
-    public let payloadBytes: UnsafeRawBufferPointer
+    /// The same bytes, for the hot path (the I/O thread sends from them): valid while the job
+    /// lives (it holds both buffers, and neither ever changes), so lent only through
+    /// `withPayload`. A slice would count a reference on the buffer a batch's jobs share.
+    @usableFromInline let payloadBytes: UnsafeRawBufferPointer
+    /// The payload's size in bytes.
+    public var payloadCount: Int { payloadBytes.count }
+
+    /// Lends the payload's bytes to `body`, counting no reference; they must not escape it.
+    @inlinable
+    public func withPayload<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result { try body(payloadBytes) }
     private let payloadRange: Range<Int>
     private let rendered: [UInt8]?
 

@@ -77,7 +77,8 @@ public struct RejectionPolicy: Sendable, Equatable {
             guard times >= maxTimeoutsAlone else { return .resend }
             return .finish(
                 .deadLetter(
-                    detail: "APNs answered none of \(times) sends of this notification within the request timeout, while it answered others on the connection"
+                    detail:
+                        "APNs answered none of \(times) sends of this notification within the request timeout, while it answered others on the connection"
                 ))
         case .rejected(let rejection):
             let disposition = rejection.reason.isKnown ? rejection.reason.info.disposition : Self.disposition(status: rejection.status)

@@ -10,7 +10,7 @@ public enum RequestRules {
         try checkHeaders(
             pushType: job.pushType, priority: job.effectivePriority, topic: job.topic,
             expiration: job.expiration, collapseID: job.collapseID, apnsID: job.apnsID, broadcast: job.isBroadcast)
-        if job.content == .raw { try checkPayload(job.payloadBytes.count, limit: job.maxPayloadBytes, of: job.limitName) }
+        if job.content == .raw { try checkPayload(job.payloadCount, limit: job.maxPayloadBytes, of: job.limitName) }
     }
 
     public static func checkPayload(_ size: Int, pushType: PushType) throws(JobRejection) {

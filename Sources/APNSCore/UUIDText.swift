@@ -14,8 +14,7 @@ public enum UUIDText {
     }
 
     /// A random version-4 UUID in lowercase. Inlinable, so that a caller's generator is called
-    /// directly: unspecialized, each draw and each byte went through witness tables (2,600
-    /// instructions an id in the mock, callgrind).
+    /// directly, not through witness tables.
     @inlinable
     public static func random<G: RandomNumberGenerator>(using rng: inout G) -> String {
         // Two draws, not sixteen: each draw from the system generator is a syscall.
@@ -36,8 +35,7 @@ public enum UUIDText {
         }
     }
 
-    /// The 36 bytes of the version-4 UUID of two draws, 8-4-4-4-12, eight digits at a time: a
-    /// byte at a time took 630 instructions an id.
+    /// The 36 bytes of the version-4 UUID of two draws, 8-4-4-4-12, eight digits at a time.
     @inlinable
     static func write(_ hi: UInt64, _ lo: UInt64, to raw: UnsafeMutableRawPointer) {
         let b = hexDigits(UInt32(truncatingIfNeeded: hi)), c = hexDigits(UInt32(truncatingIfNeeded: lo >> 32))

@@ -7,9 +7,8 @@ import Glibc
 final class MockRequest {
     private(set) var stream: Int32
     /// Header names and values end to end as they arrived, then the body: one buffer, read in
-    /// place. A String is made only for a value the validator keeps. Two Strings for each of a
-    /// request's nine fields cost about a tenth of the mock's CPU per request (callgrind). 1 KB
-    /// holds a request with a JWT and a payload of ordinary size.
+    /// place. A String is made only for a value the validator keeps. 1 KB holds a request with a
+    /// JWT and a payload of ordinary size.
     private var bytes = ByteBuffer(capacity: 1024)
     private var fields: [(name: Range<Int>, value: Range<Int>)] = []
     private var bodyRange = 0..<0

@@ -91,7 +91,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// per request from this object's properties, each cost a reference count.
     func send(from queue: inout PendingQueue, limit: Int, authorization: (token: String, generation: Int)?) -> Int {
         guard let http, let session = http.client, limit > 0 else { return 0 }
-        let now = http.loop.iterationNs
+        let now = http.iterationNs
         let authority = app.configuration.endpoint.serverName, bearer = authorization?.token
         if let authorization { jwtGeneration = authorization.generation }
         var headers = HeaderList(unreserved: ()), shared = self.shared
@@ -135,7 +135,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             headers.clearAll()
             shared = nil
             APNSRequestHeaders.writeBroadcast(job: job, bundle: request.topic, authority: authority, bearer: bearer, into: &headers)
-            return try? session.submitRequest(headers, body: job.payloadBytes)
+            return job.withPayload { try? session.submitRequest(headers, body: $0) }
         }
         if shared?.fits(authority: authority, bearer: bearer, pushType: job.pushType, topic: request.topic, priority: job.effectivePriority) != true {
             headers.clearAll()
@@ -144,7 +144,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
                 priority: job.effectivePriority, into: &headers)
         }
         APNSRequestHeaders.write(job: job, token: request.token, shared: shared!, into: &headers)
-        return try? session.submitRequest(headers, body: job.payloadBytes)
+        return job.withPayload { try? session.submitRequest(headers, body: $0) }
     }
 
     func flush() { http?.flushOrClose() }
@@ -211,7 +211,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2EndStream(_ stream: Int32) {
         // The loop's time read through the connection: a local reference to the loop counted one.
-        guard let nowNs = http?.loop.iterationNs else { return }
+        guard let nowNs = http?.iterationNs else { return }
         lastReadMs = nowNs / 1_000_000
         guard let lent = streams[stream] else { return }
         let status = lent.withObject { s -> Int in
@@ -240,7 +240,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         }
         // A reference of its own: handling a rejection may close this connection's streams.
         let s = lent.object
-        let now = http?.loop.iterationWallMs ?? WallClock.nowMilliseconds()
+        let now = http?.iterationWallMs ?? WallClock.nowMilliseconds()
         let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID.isEmpty ? nil : s.apnsID.description)
         s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
         withOwner { $0.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration) }
@@ -272,7 +272,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
                 }
             withOwner { $0.unanswered(s, on: self, event) }
             guard event != .timedOut, event != .cutByGoAway, let http else { return }
-            let now = http.loop.iterationNs / 1_000_000
+            let now = http.iterationNs / 1_000_000
             if refusals.refused(atMs: now) {
                 retire(http.client, reason: "every stream refused or reset for \(refusals.refusingMs(atMs: now)) ms, none answered")
                 flush()
@@ -295,7 +295,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
 
     func http2PingAck() {
         pingSentMs = nil
-        lastReadMs = (http?.loop.iterationNs ?? MonotonicClock.nowNanoseconds()) / 1_000_000
+        lastReadMs = (http?.iterationNs ?? MonotonicClock.nowNanoseconds()) / 1_000_000
     }
 }
 

@@ -159,7 +159,10 @@ extension APNSSender {
         }
         if let maxAge = settings.maxAgeMs, r.sinceMs + Int64(maxAge) <= now {
             logger.warning("a notification grew older than max_age_s while it waited to be sent again; dead-lettered as Expired", jobFields(r))
-            decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "APNs had not taken it \(maxAge / 1000) s (max_age_s) after a worker first took it")))
+            decided(
+                r,
+                outcome: .rejected(
+                    Self.expired, .deadLetter(detail: "APNs had not taken it \(maxAge / 1000) s (max_age_s) after a worker first took it")))
             return
         }
         let p = poolOf[r.app]

@@ -6,7 +6,7 @@ import QueueContract
 /// request, taken when its stream opens and given back when it closes, so that looking a
 /// request up for each part of its answer (several per request) costs no reference count.
 /// A delivered request's reference goes on with its outcome (`handOver`) instead of being given
-/// back at the close and taken again for the outcome: two atomic operations fewer per job.
+/// back at the close and taken again for the outcome.
 struct OpenRequests {
     private struct Entry {
         let request: RetainedReference<SendRequest>

@@ -2,8 +2,7 @@ import QueueContract
 
 /// A FIFO with O(1) pops from the front and pushes to the front (for resends).
 struct PendingQueue {
-    /// Optional, so that a request is moved out (`take()`): a copy counted a reference on it,
-    /// and emptying the array gave it back, two atomic operations per request.
+    /// Optional, so that a request is moved out (`take()`), not copied and given back.
     private var items: [SendRequest?] = []
     private var head = 0
     private var front: [SendRequest] = []

@@ -3,7 +3,6 @@ import APNSTransport
 import Buffers
 import Configuration
 import FoundationEssentials
-import HTTP2
 import IOLoop
 import PointerTricks
 import QueueContract

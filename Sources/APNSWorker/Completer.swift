@@ -3,7 +3,6 @@ import APNSTransport
 import Buffers
 import Configuration
 import FoundationEssentials
-import HTTP2
 import IOLoop
 import PointerTricks
 import QueueContract
@@ -370,9 +369,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         }
     }
 
-    /// Calls `body` with each job's position and the job, lent (`FinishedJob.Lent`): a job
-    /// itself, borrowed or not, was copied around the calls the body makes with it, an atomic
-    /// retain and release per job and loop (callgrind, counting `lock cmpxchg` by caller).
+    /// Calls `body` with each job's position and the job, lent (`FinishedJob.Lent`), so that
+    /// the calls the body makes with it count no reference.
     func forEachInPlace(_ batch: ArraySlice<FinishedJob>, _ body: (Int, FinishedJob.Lent) -> Void) {
         batch.withUnsafeBufferPointer { jobs in
             for i in jobs.indices { body(i, jobs[i].lent) }

@@ -25,7 +25,8 @@ final class EventLoopRedisConnection: EventHandler {
     private var attempts = 0
     private let loop: EventLoop
     private let logger: Logger
-    unowned(unsafe) var owner: EventLoopRedisOwner!  // the owner holds this object
+    /// Weak: the owner holds this object. Read once per reply group, not per job.
+    weak var owner: EventLoopRedisOwner?
     private var pipe: NonBlockingRedisConnection?
     private var watchingWrites = false
     private var pause = RedisRetryPause()
@@ -83,7 +84,10 @@ final class EventLoopRedisConnection: EventHandler {
     /// Queues what `body` adds to the pipe and writes what the socket takes (as `send(_:skipping:)`).
     func send(_ body: (NonBlockingRedisConnection) throws(RedisError) -> Void) {
         // No connection: a reconnect is on its way (or the owner closed it).
-        guard let pipe else { return owner.redisFailed(.io("\(endpoint): not connected")) }
+        guard let pipe else {
+            owner?.redisFailed(.io("\(endpoint): not connected"))
+            return
+        }
         do throws(RedisError) {
             if !pipe.isWaiting { waitingSinceMs = MonotonicClock.nowMilliseconds() }
             try body(pipe)
@@ -173,7 +177,7 @@ final class EventLoopRedisConnection: EventHandler {
             RedisTrouble.log(error, fix: fix, endpoint: endpoint, retryMs: delay, logger: logger)
             loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
         }
-        owner.redisFailed(error)
+        owner?.redisFailed(error)
     }
 
     /// The sentinels named another master: what this connection awaits is lost with it, and a
@@ -182,7 +186,7 @@ final class EventLoopRedisConnection: EventHandler {
         drop(abandoning: true)
         recovering = true
         logger.info("reconnecting to the master the sentinels name now", ["redis": .string(endpoint.description)])
-        owner.redisFailed(.io("\(endpoint): the sentinels named another master"))
+        owner?.redisFailed(.io("\(endpoint): the sentinels named another master"))
         connect()
     }
 
@@ -223,7 +227,7 @@ final class EventLoopRedisConnection: EventHandler {
                 try pipe.writable()
                 if connecting {
                     health?.redis(label, error: nil)
-                    owner.redisConnected()
+                    owner?.redisConnected()
                 }
             }
             if readable || hangup {
@@ -242,7 +246,7 @@ final class EventLoopRedisConnection: EventHandler {
         while self.pipe === pipe, !holding {
             if let reply = try pipe.nextReply() {
                 waitingSinceMs = MonotonicClock.nowMilliseconds()
-                try owner.redisReplied(reply)
+                try owner?.redisReplied(reply)
                 if recovering { recovered() }
             } else if let redirect = pipe.takeRedirect() {
                 try follow(redirect, from: pipe)
@@ -269,7 +273,7 @@ final class EventLoopRedisConnection: EventHandler {
     private func answeredAtAskedNode(_ reply: RedisFlatReply, _ pipe: NonBlockingRedisConnection) throws(RedisError) {
         holding = false
         waitingSinceMs = MonotonicClock.nowMilliseconds()
-        try owner.redisReplied(reply)
+        try owner?.redisReplied(reply)
         if recovering { recovered() }
         try deliver(pipe)
         watchWrites()

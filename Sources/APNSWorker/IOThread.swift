@@ -2,6 +2,7 @@ import APNSTransport
 import Dispatch
 import FoundationEssentials
 import IOLoop
+import PointerTricks
 import QueueContract
 import Synchronization
 
@@ -42,8 +43,9 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
         self.name = name
         self.loop = loop
         self.transport = transport
-        // Unchecked: this object owns the loop; a checked reference counted once per loop turn.
-        loop.afterEvents = { [unowned(unsafe) self] in self.turnEnded() }
+        // Uncounted: this object owns the loop; a checked reference counted once per loop turn.
+        let thread = UncountedReference(self)
+        loop.afterEvents = { thread.withObject { $0.turnEnded() } }
     }
 
     private func turnEnded() {

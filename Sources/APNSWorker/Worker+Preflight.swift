@@ -27,7 +27,8 @@ extension Worker {
             return serve
         } catch {
             if let fix = error.mistake { throw StartRefusal(description: "cannot use Redis (\(error.description)): \(fix)") }
-            logger.warning("cannot read the queue's shard record: shards beyond the setting wait for the next start", ["error": .string(error.description)])
+            logger.warning(
+                "cannot read the queue's shard record: shards beyond the setting wait for the next start", ["error": .string(error.description)])
             return 0
         }
     }

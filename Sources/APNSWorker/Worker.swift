@@ -1,6 +1,5 @@
 import APNSCore
 import APNSTransport
-import CLinux
 import Configuration
 import FoundationEssentials
 import Glibc

@@ -1,8 +1,7 @@
 /// Bytes in one growable buffer of their owner's own: frames waiting for `SSL_write`, a
-/// request's header values, a Redis transaction and the records written into it. An array's
-/// append checked uniqueness and capacity through a generic path, about 60 instructions a call,
-/// shortening one went through `replaceSubrange`, about 80, and an array has no room that can be
-/// written before it is counted, so a record written in place had to be zero-filled first.
+/// request's header values, a Redis transaction and the records written into it. Not an
+/// array: its append and shortening go through generic paths, and it has no room that can be
+/// written before it is counted.
 public struct ByteBuffer: ~Copyable {
     @usableFromInline var base: UnsafeMutableRawPointer
     @usableFromInline var capacity: Int

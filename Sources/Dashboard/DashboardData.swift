@@ -1,10 +1,10 @@
 import APNSAdmin
 import APNSCore
 import Configuration
+import Dispatch
 import FoundationEssentials
 import QueueContract
 import RedisClient
-import Dispatch
 import Synchronization
 
 /// What the pages and the JSON API show, read with apnsctl's own commands (APNSAdmin), so that

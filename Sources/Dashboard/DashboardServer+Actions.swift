@@ -1,7 +1,7 @@
 import APNSAdmin
-import QueueContract
 import APNSCore
 import FoundationEssentials
+import QueueContract
 
 /// The JSON API's reads, and the actions (requeue, purge) from forms and from the API.
 extension DashboardServer {

@@ -47,7 +47,8 @@ public final class DashboardServer: Sendable {
         let now = WallClock.nowMilliseconds()
         if let (wait, locked) = access.brake.wait(request.peer, nowMs: now) {
             if locked { logLockout(request.peer) }
-            var r = failure(429, "too many wrong secrets from \(request.peer): try again in \((wait + 999) / 1000) s", api: request.path.hasPrefix("/api/"))
+            var r = failure(
+                429, "too many wrong secrets from \(request.peer): try again in \((wait + 999) / 1000) s", api: request.path.hasPrefix("/api/"))
             r.headers.append(("Retry-After", String((wait + 999) / 1000)))
             return r
         }
@@ -62,7 +63,8 @@ public final class DashboardServer: Sendable {
 
     private func logLockout(_ peer: String) {
         FileStream.standardError.write(
-            "apnsctl web: \(peer) gave \(SecretBrake.lockAfter) wrong or early secrets within \(SecretBrake.windowMs / 60_000) minutes: locked out for \(SecretBrake.lockMs / 60_000) minutes\n")
+            "apnsctl web: \(peer) gave \(SecretBrake.lockAfter) wrong or early secrets within \(SecretBrake.windowMs / 60_000) minutes: locked out for \(SecretBrake.lockMs / 60_000) minutes\n"
+        )
     }
 
     private func route(_ request: HTTPRequest) -> HTTPResponse {
@@ -148,7 +150,8 @@ public final class DashboardServer: Sendable {
                     headers: [("Content-Disposition", "attachment; filename=\"invalid-tokens.csv\"")])
             }
             let before = try cursor(request)
-            let (found, choices) = try data.feed(\.invalidTokens, app: filled("app"), reason: filled("reason"), before: before, limit: try pageSize(request))
+            let (found, choices) = try data.feed(
+                \.invalidTokens, app: filled("app"), reason: filled("reason"), before: before, limit: try pageSize(request))
             return page(
                 "Invalid tokens", "/tokens", request, refresh: true,
                 FeedPages.tokens(found, before: before, app: filled("app"), reason: filled("reason"), choices: choices))
@@ -162,7 +165,8 @@ public final class DashboardServer: Sendable {
                 do { listed = (app, try channelLister(app)) } catch { listError = "\(error)" }
             }
             let body = FeedPages.channels(
-                found, before: before, app: filled("app"), reason: filled("reason"), choices: choices, apps: channelLister == nil ? [] : data.configuredApps,
+                found, before: before, app: filled("app"), reason: filled("reason"), choices: choices,
+                apps: channelLister == nil ? [] : data.configuredApps,
                 listed: listed,
                 listError: listError)
             return page("Channels", "/channels", request, refresh: filled("list") == nil, body)

@@ -53,7 +53,8 @@ enum DeadLetterPages {
         } else {
             // A filter's search stopped before the oldest letter: what it found is shown, and the rest is a page away.
             html += "<p id=\"matched\" data-count=\"\"><b>\(HTML.grouped(Int64(rows.count)))</b> shown of those that match among the "
-            html += "\(HTML.grouped(Int64(found.page.searched))) letters searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page.</p>"
+            html +=
+                "\(HTML.grouped(Int64(found.page.searched))) letters searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page.</p>"
         }
         if viewer.canAct, matched ?? rows.count > 0 {
             let these = matched.map { "these " + HTML.grouped(Int64($0)) } ?? "all that match…"
@@ -112,7 +113,8 @@ enum DeadLetterPages {
             // A job can be any size: a page that held 5 MB twice never loaded.
             let start = String(decoding: Array(job.utf8.prefix(shownBytes)), as: UTF8.self)
             html += "<h2>Original job</h2><pre id=\"job\">\(e(start))</pre>"
-            html += "<p class=\"notice warn\" id=\"job-cut\">The job is \(HTML.grouped(Int64(size))) bytes: its first \(HTML.grouped(Int64(shownBytes))) are shown. "
+            html +=
+                "<p class=\"notice warn\" id=\"job-cut\">The job is \(HTML.grouped(Int64(size))) bytes: its first \(HTML.grouped(Int64(shownBytes))) are shown. "
             html += "<a href=\"\(e(download))\" id=\"job-download\">Download it whole</a>.</p>"
         } else {
             html += "<h2>Original job</h2><pre id=\"job\">\(e(job))</pre><p><a href=\"\(e(download))\" id=\"job-download\">Download it</a></p>"
@@ -123,7 +125,8 @@ enum DeadLetterPages {
         }
         html += "<h2>Requeue</h2><form method=\"post\" action=\"/dead/requeue\" id=\"editor\">\(viewer.csrfField)\(HTML.hidden("id", r.id))"
         if editing.utf8.count > shownBytes {
-            html += "<p class=\"notice warn\" id=\"too-large\">This job is too large to edit here (\(HTML.grouped(Int64(shownBytes))) bytes at most): "
+            html +=
+                "<p class=\"notice warn\" id=\"too-large\">This job is too large to edit here (\(HTML.grouped(Int64(shownBytes))) bytes at most): "
             html += "requeue it as it is, or download it, fix it, and run <code>apnsctl dead requeue \(e(r.id)) --replace FILE</code>.</p>"
         } else {
             html += "<p class=\"muted\">Edit the job if it needs it; it is checked as a producer's job would be before it goes back on the queue.</p>"

@@ -8,10 +8,8 @@ import Glibc
 ///
 /// Why not nghttp2's encoder: it never indexes `authorization`, so the JWT (about 190 bytes)
 /// went out Huffman-coded in every request, where Apple's newer guidance says the token "can be
-/// indexed"; with the path's, that coding was a fifth of the worker's instructions per
-/// notification (callgrind: about 22 a character). Literals go out without Huffman coding:
-/// coding a device token's 64 hex digits would save about 19 bytes a request, for a table walk
-/// per character on both ends.
+/// indexed". Literals go out without Huffman coding: a few bytes a request are not worth a table
+/// walk per character on both ends.
 struct HPACKEncoder {
     /// Entries in insertion order; an entry's number in `sequence` never changes, so its index
     /// is 62 + (entries inserted after it).
@@ -24,8 +22,7 @@ struct HPACKEncoder {
     private var inserted = 0
     /// Where each kept field of the last header list went (by position in the list): its
     /// table sequence, for as long as the list keeps the same values and the entry is in the
-    /// table. Looking each kept value up in the table instead cost the worker 830 instructions
-    /// more per request (callgrind).
+    /// table, so that no kept value is looked up in the table again.
     private var remembered: [Remembered] = []
     private struct Remembered {
         var generation = -1, name: UnsafeRawPointer?, value: UnsafePointer<UInt8>?, count = 0, sequence = 0

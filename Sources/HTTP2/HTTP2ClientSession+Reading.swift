@@ -1,5 +1,5 @@
 import Buffers
-import CNghttp2
+internal import CNghttp2
 
 /// Reading the server's frames (RFC 9113 §6): each checked as the RFC requires, a broken one a
 /// connection error.

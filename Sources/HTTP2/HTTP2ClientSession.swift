@@ -1,5 +1,5 @@
 import Buffers
-import CNghttp2
+internal import CNghttp2
 
 /// A client's HTTP/2 session (RFC 9113) whose frames are written and read here, with nghttp2's
 /// HPACK decoder reading the responses' headers. Servers keep nghttp2's session (`HTTP2ServerSession`).

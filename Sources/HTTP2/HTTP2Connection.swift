@@ -1,6 +1,7 @@
 import Buffers
 import Glibc
 import IOLoop
+import PointerTricks
 import TLS
 
 /// Life events of an `HTTP2Connection`, on top of its HTTP/2 session events.
@@ -36,10 +37,16 @@ public final class HTTP2Connection: EventHandler {
     private let framing: HTTP2Framing
     private let tls: TLSStream
     private var isServer: Bool { server != nil }
-    /// Unowned and unchecked: the loop outlives the connections it runs, and a checked unowned
-    /// reference counted once per use, several times per response.
-    public unowned(unsafe) let loop: EventLoop
-    private unowned(unsafe) let delegate: HTTP2ConnectionDelegate
+    /// Uncounted: the loop outlives the connections it runs (a checked unowned reference
+    /// counted once per use, several times per response).
+    private let loopReference: UncountedReference<EventLoop>
+    /// Told of the connect and the close only; the session, which this connection holds, holds
+    /// it too, and it lets go of this connection when told of the close.
+    private let delegate: HTTP2ConnectionDelegate
+    public var loop: EventLoop { loopReference.object }
+    /// The loop's time at the start of this turn, read without counting a reference to the loop.
+    public var iterationNs: UInt64 { loopReference.withObject { $0.iterationNs } }
+    public var iterationWallMs: Int64 { loopReference.withObject { $0.iterationWallMs } }
     private var output = ByteBuffer(capacity: HTTP2Connection.writeTarget * 2)
     private var outputOffset = 0
     private var waitingForWritable = false
@@ -65,7 +72,7 @@ public final class HTTP2Connection: EventHandler {
             close(fd)
             throw error
         }
-        self.loop = loop
+        loopReference = UncountedReference(loop)
         self.delegate = delegate
         state = .connecting
         client = try HTTP2ClientSession(delegate: delegate, firstStream: Self.firstClientStream)
@@ -129,7 +136,7 @@ public final class HTTP2Connection: EventHandler {
     ) throws {
         self.fd = fd
         tls = try TLSStream(context: context, fd: fd, serverName: nil)
-        self.loop = loop
+        loopReference = UncountedReference(loop)
         self.delegate = delegate
         state = .handshaking
         server = try HTTP2ServerSession(delegate: delegate, maxConcurrentStreams: maxConcurrentStreams, answerPings: answerPings)

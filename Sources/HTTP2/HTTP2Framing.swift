@@ -1,5 +1,5 @@
 import Buffers
-import CNghttp2
+internal import CNghttp2
 
 /// Events from an HTTP/2 session. All calls come on the thread that feeds the session.
 public protocol HTTP2SessionDelegate: AnyObject {

@@ -1,5 +1,5 @@
 import Buffers
-import CNghttp2
+internal import CNghttp2
 import PointerTricks
 
 /// A server's nghttp2 session (the mock's), driven through `mem_recv`/`mem_send`, so nghttp2

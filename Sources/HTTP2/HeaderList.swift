@@ -1,5 +1,5 @@
 import Buffers
-import CNghttp2
+internal import CNghttp2
 
 /// Header fields for one HTTP/2 request or response, kept in one contiguous buffer so that
 /// building a request allocates nothing once the list has grown to size. Reuse it with `clear()`.

@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// Non-blocking TCP sockets: connect, listen, accept.

@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 import PointerTricks
 

@@ -14,9 +14,8 @@ public enum OutcomeRecord {
         public var jobID: String?
         /// The job, whose id a record copies from the job's own bytes; lent (see `init(handle:lending:…)`).
         @usableFromInline let job: UncountedReference<Job>?
-        /// `DeviceToken.absent` when the job has none. Not optional: copying an optional token out
-        /// of a borrowed context, to look in it, went through generic value witnesses (400
-        /// instructions a copy).
+        /// `DeviceToken.absent` when the job has none. Not optional: an optional's copies go
+        /// through generic value witnesses.
         public var token: DeviceToken
         /// App, topic, worker and time as JSON (`SharedFields`), which the records of a batch
         /// mostly share; `owner` keeps them when they are not lent.
@@ -37,8 +36,8 @@ public enum OutcomeRecord {
         }
 
         /// A context that borrows `job` and `shared` (`SharedFields.jsonBytes`): the caller keeps
-        /// both alive while the context is used. The completer writes a batch's records this way:
-        /// counting references to them took three atomic operations per record (perf uprobes).
+        /// both alive while the context is used: the completer writes a batch's records without
+        /// counting references to them.
         public init(
             handle: Int64, lending job: UncountedReference<Job>?, token: DeviceToken?, shared: UnsafeBufferPointer<UInt8>, names: JobNames? = nil
         ) {

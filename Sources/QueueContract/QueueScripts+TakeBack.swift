@@ -8,60 +8,61 @@ extension QueueScripts {
     /// ARGV[id_at] on. Jobs of a batch's done set are finished and stay out. Staged jobs come
     /// last, oldest first. Also says which jobs came from a suspect's batch (an id with "-s"),
     /// and whether the worker held one.
-    private static let takeBack = placeJob + "\n" + """
-        local function with_done(job, tokens)
-          if string.sub(job, 1, 10) == '{"_apnsw":' then
-            local ok, env = pcall(cjson.decode, job)
-            local at = string.find(job, ',"job":', 1, true)
-            if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
-              local meta = env._apnsw
-              if type(meta.done) == 'table' then for _, t in ipairs(meta.done) do table.insert(tokens, t) end end
-              meta.done = tokens
-              return '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
-            end
-          end
-          return '{"_apnsw":{"done":' .. cjson.encode(tokens) .. '},"job":' .. job .. '}'
-        end
-        local function take_back(at, id_at)
-          local staging, batches = KEYS[at], KEYS[at + 1]
-          local jobs, handles, suspect, held_suspect = {}, {}, {}, false
-          for b = 0, #ARGV - id_at do
-            local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
-            local is_suspect = string.find(ARGV[id_at + b], '-s', 1, true) ~= nil
-            local finished, recorded = {}, {}
-            for _, mark in ipairs(redis.call('SMEMBERS', done)) do
-              local i = tonumber(mark)
-              if i then
-                finished[i + 1] = true
-              else
-                -- A fan-out piece's mark (index:token): its token has its result; the job goes
-                -- back with the token in its envelope's "done", so that it is not sent again.
-                local at = string.find(mark, ':', 1, true)
-                local j = at and tonumber(string.sub(mark, 1, at - 1))
-                if j then
-                  recorded[j + 1] = recorded[j + 1] or {}
-                  table.insert(recorded[j + 1], string.sub(mark, at + 1))
+    private static let takeBack =
+        placeJob + "\n" + """
+            local function with_done(job, tokens)
+              if string.sub(job, 1, 10) == '{"_apnsw":' then
+                local ok, env = pcall(cjson.decode, job)
+                local at = string.find(job, ',"job":', 1, true)
+                if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
+                  local meta = env._apnsw
+                  if type(meta.done) == 'table' then for _, t in ipairs(meta.done) do table.insert(tokens, t) end end
+                  meta.done = tokens
+                  return '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
                 end
               end
+              return '{"_apnsw":{"done":' .. cjson.encode(tokens) .. '},"job":' .. job .. '}'
             end
-            local first = tonumber(redis.call('HGET', batches, ARGV[id_at + b])) or 0
-            for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
-              if not finished[i] then
-                jobs[#jobs + 1] = recorded[i] and with_done(job, recorded[i]) or job
-                handles[#jobs] = first > 0 and first + i - 1 or 0
-                suspect[#jobs] = is_suspect
-                held_suspect = held_suspect or is_suspect
+            local function take_back(at, id_at)
+              local staging, batches = KEYS[at], KEYS[at + 1]
+              local jobs, handles, suspect, held_suspect = {}, {}, {}, false
+              for b = 0, #ARGV - id_at do
+                local list, done = KEYS[at + 2 + 2 * b], KEYS[at + 3 + 2 * b]
+                local is_suspect = string.find(ARGV[id_at + b], '-s', 1, true) ~= nil
+                local finished, recorded = {}, {}
+                for _, mark in ipairs(redis.call('SMEMBERS', done)) do
+                  local i = tonumber(mark)
+                  if i then
+                    finished[i + 1] = true
+                  else
+                    -- A fan-out piece's mark (index:token): its token has its result; the job goes
+                    -- back with the token in its envelope's "done", so that it is not sent again.
+                    local at = string.find(mark, ':', 1, true)
+                    local j = at and tonumber(string.sub(mark, 1, at - 1))
+                    if j then
+                      recorded[j + 1] = recorded[j + 1] or {}
+                      table.insert(recorded[j + 1], string.sub(mark, at + 1))
+                    end
+                  end
+                end
+                local first = tonumber(redis.call('HGET', batches, ARGV[id_at + b])) or 0
+                for i, job in ipairs(redis.call('LRANGE', list, 0, -1)) do
+                  if not finished[i] then
+                    jobs[#jobs + 1] = recorded[i] and with_done(job, recorded[i]) or job
+                    handles[#jobs] = first > 0 and first + i - 1 or 0
+                    suspect[#jobs] = is_suspect
+                    held_suspect = held_suspect or is_suspect
+                  end
+                end
+                redis.call('DEL', list, done)
+                redis.call('HDEL', batches, ARGV[id_at + b])
               end
+              local staged = redis.call('LRANGE', staging, 0, -1)
+              for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i]; handles[#jobs] = 0 end
+              redis.call('DEL', staging)
+              return jobs, handles, suspect, held_suspect
             end
-            redis.call('DEL', list, done)
-            redis.call('HDEL', batches, ARGV[id_at + b])
-          end
-          local staged = redis.call('LRANGE', staging, 0, -1)
-          for i = #staged, 1, -1 do jobs[#jobs + 1] = staged[i]; handles[#jobs] = 0 end
-          redis.call('DEL', staging)
-          return jobs, handles, suspect, held_suspect
-        end
-        """
+            """
 
     /// Gives back a stopping worker's unfinished jobs: they go to the consuming end of the
     /// list so they are taken next (a suspect to the suspects'), and the worker leaves the

@@ -189,20 +189,20 @@ public enum QueueScripts {
     /// KEYS: workers, schedule, jobs, stats, suspects. ARGV: worker id, lease ms, most to promote.
     public static let tick = RedisScript(
         placeJob + "\n" + """
-        local now = redis.call('TIME')
-        local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-        redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
-        local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[3]))
-        for _, job in ipairs(due) do
-          place(job, KEYS[3], KEYS[5])
-          redis.call('ZREM', KEYS[2], job)
-        end
-        if #due > 0 then redis.call('HINCRBY', KEYS[4], 'promoted', #due) end
-        local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
-        local out = {}
-        for _, w in ipairs(expired) do if w ~= ARGV[1] then out[#out + 1] = w end end
-        return out
-        """)
+            local now = redis.call('TIME')
+            local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+            redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
+            local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[3]))
+            for _, job in ipairs(due) do
+              place(job, KEYS[3], KEYS[5])
+              redis.call('ZREM', KEYS[2], job)
+            end
+            if #due > 0 then redis.call('HINCRBY', KEYS[4], 'promoted', #due) end
+            local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now_ms)
+            local out = {}
+            for _, w in ipairs(expired) do if w ~= ARGV[1] then out[#out + 1] = w end end
+            return out
+            """)
 
     /// Lua that puts a job back in line: a suspect (an envelope taken back twice or more) at the
     /// far end of the suspects' list, which fetchers take one at a time; any other job at the

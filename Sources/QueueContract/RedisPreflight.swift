@@ -26,7 +26,9 @@ public enum RedisPreflight {
     /// Each command with arguments of its shape, on the queue's own keys: the worker's and
     /// apnsctl's commands, and those their scripts run.
     static func probes(_ k: QueueKeys) -> [[String]] {
-        let (list, other, zset, hash, set, stream, counter) = (k.jobs, k.suspects, k.scheduled, k.stats, k.prefix + ":preflight-set", k.results, k.handleCounter)
+        let (list, other, zset, hash, set, stream, counter) = (
+            k.jobs, k.suspects, k.scheduled, k.stats, k.prefix + ":preflight-set", k.results, k.handleCounter
+        )
         return [
             ["EVALSHA", String(repeating: "0", count: 40), "1", list], ["EVAL", "return 1", "1", list], ["SCRIPT", "LOAD", "return 1"],
             ["BLMOVE", list, other, "RIGHT", "LEFT", "1"], ["LRANGE", list, "0", "-1"], ["LLEN", list], ["LINDEX", list, "0"],
@@ -69,7 +71,9 @@ public enum RedisPreflight {
         }
         if !unknown.isEmpty {
             findings.append(
-                Finding(severity: .fatal, check: "redis_version", message: "Redis does not know \(unknown.joined(separator: ", ")): it needs Redis 6.2 or later"))
+                Finding(
+                    severity: .fatal, check: "redis_version",
+                    message: "Redis does not know \(unknown.joined(separator: ", ")): it needs Redis 6.2 or later"))
         }
         return findings
     }

@@ -1,6 +1,6 @@
 import Buffers
-import CHiredis
-import CHiredisIO
+internal import CHiredis
+internal import CHiredisIO
 import Glibc
 import TLS
 

@@ -1,6 +1,6 @@
 import Buffers
-import CHiredis
-import CHiredisIO
+internal import CHiredis
+internal import CHiredisIO
 
 /// The arguments of one command, packed end to end in one buffer: building a batch of
 /// thousands of arguments costs a few allocations, not one per argument.

@@ -1,4 +1,4 @@
-import CHiredis
+internal import CHiredis
 
 /// Why a Redis call failed: the one error of the Redis edge, with hiredis's errors funnelled in.
 /// Every code but `server` means the connection is dead and must be replaced.

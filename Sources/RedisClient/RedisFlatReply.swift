@@ -1,5 +1,5 @@
-import CHiredis
-import CHiredisIO
+internal import CHiredis
+internal import CHiredisIO
 
 /// A reply read flat: one item per element, arrays included, in reading order, over one buffer
 /// of string contents. Reading a reply of a thousand jobs this way allocates nothing per job

@@ -1,5 +1,5 @@
-import CHiredis
-import CHiredisIO
+internal import CHiredis
+internal import CHiredisIO
 
 /// A Lua script run by EVALSHA, loaded on first use and again after NOSCRIPT (a restarted Redis).
 public struct RedisScript: Sendable {

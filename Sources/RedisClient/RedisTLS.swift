@@ -1,4 +1,4 @@
-import CHiredisIO
+internal import CHiredisIO
 import PointerTricks
 import Synchronization
 import TLS

@@ -1,6 +1,6 @@
 import Buffers
-import CHiredis
-import CHiredisIO
+internal import CHiredis
+internal import CHiredisIO
 
 /// Commands for one MULTI … EXEC, encoded end to end in one buffer. Their replies are counted,
 /// not built (`BlockingRedisConnection.exec`): a transaction of a thousand commands allocates nothing

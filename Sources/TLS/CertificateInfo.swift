@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import Glibc
 
 /// What the worker checks on a client certificate: its subject UID (the bundle id) and expiry.

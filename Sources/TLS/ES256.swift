@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// An ES256 (ECDSA P-256 + SHA-256) private key, as in an APNs `.p8` file.
 /// The key bytes stay inside OpenSSL; `description` never shows them.

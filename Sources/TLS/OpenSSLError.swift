@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// An OpenSSL failure with the library's error queue drained into text.
 public struct OpenSSLError: Error, CustomStringConvertible, Sendable {

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import PointerTricks
 import Synchronization
 
@@ -9,9 +9,8 @@ public final class TLSContext: @unchecked Sendable {
     let ctx: OpaquePointer
     public let isServer: Bool
     /// The latest session a client connection of this context got: the next connection resumes
-    /// it, with no certificate chain to parse and verify again (a full handshake cost the
-    /// worker 5.6 million instructions, mostly that). A server that will not resume it answers
-    /// with a full handshake.
+    /// it, with no certificate chain to parse and verify again. A server that will not resume it
+    /// answers with a full handshake.
     private let resumable = Mutex<Session?>(nil)
     /// An `SSL_SESSION*`, used under the lock only.
     private struct Session: @unchecked Sendable { let pointer: OpaquePointer }

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// One TLS session over a non-blocking socket. Owned by a single I/O thread.
 package final class TLSStream {

@@ -1,5 +1,4 @@
-import COpenSSL
-import TLS
+internal import COpenSSL
 
 /// Makes a throwaway certificate authority and certificates signed by it, for the mock APNs,
 /// tests and the demo. Never used for real APNs traffic.

@@ -1,4 +1,4 @@
-import CBuildInfo
+internal import CBuildInfo
 
 /// What `--version` prints: the release and the commit the programs were built from.
 public enum BuildInfo {

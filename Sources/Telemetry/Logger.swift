@@ -84,8 +84,7 @@ public final class Logger: Sendable {
         var t = tv.tv_sec
         var parts = tm()
         gmtime_r(&t, &parts)
-        // Digits written by hand: String(format:) looked up CVarArg conformances at run time,
-        // 1.2 million instructions for a process's first log line.
+        // Digits written by hand: String(format:) looks up CVarArg conformances at run time.
         func digits(_ n: Int32, _ width: Int) -> String {
             let text = String(n)
             return String(repeating: "0", count: max(0, width - text.utf8.count)) + text

@@ -33,7 +33,7 @@ public final class Metrics: Sendable {
     }
 
     public struct Histogram: Sendable {
-        /// Inline, as the buckets are: an array's uniqueness check per sample (three per job) went.
+        /// Inline, as the buckets are: no array's uniqueness check per sample.
         public static let bounds: InlineArray<15, Double> = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
         /// One more than the bounds: the last counts what is above them all (+Inf only).
         public var buckets = InlineArray<16, UInt64>(repeating: 0)

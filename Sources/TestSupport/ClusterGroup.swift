@@ -76,7 +76,9 @@ public final class ClusterGroup: @unchecked Sendable {
     private func masters(askingNode port: Int) throws -> [[Int64]] {
         try node(port).command(["CLUSTER", "SLOTS"]).array.compactMap { range -> [Int64]? in
             let p = range.array
-            guard p.count >= 3, let low = p[0].integer, let high = p[1].integer, let master = p[2].array.dropFirst().first?.integer else { return nil }
+            guard p.count >= 3, let low = p[0].integer, let high = p[1].integer, let master = p[2].array.dropFirst().first?.integer else {
+                return nil
+            }
             return [low, high, master]
         }.sorted { $0[0] < $1[0] }
     }

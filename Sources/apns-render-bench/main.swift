@@ -43,7 +43,7 @@ for (name, text) in jobs {
     var size = 0
     let (rate, _) = try measure {
         let job = try PayloadRenderer.render(try Job.parse(bytes), templates: library)
-        size = job.payloadBytes.count
+        size = job.payloadCount
         return size
     }
     print(name.padding(toLength: 12, withPad: " ", startingAt: 0), String(format: "%-14.0f %-10.2f %d", rate, 1e6 / rate, size))

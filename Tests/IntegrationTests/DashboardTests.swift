@@ -252,7 +252,8 @@ final class DashboardTests: XCTestCase {
             if r.status == 429 { XCTAssertNotNil(r.headers["retry-after"]) }
         }
         let form = try XCTUnwrap(
-            httpRequest(port: port, method: "POST", path: "/login", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "secret=nope"))
+            httpRequest(
+                port: port, method: "POST", path: "/login", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: "secret=nope"))
         XCTAssertEqual(form.status, 429, "the form is braked with the rest")
         let elapsed = Date().timeIntervalSince(started)
         print("30 wrong secrets in \(Int(elapsed * 1000)) ms: \(checked) checked, \(braked) refused before checking")

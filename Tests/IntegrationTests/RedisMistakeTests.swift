@@ -1,6 +1,7 @@
 import APNSMock
 import Foundation
 import QueueContract
+import TLS
 import TestSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import APNSMock
 import Foundation
 import RedisClient
+import TLS
 import TestSupport
 import XCTest
 

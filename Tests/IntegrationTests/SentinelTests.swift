@@ -70,7 +70,8 @@ final class SentinelTests: XCTestCase {
         // Jobs pushed after the failover reach the new master, and the worker takes them there.
         try f.enqueue((jobs / 2..<jobs).map { WorkerFixture.job($0) })
         XCTAssertTrue(
-            waitUntil(timeout: Double(20 + jobs / 500)) { ((try? self.count(f, jobs: jobs).lost) ?? jobs) == 0 }, "every job has a result: \(w.output.suffix(3000))")
+            waitUntil(timeout: Double(20 + jobs / 500)) { ((try? self.count(f, jobs: jobs).lost) ?? jobs) == 0 },
+            "every job has a result: \(w.output.suffix(3000))")
         w.signal(SIGTERM)
         XCTAssertEqual(w.wait(timeout: 30), 0, w.output)
         let (lost, twice) = try count(f, jobs: jobs)

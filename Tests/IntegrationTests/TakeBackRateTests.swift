@@ -52,7 +52,9 @@ final class TakeBackRateTests: XCTestCase {
         let taken = results.filter { held.contains($0["job_id"] as? String ?? "") }
         let doneMs = taken.compactMap { $0["time_ms"] as? Int }.max() ?? 0
         let survivors = results.filter { ($0["worker"] as? String) != "w-victim" }.compactMap { $0["time_ms"] as? Int }
-        func perSecond(_ from: Int, _ to: Int) -> Double { Double(survivors.filter { $0 >= from && $0 < to }.count) * 1000 / Double(max(1, to - from)) }
+        func perSecond(_ from: Int, _ to: Int) -> Double {
+            Double(survivors.filter { $0 >= from && $0 < to }.count) * 1000 / Double(max(1, to - from))
+        }
         let window = max(1000, 4 * latency)
         let before = perSecond(victimStartMs - window, victimStartMs)
         let during = perSecond(takenBackMs, max(doneMs, takenBackMs + window))

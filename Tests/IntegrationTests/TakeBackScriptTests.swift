@@ -69,7 +69,9 @@ final class TakeBackScriptTests: XCTestCase {
         defer { try? redis.reset(queue: keys.queue) }
         let r = try redis.connect()
         func wrapped(_ id: String, recoveries: Int) -> String {
-            String(decoding: JobEnvelope.wrap(job: ArraySlice(#"{"id":"\#(id)","token":"aa"}"#.utf8), meta: .init(recoveries: recoveries)), as: UTF8.self)
+            String(
+                decoding: JobEnvelope.wrap(job: ArraySlice(#"{"id":"\#(id)","token":"aa"}"#.utf8), meta: .init(recoveries: recoveries)), as: UTF8.self
+            )
         }
         func recoveries(in list: String) throws -> [String: Int] {
             var out: [String: Int] = [:]
@@ -96,11 +98,14 @@ final class TakeBackScriptTests: XCTestCase {
 
         // A crash while a suspect was held: the suspect alone is blamed.
         let (requeued, poisoned) = try die(
-            "w-2", holding: ["p2-1": [#"{"id":"fresh","token":"aa"}"#, wrapped("once", recoveries: 1)], "p2-s2": [wrapped("suspect", recoveries: 2)]])
+            "w-2",
+            holding: ["p2-1": [#"{"id":"fresh","token":"aa"}"#, wrapped("once", recoveries: 1)], "p2-s2": [wrapped("suspect", recoveries: 2)]])
         XCTAssertEqual([requeued, poisoned], [3, 0])
         XCTAssertEqual(try recoveries(in: keys.jobs), ["fresh": 0, "once": 1], "its batch-mates keep their counts")
         XCTAssertEqual(try recoveries(in: keys.suspects), ["suspect": 3])
-        let attempts = try r.command(["LRANGE", keys.jobs, "0", "-1"]).array.compactMap(\.text).map { try JobEnvelope.open(ArraySlice($0.utf8)).meta.attempts }
+        let attempts = try r.command(["LRANGE", keys.jobs, "0", "-1"]).array.compactMap(\.text).map {
+            try JobEnvelope.open(ArraySlice($0.utf8)).meta.attempts
+        }
         XCTAssertTrue(attempts.allSatisfy { $0.map(\.reason) == ["TakenBack"] }, "the take-back is still in their history")
         _ = try r.command(["DEL", keys.jobs, keys.suspects])
 

@@ -160,6 +160,8 @@ final class ConnectionResilienceTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(stats.goawaysReceived[0] ?? 0, 1, "closed with GOAWAY NO_ERROR: \(stats.goawaysReceived)")
         let accepted = try h.mock.logEntries().filter { $0["status"] as? Int == 200 }.compactMap { $0["token"] as? String }
         XCTAssertEqual(accepted.sorted(), tokens.sorted(), "each delivered exactly once")
-        print("refusing connections: \(stats.connections) connections, \(stats.refusedStreams) refusals, \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        print(
+            "refusing connections: \(stats.connections) connections, \(stats.refusedStreams) refusals, \(Int(Date().timeIntervalSince(started) * 1000)) ms"
+        )
     }
 }
