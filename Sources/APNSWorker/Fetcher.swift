@@ -18,13 +18,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     let keys: QueueKeys
     let workerID: String
     let configuration: WorkerConfiguration
-    /// Every app runtime this worker has had (`AppRegistry`); `active` says which take jobs.
-    var apps: [AppRuntime]
-    var active: [Bool]
-    /// Apps a reload removed: their jobs wait in the schedule (`parkedMs`).
-    var removed: Set<String> = []
-    /// One app configured (however many keys it has): jobs need not name it.
-    var isOneApp: Bool
+    /// Which app (and key) each job goes with: every app runtime this worker has had
+    /// (`AppRegistry`), and which of them take jobs.
+    var router: AppRouter
     let completer: Completer
     private let gate: InFlightGate
     let logger: Logger
@@ -93,9 +89,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
-        self.apps = apps
-        active = apps.map { _ in true }
-        isOneApp = apps.allSatisfy { $0.name == apps.first?.name }
+        router = AppRouter(apps: apps.map(\.configuration))
         self.completer = completer
         self.gate = gate
         self.batchIDs = batchIDs
@@ -315,11 +309,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                         (meta, opened) = try JobEnvelope.open(taken.bytes[range])
                     }
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
-                    let (app, topic) = try resolve(parsed)
-                    let parked = !active[app]
-                    let job = try PayloadRenderer.render(
-                        consume parsed, templates: library,
-                        truncateByDefault: apps[app].configuration.truncateBody)
+                    let (app, topic) = try router.resolve(parsed)
+                    let parked = !router.active[app]
+                    let job = try PayloadRenderer.render(consume parsed, templates: library, truncateByDefault: router.apps[app].truncateBody)
                     // max_age_s counts from the first take, or from the time it was to be sent.
                     let sinceMs = max(meta.since ?? nowMs, (job.sendAt ?? 0) * 1000)
                     if let maxAge = configuration.maxAgeSeconds, sinceMs + Int64(maxAge) * 1000 <= nowMs {
@@ -329,7 +321,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                         units += 1
                         decided.append(
                             .unsent(
-                                handle: handle, batch: batch, index: index, raw: job.raw, job: job, appName: apps[app].name, topic: topic,
+                                handle: handle, batch: batch, index: index, raw: job.raw, job: job, appName: router.apps[app].name, topic: topic,
                                 outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
                                 recoveries: meta.recoveries))
                         continue
@@ -343,23 +335,17 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
                     func emit(_ r: consuming SendRequest) {
                         guard parked else { return sends.append(r) }
-                        decided.append(r.decide(.deferred(afterMs: Self.parkedMs + Int.random(in: 0...5000)), appName: apps[app].name))
+                        decided.append(r.decide(.deferred(afterMs: Self.parkedMs + Int.random(in: 0...5000)), appName: router.apps[app].name))
                     }
                     // A retried piece of a fan-out job carries its one token in its envelope.
-                    let retried = meta.token.flatMap(DeviceToken.init)
-                    if retried != nil || job.otherTokens.isEmpty {
+                    switch FanOut.plan(job, retried: meta.token.flatMap(DeviceToken.init), done: meta.done) {
+                    case .one(let token):
                         units += 1
-                        let token = retried ?? job.token
                         emit(request(consume job, token, fanout: 1))
-                    } else if !meta.done.isEmpty {
-                        // Taken back part way: the tokens with a result are not sent again.
-                        let done = Set(meta.done)
-                        var left = ([job.token] + job.otherTokens).filter { !done.contains($0.hex) }
-                        if left.isEmpty { left = [job.token] }  // its ack was lost with its last result: one more send acks it
+                    case .left(let left):
                         units += left.count
                         for token in left { emit(request(job, token, fanout: left.count)) }
-                    } else {
-                        let fanout = job.tokenCount
+                    case .every(let fanout):
                         units += fanout
                         emit(request(job, job.token, fanout: fanout))
                         for token in job.otherTokens { emit(request(job, token, fanout: fanout)) }
@@ -369,7 +355,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     // Its records name it as it names itself; it counts under its app only if that is configured.
                     let raw = opened ?? taken.bytes[range]
                     let names = JobNames(scanning: raw)
-                    let counted = names.app.map { n in firstActive(named: n) != nil ? n : nil } ?? defaultApp
+                    let counted = names.app.map { n in router.firstActive(named: n) != nil ? n : nil } ?? router.defaultApp
                     decided.append(
                         .unsent(
                             handle: handle, batch: batch, index: index, raw: raw, job: nil, appName: counted, topic: nil,
