@@ -297,6 +297,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         var decided: [FinishedJob] = []
         var units = 0
         let library = templates.library
+        // Once a batch: the router's arrays, read from the fetcher per job, counted a reference each time.
+        let router = router
         // Read in place; a job's slice of the buffer is made once, for the job to keep.
         taken.bytes.withUnsafeBufferPointer { all in
             for (index, range) in taken.ranges.enumerated() {
