@@ -115,12 +115,11 @@ public final class AdminContext {
         let cursor = after.map(StreamRecord.split)
         var all: [StreamRecord] = []
         for set in keySets {
-            // Oldest first by (entry, shard): a shard numbered higher still has its record of the same entry to give.
-            let start = cursor.map { (set.shard ?? -1) > ($0.shard ?? -1) ? $0.entry : "(" + $0.entry } ?? "-"
+            let start = cursor.map { StreamRecord.bound(after: $0, shard: set.shard, newestFirst: false) } ?? "-"
             all += StreamRecord.parse(try call(set, ["XRANGE", set[keyPath: stream], start, "+", "COUNT", String(limit)]), shard: set.shard)
         }
         guard keySets.count > 1 else { return all }
-        return Array(all.sorted { ($0.timeMs, $0.sequence, $0.shard ?? -1) < ($1.timeMs, $1.sequence, $1.shard ?? -1) }.prefix(limit))
+        return Array(all.sorted { $0.order < $1.order }.prefix(limit))
     }
 }
 
@@ -162,8 +161,15 @@ public struct StreamRecord {
     public let raw: [UInt8]
     public let fields: [String: JSONValue]
 
-    public var timeMs: Int64 { Int64(entry.split(separator: "-").first ?? "") ?? 0 }
-    var sequence: Int64 { Int64(entry.split(separator: "-").dropFirst().first ?? "") ?? 0 }
+    public var timeMs: Int64 { order.0 }
+
+    /// Its place among every key set's records: by time, then sequence, then shard.
+    var order: (Int64, Int64, Int) { Self.order(entry: entry, shard: shard) }
+
+    static func order(entry: String, shard: Int?) -> (Int64, Int64, Int) {
+        let parts = entry.split(separator: "-")
+        return (Int64(parts.first ?? "") ?? 0, Int64(parts.dropFirst().first ?? "") ?? 0, shard ?? -1)
+    }
 
     /// `1764650000000-0@3` → ("1764650000000-0", 3); a bare id is the queue's own.
     static func split(_ id: String) -> (entry: String, shard: Int?) {
@@ -171,22 +177,41 @@ public struct StreamRecord {
         return (String(parts.first ?? ""), parts.count == 2 ? Int(parts[1]) : nil)
     }
 
-    static func parse(_ reply: RedisReply, shard: Int? = nil) -> [StreamRecord] {
+    /// The id of `entry` in `shard`'s stream.
+    static func id(entry: String, shard: Int?) -> String { shard.map { "\(entry)@\($0)" } ?? entry }
+
+    /// Where `shard`'s stream is read from to go on after the record `cursor`, in (entry, shard)
+    /// order: a shard on the far side of the cursor's still has its record of the same entry.
+    static func bound(after cursor: (entry: String, shard: Int?), shard: Int?, newestFirst: Bool) -> String {
+        let (mine, theirs) = (shard ?? -1, cursor.shard ?? -1)
+        return (newestFirst ? mine < theirs : mine > theirs) ? cursor.entry : "(" + cursor.entry
+    }
+
+    /// Each entry of an XRANGE or XREVRANGE reply: its id and its `record` field's bytes.
+    static func entries(_ reply: RedisReply) -> [(entry: String, raw: [UInt8])] {
         reply.array.compactMap { entry in
             let parts = entry.array
-            guard parts.count == 2, let id = parts[0].text else { return nil }
-            let kv = parts[1].array
-            guard kv.count >= 2, case .string(let raw) = kv[1],
-                case .object(let object)? = try? JSONValue.parse(raw)
-            else { return nil }
-            return StreamRecord(id: shard.map { "\(id)@\($0)" } ?? id, entry: id, shard: shard, raw: raw, fields: object)
+            guard parts.count == 2, let id = parts[0].text, parts[1].array.count >= 2, case .string(let raw) = parts[1].array[1] else { return nil }
+            return (id, raw)
         }
+    }
+
+    static func parse(_ reply: RedisReply, shard: Int? = nil) -> [StreamRecord] {
+        entries(reply).compactMap { StreamRecord(entry: $0.entry, shard: shard, raw: $0.raw) }
     }
 
     public func string(_ key: String) -> String { fields[key]?.display ?? "" }
 
     /// The record as `--json` and the dashboard's API give it.
     public var json: [String: Any] { ["id": id, "record": fields] }
+}
+
+extension StreamRecord {
+    /// The record of a stream entry, or nil when its field is not a JSON object.
+    init?(entry: String, shard: Int?, raw: [UInt8]) {
+        guard case .object(let object)? = try? JSONValue.parse(raw) else { return nil }
+        self.init(id: Self.id(entry: entry, shard: shard), entry: entry, shard: shard, raw: raw, fields: object)
+    }
 }
 
 extension String {

@@ -82,8 +82,7 @@ public enum QueueCommands {
                 }.count)
             part.deadLetters = try ctx.call(k, ["XLEN", k.deadLetters]).integer ?? 0
             part.resultsPerSecond = try resultsPerSecond(ctx, k, nowMs: now)
-            let counters = try ctx.call(k, ["HGETALL", k.stats]).array.compactMap(\.text)
-            for i in stride(from: 0, to: counters.count - 1, by: 2) { s.counters[counters[i], default: 0] += Int64(counters[i + 1]) ?? 0 }
+            try addCounters(ctx, k, to: &s.counters)
             let named = [k.jobs, k.stats, k.workers, k.results, k.deadLetters, k.scheduled, k.invalidTokens, k.templates]
             exists = try exists || ctx.call(k, ["EXISTS"] + named).integer ?? 0 > 0
             let listed = try ctx.call(k, ["ZRANGE", k.workers, "0", "-1", "WITHSCORES"]).array.compactMap(\.text)
@@ -121,6 +120,19 @@ public enum QueueCommands {
             for (key, v) in s.counters where key.hasSuffix(":" + app) { perApp[app, default: [:]][String(key.dropLast(app.count + 1))] = v }
         }
         return perApp
+    }
+
+    /// Adds the key set's counters (its stats hash) to `counters`.
+    static func addCounters(_ ctx: AdminContext, _ k: QueueKeys, to counters: inout [String: Int64]) throws {
+        let pairs = try ctx.call(k, ["HGETALL", k.stats]).array.compactMap(\.text)
+        for i in stride(from: 0, to: pairs.count - 1, by: 2) { counters[pairs[i], default: 0] += Int64(pairs[i + 1]) ?? 0 }
+    }
+
+    /// The queue's counters alone, summed over its key sets (no other figure read).
+    public static func counters(_ ctx: AdminContext) throws -> Stats {
+        var s = Stats()
+        for k in ctx.keySets { try addCounters(ctx, k, to: &s.counters) }
+        return s
     }
 
     /// Results in the last 10 s, per second. At most 1,000 are read: past that, the rate is

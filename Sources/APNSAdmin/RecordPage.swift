@@ -1,4 +1,3 @@
-import APNSCore
 import FoundationEssentials
 import QueueContract
 import RedisClient
@@ -31,7 +30,7 @@ extension AdminContext {
         let needles = needles.map { Array($0.utf8) }
         let chunk = filtered ? 1000 : min(max(limit + 1, 16), 1000)
         var sources = keySets.map { set in
-            RecordSource(set: set, end: before.map { RecordSource.end(before: StreamRecord.split($0), shard: set.shard) } ?? "+")
+            RecordSource(set: set, end: before.map { StreamRecord.bound(after: StreamRecord.split($0), shard: set.shard, newestFirst: true) } ?? "+")
         }
         var page = RecordPage()
         var matched = 0
@@ -86,12 +85,6 @@ private struct RecordSource {
         self.end = end
     }
 
-    /// Records come newest first by (entry, shard): after `before`, a shard numbered lower
-    /// still has its record of the same entry to give; the others start below it.
-    static func end(before: (entry: String, shard: Int?), shard: Int?) -> String {
-        (shard ?? -1) < (before.shard ?? -1) ? before.entry : "(" + before.entry
-    }
-
     var isEmpty: Bool { position == buffer.count }
     var head: RawRecord { buffer[position] }
 
@@ -107,11 +100,7 @@ private struct RecordSource {
         exhausted = entries.count < count
         if let last = entries.last?.array.first?.text { end = "(" + last }
         let shard = set.shard
-        buffer = entries.compactMap { entry in
-            let parts = entry.array
-            guard parts.count == 2, let id = parts[0].text, parts[1].array.count >= 2, case .string(let raw) = parts[1].array[1] else { return nil }
-            return RawRecord(entry: id, shard: shard, raw: raw)
-        }
+        buffer = StreamRecord.entries(reply).map { RawRecord(entry: $0.entry, shard: shard, raw: $0.raw) }
         position = 0
     }
 }
@@ -128,11 +117,10 @@ struct RawRecord {
         self.entry = entry
         self.shard = shard
         self.raw = raw
-        let parts = entry.split(separator: "-")
-        order = (Int64(parts.first ?? "") ?? 0, Int64(parts.dropFirst().first ?? "") ?? 0, shard ?? -1)
+        order = StreamRecord.order(entry: entry, shard: shard)
     }
 
-    var id: String { shard.map { "\(entry)@\($0)" } ?? entry }
+    var id: String { StreamRecord.id(entry: entry, shard: shard) }
 
     func contains(_ needle: [UInt8]) -> Bool {
         guard let first = needle.first else { return true }
@@ -144,10 +132,7 @@ struct RawRecord {
         return false
     }
 
-    var parsed: StreamRecord? {
-        guard case .object(let object)? = try? JSONValue.parse(raw) else { return nil }
-        return StreamRecord(id: id, entry: entry, shard: shard, raw: raw, fields: object)
-    }
+    var parsed: StreamRecord? { StreamRecord(entry: entry, shard: shard, raw: raw) }
 }
 
 extension String {

@@ -245,9 +245,7 @@ final class EventLoopRedisConnection: EventHandler {
     private func deliver(_ pipe: NonBlockingRedisConnection) throws(RedisError) {
         while self.pipe === pipe, !holding {
             if let reply = try pipe.nextReply() {
-                waitingSinceMs = MonotonicClock.nowMilliseconds()
-                try owner?.redisReplied(reply)
-                if recovering { recovered() }
+                try handOver(reply)
             } else if let redirect = pipe.takeRedirect() {
                 try follow(redirect, from: pipe)
             } else {
@@ -272,10 +270,15 @@ final class EventLoopRedisConnection: EventHandler {
 
     private func answeredAtAskedNode(_ reply: RedisFlatReply, _ pipe: NonBlockingRedisConnection) throws(RedisError) {
         holding = false
+        try handOver(reply)
+        try deliver(pipe)
+        watchWrites()
+    }
+
+    /// One group's replies to the owner: the first after failures says Redis is back.
+    private func handOver(_ reply: RedisFlatReply) throws(RedisError) {
         waitingSinceMs = MonotonicClock.nowMilliseconds()
         try owner?.redisReplied(reply)
         if recovering { recovered() }
-        try deliver(pipe)
-        watchWrites()
     }
 }

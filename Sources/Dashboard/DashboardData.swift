@@ -201,7 +201,7 @@ public final class DashboardData: @unchecked Sendable {
 
     public func deadLetters(_ filter: DeadLetterFilter, before: String? = nil, limit: Int = 100) throws -> DeadLetterPage {
         try with { ctx in
-            let counters = try self.counters(ctx)
+            let counters = try QueueCommands.counters(ctx)
             var page = RecordPage()
             if filter.ids.count == 1 {
                 page.rows = try DeadLetterCommands.select(ctx, filter)
@@ -225,12 +225,7 @@ public final class DashboardData: @unchecked Sendable {
     /// lengths less what came after `untilMs` for all of them; a filter reads every letter.
     public func countDeadLetters(_ filter: DeadLetterFilter) throws -> Int {
         try with { ctx in
-            guard filter.all, filter.ids.isEmpty else {
-                let now = Int64(Date().timeIntervalSince1970 * 1000)
-                return filter.ids.isEmpty
-                    ? try ctx.records(\.deadLetters, limit: Int.max).filter { filter.matches($0, nowMs: now) }.count
-                    : try DeadLetterCommands.select(ctx, filter).count
-            }
+            guard filter.all, filter.ids.isEmpty else { return try DeadLetterCommands.select(ctx, filter, limit: Int.max).count }
             var count: Int64 = 0
             for set in ctx.keySets {
                 count += try ctx.call(set, ["XLEN", set.deadLetters]).integer ?? 0
@@ -247,7 +242,7 @@ public final class DashboardData: @unchecked Sendable {
         guard DeadLetterFilter.isValidID(id) else { return nil }
         var f = DeadLetterFilter()
         f.ids = [id]
-        return try deadLetters(f).page.rows.first
+        return try with { ctx in try DeadLetterCommands.select(ctx, f).first }
     }
 
     /// A page of a stream feed (invalid tokens or channels), newest first, with app and
@@ -257,14 +252,13 @@ public final class DashboardData: @unchecked Sendable {
     ) throws -> (
         page: RecordPage, choices: Choices
     ) {
-        try with { ctx in
-            let needles = [reason?.recordField("reason"), app?.recordField("app")].compactMap { $0 }
-            let page = try ctx.newest(stream, before: before, limit: limit, filtered: app != nil || reason != nil, needles: needles) { r in
-                (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason)
-            }
+        let filter = Self.feedFilter(app: app, reason: reason)
+        return try with { ctx in
+            let page = try ctx.newest(
+                stream, before: before, limit: limit, filtered: app != nil || reason != nil, needles: filter.needles, matches: filter.matches)
             let choices = Choices(
                 reasons: page.rows.map { $0.string("reason") } + [reason].compactMap { $0 },
-                apps: apps(try counters(ctx)) + page.rows.map { $0.string("app") } + [app].compactMap { $0 })
+                apps: apps(try QueueCommands.counters(ctx)) + page.rows.map { $0.string("app") } + [app].compactMap { $0 })
             return (page, choices)
         }
     }
@@ -272,25 +266,24 @@ public final class DashboardData: @unchecked Sendable {
     /// Every record of a feed the filters match, oldest first, read 10,000 at a time and handed
     /// to `body` chunk by chunk (the CSV export).
     public func feedAll(_ stream: KeyPath<QueueKeys, String>, app: String?, reason: String?, _ body: ([StreamRecord]) -> Void) throws {
+        let matches = Self.feedFilter(app: app, reason: reason).matches
         try with { ctx in
             var after: String?
             while true {
                 let chunk = try ctx.records(stream, after: after, limit: 10_000)
                 guard let last = chunk.last else { return }
-                body(chunk.filter { r in (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason) })
+                body(chunk.filter(matches))
                 after = last.id
             }
         }
     }
 
-    /// The queue's counters, summed over its key sets (no other figure read).
-    private func counters(_ ctx: AdminContext) throws -> QueueCommands.Stats {
-        var s = QueueCommands.Stats()
-        for set in ctx.keySets {
-            let pairs = try ctx.call(set, ["HGETALL", set.stats]).array.compactMap(\.text)
-            for i in stride(from: 0, to: pairs.count - 1, by: 2) { s.counters[pairs[i], default: 0] += Int64(pairs[i + 1]) ?? 0 }
-        }
-        return s
+    /// A feed's filters: the fields a record's raw JSON must hold, and the check of its parsed fields.
+    private static func feedFilter(app: String?, reason: String?) -> (needles: [String], matches: (StreamRecord) -> Bool) {
+        (
+            [reason?.recordField("reason"), app?.recordField("app")].compactMap { $0 },
+            { r in (app == nil || r.string("app") == app) && (reason == nil || r.string("reason") == reason) }
+        )
     }
 
     private func apps(_ counters: QueueCommands.Stats) -> [String] { configuredApps + QueueCommands.apps(counters).filter { $0 != "-" } }

@@ -1,3 +1,4 @@
+import APNSAdmin
 import FoundationEssentials
 import Glibc
 
@@ -76,6 +77,18 @@ enum HTML {
             "<option value=\"\(e(o))\"\(o == (chosen ?? "") ? " selected" : "")>\(o.isEmpty ? "any" : e(o))</option>"
         }.joined()
         return "<label>\(e(label))<select name=\"\(name)\">\(items)</select></label>"
+    }
+
+    /// The opening of a list's count paragraph (the caller closes it): how many `noun`s there
+    /// are (`match`: that a filter matches) and how many the page shows; when a filter's search
+    /// stopped before the oldest, how far it went.
+    static func count(_ page: RecordPage, _ noun: String, id: String, match: Bool, before: String?) -> String {
+        guard let matched = page.matched else {
+            return "<p id=\"\(id)\" data-count=\"\"><b>\(grouped(Int64(page.rows.count)))</b> shown of the \(noun)s that match among the "
+                + "\(grouped(Int64(page.searched))) searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page."
+        }
+        return "<p id=\"\(id)\" data-count=\"\(matched)\"><b>\(grouped(Int64(matched)))</b> \(noun)\(matched == 1 ? "" : "s")\(match ? " match" : "")"
+            + (matched > page.rows.count ? "; \(page.rows.count) shown, newest first." : ", newest first.")
     }
 
     /// Links to the newest page and, when there is one, the next older page (`before` = `next`).

@@ -47,15 +47,7 @@ enum DeadLetterPages {
         html += "<label>Newer than<input name=\"newer_than\" placeholder=\"15m\" size=\"6\" value=\"\(e(query.newerThan ?? ""))\"></label>"
         html += "<label>Older than<input name=\"older_than\" placeholder=\"2h\" size=\"6\" value=\"\(e(query.olderThan ?? ""))\"></label>"
         html += "<button type=\"submit\">Filter</button> <a href=\"/dead\">Clear</a></form>"
-        if let matched {
-            html += "<p id=\"matched\" data-count=\"\(matched)\"><b>\(HTML.grouped(Int64(matched)))</b> dead letter\(matched == 1 ? "" : "s") match"
-            html += matched > rows.count ? "; \(rows.count) shown, newest first.</p>" : ".</p>"
-        } else {
-            // A filter's search stopped before the oldest letter: what it found is shown, and the rest is a page away.
-            html += "<p id=\"matched\" data-count=\"\"><b>\(HTML.grouped(Int64(rows.count)))</b> shown of those that match among the "
-            html +=
-                "\(HTML.grouped(Int64(found.page.searched))) letters searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page.</p>"
-        }
+        html += HTML.count(found.page, "dead letter", id: "matched", match: true, before: before) + "</p>"
         if viewer.canAct, matched ?? rows.count > 0 {
             let these = matched.map { "these " + HTML.grouped(Int64($0)) } ?? "all that match…"
             html += "<div class=\"actions\">"

@@ -8,21 +8,11 @@ enum FeedPages {
             + "<button type=\"submit\">Filter</button> <a href=\"\(action)\">Clear</a></form>"
     }
 
-    /// How many records a feed's page holds, and how many there are: all of them when known.
-    static func count(_ page: RecordPage, _ what: String, before: String?) -> String {
-        guard let matched = page.matched else {
-            return "<p id=\"count\" data-count=\"\"><b>\(HTML.grouped(Int64(page.rows.count)))</b> shown of the \(what)s that match among the "
-                + "\(HTML.grouped(Int64(page.searched))) searched\(before == nil ? " (the newest)" : ""); older ones are searched page by page. "
-        }
-        return "<p id=\"count\" data-count=\"\(matched)\"><b>\(HTML.grouped(Int64(matched)))</b> \(what)\(matched == 1 ? "" : "s")"
-            + (matched > page.rows.count ? "; \(page.rows.count) shown, newest first. " : ", newest first. ")
-    }
-
     static func tokens(_ page: RecordPage, before: String?, app: String?, reason: String?, choices: DashboardData.Choices) -> String {
         var html = filters(action: "/tokens", app: app, reason: reason, choices: choices)
         let csv = "/tokens.csv" + { $0.isEmpty ? "" : "?" + $0 }(FormDecoding.query([("app", app), ("reason", reason)]))
-        html += count(page, "invalid token", before: before)
-        html += "<a href=\"\(e(csv))\" id=\"csv\" download>Export CSV (all of them)</a></p>"
+        html += HTML.count(page, "invalid token", id: "count", match: false, before: before)
+        html += " <a href=\"\(e(csv))\" id=\"csv\" download>Export CSV (all of them)</a></p>"
         html += HTML.table(
             ["Id", "Time", "Token", "App", "Topic", "Reason", "APNs timestamp"],
             page.rows.map { r in
@@ -75,7 +65,7 @@ enum FeedPages {
                 "<p class=\"muted\">Start apnsctl web with --config to list each app's channels at APNs; create and delete them with apnsctl channels.</p>"
         }
         html += "<h2>Invalid channels</h2>" + filters(action: "/channels", app: app, reason: reason, choices: choices)
-        html += count(page, "refused channel", before: before) + "</p>"
+        html += HTML.count(page, "refused channel", id: "count", match: false, before: before) + "</p>"
         html += HTML.table(
             ["Id", "Time", "Channel", "App", "Reason", "Job id"],
             page.rows.map { r in

@@ -41,22 +41,23 @@ public struct CounterPairs {
 
     /// Each counter's name and count: stat, then stat:app, then a dead letter's reason tally.
     public func forEach(_ body: (String, Int) -> Void) {
-        for p in pairs {
-            body(p.stat.rawValue, p.count)
-            body(p.stat.rawValue + ":" + p.app, p.count)
-            if let reason = p.reason { body(Self.deadLetterTally(reason), p.count) }
-        }
+        for p in pairs { for name in Self.names(p) where !name.isEmpty { body(name, p.count) } }
     }
 
     /// Appends the (counter name, count) entries, three per pair (the complete script counts
-    /// a job under those of its pair): stat, stat:app, and the reason's tally or "" (none).
+    /// a job under those of its pair), "" for a pair with no reason.
     public func append(to args: inout RedisArgs) {
         for p in pairs {
-            for name in [p.stat.rawValue, p.stat.rawValue + ":" + p.app, p.reason.map(Self.deadLetterTally) ?? ""] {
+            for name in Self.names(p) {
                 args.append(name)
                 args.append(p.count)
             }
         }
+    }
+
+    /// A pair's three counter names: stat, stat:app, and its reason's tally or "".
+    private static func names(_ p: (stat: QueueStat, app: String, reason: String?, count: Int)) -> [String] {
+        [p.stat.rawValue, p.stat.rawValue + ":" + p.app, p.reason.map(deadLetterTally) ?? ""]
     }
 }
 
