@@ -56,27 +56,32 @@ let package = Package(
         // HTTP/2: our client session and HPACK encoder, frames, nghttp2's server session, and the
         // TLS + HTTP/2 connection an event loop drives.
         .target(name: "HTTP2", dependencies: ["Buffers", "CNghttp2", "IOLoop", "PointerTricks", "TLS"], swiftSettings: hotPath),
+        // The seam between the queue and a provider: a send (the queue's ticket, what to send, the
+        // provider's answer), its neutral outcome, and the finished job. No Redis, no network.
+        .target(name: "Delivery", dependencies: ["APNSCore", "PointerTricks"], swiftSettings: hotPath),
         // The Redis contract: key names, Lua scripts, completion transactions, outcome records,
         // job envelopes and in-flight bookkeeping, shared by the worker and apnsctl.
-        .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "PointerTricks", "RedisClient"], swiftSettings: hotPath),
+        .target(name: "QueueContract", dependencies: ["APNSCore", "Buffers", "Delivery", "PointerTricks", "RedisClient"], swiftSettings: hotPath),
         // Logs, metrics and readiness, passed to whoever reports.
         .target(name: "Telemetry", dependencies: ["APNSCore", "IOLoop", "CBuildInfo"], swiftSettings: hotPath),
         // The worker's settings: read from the file and the environment, and checked.
         .target(name: "Configuration", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Telemetry"], swiftSettings: hotPath),
         // The APNs transport: connections, pools, stream budget, circuit breaker, backoff, JWT.
+        // Below the queue: it knows sends (Delivery), never Redis or the worker's settings.
         .target(
-            name: "APNSTransport",
-            dependencies: ["APNSCore", "Buffers", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "IOLoop", "TLS", "HTTP2"],
+            name: "APNSTransport", dependencies: ["APNSCore", "Buffers", "Delivery", "PointerTricks", "Telemetry", "IOLoop", "TLS", "HTTP2"],
             swiftSettings: hotPath),
         // The queue pipeline: fetch, send, complete, the gate, housekeeping, lifecycle.
         .target(
             name: "APNSWorker",
             dependencies: [
-                "APNSCore", "Buffers", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry", "APNSTransport",
-                "IOLoop", "TLS",
+                "APNSCore", "Buffers", "Delivery", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry",
+                "APNSTransport", "IOLoop", "TLS",
             ], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
-        .target(name: "APNSAdmin", dependencies: ["APNSCore", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "TLS", "IOLoop"]),
+        .target(
+            name: "APNSAdmin",
+            dependencies: ["APNSCore", "Delivery", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "APNSWorker", "TLS", "IOLoop"]),
         // apnsctl web: an HTTP/1.1 server, the dashboard's pages and its JSON API over APNSAdmin.
         .target(name: "Dashboard", dependencies: ["APNSAdmin", "APNSCore", "QueueContract", "RedisClient", "Configuration", "IOLoop", "TLS"]),
         // Test support and demo/bench server: the strict mock APNs.
@@ -87,7 +92,7 @@ let package = Package(
 
         .executableTarget(name: "apns-worker", dependencies: ["APNSWorker", "Configuration", "IOLoop", "Telemetry"]),
         .executableTarget(name: "apns-mock", dependencies: ["APNSMock", "Telemetry"]),
-        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "QueueContract"]),
+        .executableTarget(name: "apns-render-bench", dependencies: ["APNSCore", "Buffers", "Delivery", "QueueContract"]),
         .executableTarget(
             name: "apnsctl",
             dependencies: ["APNSAdmin", "APNSCore", "Dashboard", "Configuration", "IOLoop", "QueueContract", "RedisClient", "Telemetry"]),
@@ -96,21 +101,24 @@ let package = Package(
         .testTarget(
             name: "UnitTests",
             dependencies: [
-                "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2",
+                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS",
+                "HTTP2",
                 "APNSWorker", "APNSMock", "Dashboard", "RedisClient", "CNghttp2",
             ]),
         // The worker's client against the mock APNs over real TLS + HTTP/2.
         .testTarget(
             name: "ProtocolTests",
             dependencies: [
-                "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS", "HTTP2",
+                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS",
+                "HTTP2",
                 "APNSWorker", "APNSMock", "TestSupport",
             ]),
         // Worker processes against a real redis-server and the mock.
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "APNSCore", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient", "APNSWorker",
+                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient",
+                "APNSWorker",
                 "APNSMock", "TestSupport", "APNSAdmin", "Dashboard", "IOLoop", "TLS",
             ]),
     ],

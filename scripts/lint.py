@@ -18,6 +18,13 @@ FOUNDATION_OK = {"APNSMock", "TestSupport", "apns-mock", "apns-render-bench"}
 UNSAFE_OK = {"PointerTricks"}
 SYSTEM = {"Foundation", "FoundationEssentials", "Glibc", "Dispatch", "Synchronization", "XCTest", "PackageDescription",
           "_Concurrency", "Swift"}
+# The queue knows nothing of a provider, a provider nothing of Redis or the worker's settings
+# (docs/architecture.md): modules each of these must never reach, directly or not.
+NEVER_REACHES = {
+    "Delivery": {"QueueContract", "RedisClient", "Configuration", "HTTP2", "TLS", "IOLoop"},
+    "APNSTransport": {"QueueContract", "RedisClient", "CHiredis", "Configuration", "APNSWorker"},
+    "QueueContract": {"APNSTransport", "HTTP2", "Configuration"},
+}
 IMPORT = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(public|package|internal|fileprivate|private)\s+)?import\s+(?:\w+\s+)?([\w.]+)")
 
 
@@ -37,9 +44,23 @@ def targets():
     return found
 
 
+def reached(found, name):
+    seen, todo = set(), [name]
+    while todo:
+        for d in found.get(todo.pop(), ("", set()))[1]:
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
 def main():
     problems = []
-    for name, (path, deps) in sorted(targets().items()):
+    found = targets()
+    for name, never in sorted(NEVER_REACHES.items()):
+        for bad in sorted(reached(found, name) & never):
+            problems.append("Package.swift: %s reaches %s; keep it below the seam (docs/architecture.md)" % (name, bad))
+    for name, (path, deps) in sorted(found.items()):
         for folder, _, files in os.walk(os.path.join(ROOT, path)):
             for f in sorted(files):
                 if not f.endswith(".swift"):

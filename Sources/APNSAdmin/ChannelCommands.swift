@@ -1,5 +1,6 @@
 import APNSCore
 import APNSTransport
+import APNSWorker
 import Configuration
 
 /// `apnsctl channels …`: an app's broadcast channels, through Apple's channel-management API
@@ -11,7 +12,7 @@ public enum ChannelCommands {
     ) throws(AdminError) {
         let app = try app(config, named: name)
         let client: ChannelClient
-        do { client = try ChannelClient(app: app) } catch { throw .usage("app \(app.name): \(error)") }
+        do { client = try ChannelClient(app: APNSApp(app)) } catch { throw .usage("app \(app.name): \(error)") }
         switch command {
         case "create":
             let policy = storage ?? "none"

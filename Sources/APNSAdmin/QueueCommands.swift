@@ -1,5 +1,6 @@
 import APNSCore
 import APNSTransport
+import APNSWorker
 import Configuration
 import FoundationEssentials
 import QueueContract
@@ -290,7 +291,7 @@ public enum QueueCommands {
                     } else {
                         info = try CertificateInfo.read(pemFile: file)
                     }
-                    _ = try AppRuntime(app, jwt: nil)
+                    _ = try AppRuntime(APNSApp(app), jwt: nil)
                 } catch {
                     // AppRuntime's errors name the app already.
                     let text = "\(error)"

@@ -18,7 +18,7 @@ public struct RejectionPolicy: Sendable, Equatable {
     /// What came back for one send.
     public enum Answer: Equatable, Sendable {
         /// APNs answered with an error status.
-        case rejected(APNSRejection)
+        case rejected(Rejection)
         /// No answer: refused, cut by GOAWAY or a closed connection, reset while the connection
         /// answered nothing else, or timed out. Never the job's fault, however often.
         case unanswered
@@ -59,9 +59,9 @@ public struct RejectionPolicy: Sendable, Equatable {
     }
 
     /// The rejection a notification whose stream APNs kept resetting is recorded with.
-    public static let streamReset = APNSRejection(status: 0, reason: APNSReason("StreamReset"), apnsID: nil, timestamp: nil)
+    public static let streamReset = Rejection(status: 0, reason: APNSReason("StreamReset"), apnsID: nil, timestamp: nil)
     /// The rejection a notification that APNs never answered, while it answered others, is recorded with.
-    public static let timedOut = APNSRejection(status: 0, reason: APNSReason("TimedOut"), apnsID: nil, timestamp: nil)
+    public static let timedOut = Rejection(status: 0, reason: APNSReason("TimedOut"), apnsID: nil, timestamp: nil)
 
     /// `attempts`: the tries that count so far, the one just rejected included.
     public func decide<G: RandomNumberGenerator>(_ answer: Answer, attempts: Int, jobMaxAttempts: Int?, using rng: inout G) -> Action {
@@ -104,7 +104,7 @@ public struct RejectionPolicy: Sendable, Equatable {
     }
 
     private func verdict<G: RandomNumberGenerator>(
-        _ rejection: APNSRejection, _ disposition: Disposition, attempts: Int, jobMaxAttempts: Int?,
+        _ rejection: Rejection, _ disposition: Disposition, attempts: Int, jobMaxAttempts: Int?,
         using rng: inout G
     ) -> Verdict {
         if case .retry(let kind) = disposition,

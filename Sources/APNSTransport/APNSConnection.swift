@@ -1,10 +1,10 @@
 import APNSCore
 import Buffers
+import Delivery
 import Glibc
 import HTTP2
 import IOLoop
 import PointerTricks
-import QueueContract
 
 /// One HTTP/2 connection to APNs for one app, owned by one `APNSSender`, on its loop's thread.
 final class APNSConnection: HTTP2ConnectionDelegate {
@@ -152,7 +152,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// Cancels streams older than `timeoutMs`; their jobs are sent again elsewhere.
     func expireRequests(olderThan timeoutMs: UInt64, now: UInt64) {
         var cancelled = false
-        for (id, s) in streams.entries where !s.answered && now - s.sentAtNs / 1_000_000 > timeoutMs {
+        for (id, s) in streams.entries where !s.answer.answered && now - s.answer.sentAtNs / 1_000_000 > timeoutMs {
             http?.client.resetStream(id, errorCode: .cancel)
             cancelled = true
         }
@@ -186,7 +186,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         isClosed = true
         isReady = false
         http = nil  // it holds this object through its session (the loop keeps it to the end of the turn)
-        let unanswered = streams.closeAll().filter { !$0.answered }
+        let unanswered = streams.closeAll().filter { !$0.answer.answered }
         withOwner { $0.connectionClosed(self, error: error, unanswered: unanswered) }
     }
 
@@ -195,17 +195,17 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         // The only three read (a broadcast's answer has apns-request-id for apns-id); apns-unique-id
         // comes from the development environment alone.
         guard isStatus || name.equals("apns-id") || name.equals("apns-request-id") else {
-            if name.equals("apns-unique-id") { streams[stream]?.withObject { s in s.uniqueID = APNSID(value) } }
+            if name.equals("apns-unique-id") { streams[stream]?.withObject { s in s.answer.uniqueID = APNSID(value) } }
             return
         }
         streams[stream]?.withObject { s in
-            if isStatus { s.status = Self.parseStatus(value) } else { s.apnsID = APNSID(value) }
+            if isStatus { s.answer.status = Self.parseStatus(value) } else { s.answer.id = APNSID(value) }
         }
     }
 
     func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
         streams[stream]?.withObject { s in
-            if s.responseBody.count < 4096 { s.responseBody.append(contentsOf: bytes) }
+            if s.answer.body.count < 4096 { s.answer.body.append(contentsOf: bytes) }
         }
     }
 
@@ -215,10 +215,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         lastReadMs = nowNs / 1_000_000
         guard let lent = streams[stream] else { return }
         let status = lent.withObject { s -> Int in
-            guard s.status != 0 else { return 0 }
-            s.answered = true
-            s.answeredAtNs = nowNs
-            return s.status
+            guard s.answer.status != 0 else { return 0 }
+            s.answer.answered = true
+            s.answer.answeredAtNs = nowNs
+            return s.answer.status
         }
         guard status != 0 else { return }
         lastAnswerMs = lastReadMs
@@ -233,16 +233,16 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             var delivered = streams.handOver(stream)
             withOwner { owner in
                 let s = delivered.take()!
-                let id = s.apnsID.isEmpty ? APNSID(s.job.apnsID ?? "") : s.apnsID
-                owner.finished(s, outcome: .delivered(apnsID: id))
+                let id = s.answer.id.isEmpty ? APNSID(s.job.apnsID ?? "") : s.answer.id
+                owner.finished(s, outcome: .delivered(id: id))
             }
             return
         }
         // A reference of its own: handling a rejection may close this connection's streams.
         let s = lent.object
         let now = http?.iterationWallMs ?? WallClock.nowMilliseconds()
-        let rejection = APNSRejection.parse(status: s.status, body: s.responseBody, apnsID: s.apnsID.isEmpty ? nil : s.apnsID.description)
-        s.attempts.append(.init(timeMs: now, status: s.status, reason: rejection.reason.rawValue))
+        let rejection = Rejection.parse(status: s.answer.status, body: s.answer.body, apnsID: s.answer.id.isEmpty ? nil : s.answer.id.description)
+        s.ticket.attempts.append(.init(timeMs: now, status: s.answer.status, reason: rejection.reason.rawValue))
         withOwner { $0.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration) }
     }
 
@@ -262,7 +262,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         let (wasOpen, request) = streams.close(stream)
         guard wasOpen else { return }
         budget.closed()
-        if let s = request, !s.answered {
+        if let s = request, !s.answer.answered {
             // Refused, cut by GOAWAY, cancelled on timeout or reset: not processed, send again.
             let event: UnansweredEvent =
                 switch errorCode {

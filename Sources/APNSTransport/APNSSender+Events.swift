@@ -1,7 +1,7 @@
 import APNSCore
+import Delivery
 import HTTP2
 import IOLoop
-import QueueContract
 import Telemetry
 
 /// Why a send came back without an answer.
@@ -112,7 +112,7 @@ extension APNSSender {
         case .timedOut:
             first = troubles[p].note(.timedOut, nowMs: now)
             // Its connection answered other streams or its PINGs while it waited: the job's own.
-            if let c, c.lastReadMs > r.sentAtNs / 1_000_000 {
+            if let c, c.lastReadMs > r.answer.sentAtNs / 1_000_000 {
                 r.timeoutsAlone += 1
                 answer = .timedOutAlone(times: r.timeoutsAlone)
             }
@@ -130,7 +130,7 @@ extension APNSSender {
             fields["event"] = .string("\(event)")
             logger.warning("APNs did not answer a notification; sending it again", fields)
         }
-        if breakers[p].isOpen { breakers[p].failed(.transport, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) }
+        if breakers[p].isOpen { breakers[p].failed(.transport, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) }
         if case .finish(let verdict) = decide(answer, for: r) {
             var fields = jobFields(r)
             let rejection = event == .timedOut ? RejectionPolicy.timedOut : RejectionPolicy.streamReset
@@ -157,7 +157,7 @@ extension APNSSender {
             decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "its expiration (\(expiration)) passed before APNs took it")))
             return
         }
-        if let maxAge = settings.maxAgeMs, r.sinceMs + Int64(maxAge) <= now {
+        if let maxAge = settings.maxAgeMs, r.ticket.sinceMs + Int64(maxAge) <= now {
             logger.warning("a notification grew older than max_age_s while it waited to be sent again; dead-lettered as Expired", jobFields(r))
             decided(
                 r,
@@ -170,13 +170,13 @@ extension APNSSender {
         waitingResends[p] += 1
         loop.schedule(afterMilliseconds: afterMs) { [self] in
             waitingResends[p] -= 1
-            if r.batch.takenBack { return sink.dropped(1) }
-            if heldLanes.contains(r.batch.lane) { return parked.append(r) }
+            if r.ticket.batch.takenBack { return sink.dropped(1) }
+            if heldLanes.contains(r.ticket.batch.lane) { return parked.append(r) }
             if !stopping { pending[p].pushFront(r) }
         }
     }
 
-    static let expired = APNSRejection(status: 0, reason: APNSReason("Expired"), apnsID: nil, timestamp: nil)
+    static let expired = Rejection(status: 0, reason: APNSReason("Expired"), apnsID: nil, timestamp: nil)
 
     /// A paused pool keeps `heldWhilePaused` sends (the probe among them); the rest wait in the
     /// schedule until about when the pause ends, so that they hold up no other pool's jobs.
@@ -193,7 +193,7 @@ extension APNSSender {
     }
 
     private func decide(_ answer: RejectionPolicy.Answer, for r: SendRequest) -> RejectionPolicy.Action {
-        settings.rejections.decide(answer, attempts: r.attempts.count, jobMaxAttempts: r.job.maxAttempts, using: &rng)
+        settings.rejections.decide(answer, attempts: r.ticket.attempts.count, jobMaxAttempts: r.job.maxAttempts, using: &rng)
     }
 
     /// APNs answered `r` with a verdict; `r` is consumed: its reference goes on with the outcome.
@@ -211,7 +211,7 @@ extension APNSSender {
         decidedThisTurn += 1
     }
 
-    func rejected(_ r: SendRequest, rejection: APNSRejection, on c: APNSConnection, jwtGeneration: Int) {
+    func rejected(_ r: SendRequest, rejection: Rejection, on c: APNSConnection, jwtGeneration: Int) {
         let p = poolOf[r.app]
         lastProgressMs[p] = MonotonicClock.nowMilliseconds()
         var fields = jobFields(r)
@@ -240,7 +240,7 @@ extension APNSSender {
             // change nothing. TooManyProviderTokenUpdates also retires the connection.
             let now = MonotonicClock.nowMilliseconds()
             pauseReasons[p] = rejection.reason.rawValue
-            if let pause = breakers[p].failed(.credential, nowMs: now, sentAtMs: r.sentAtNs / 1_000_000) {
+            if let pause = breakers[p].failed(.credential, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) {
                 metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
                 logger.error(
                     "APNs refused the app's credentials; pausing the app and probing",
@@ -256,7 +256,7 @@ extension APNSSender {
 
 /// Forgets the request's last answer: a try that was not the job's fault.
 private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
-    if !r.attempts.isEmpty { r.attempts.removeLast() }
+    if !r.ticket.attempts.isEmpty { r.ticket.attempts.removeLast() }
     return r
 }
 

@@ -1,6 +1,6 @@
 import APNSCore
+import Delivery
 import IOLoop
-import QueueContract
 import Telemetry
 
 /// Where a sender's decided sends go, on its loop's thread.
@@ -171,9 +171,9 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     @discardableResult
     public func dropTakenBack() -> Int {
         var n = 0
-        for p in pending.indices { n += pending[p].remove { $0.batch.takenBack } }
+        for p in pending.indices { n += pending[p].remove { $0.ticket.batch.takenBack } }
         let before = parked.count
-        parked.removeAll { $0.batch.takenBack }
+        parked.removeAll { $0.ticket.batch.takenBack }
         n += before - parked.count
         if n > 0 { sink.dropped(n) }
         return n
@@ -185,11 +185,11 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         guard lanes != heldLanes else { return }
         heldLanes = lanes
         if !lanes.isEmpty {
-            for p in pending.indices { _ = pending[p].remove(where: { lanes.contains($0.batch.lane) }, taking: { parked.append($0) }) }
+            for p in pending.indices { _ = pending[p].remove(where: { lanes.contains($0.ticket.batch.lane) }, taking: { parked.append($0) }) }
         }
         var still: [SendRequest] = []
         for r in parked.reversed() {
-            if lanes.contains(r.batch.lane) { still.append(r) } else { pending[poolOf[r.app]].pushFront(r) }
+            if lanes.contains(r.ticket.batch.lane) { still.append(r) } else { pending[poolOf[r.app]].pushFront(r) }
         }
         parked = still.reversed()
     }
@@ -203,7 +203,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
             for case let r? in batch { pending[poolOf[r.app]].append(r) }
         }
         guard !heldLanes.isEmpty else { return }
-        for p in pending.indices { _ = pending[p].remove(where: { heldLanes.contains($0.batch.lane) }, taking: { parked.append($0) }) }
+        for p in pending.indices { _ = pending[p].remove(where: { heldLanes.contains($0.ticket.batch.lane) }, taking: { parked.append($0) }) }
     }
 
     /// Fills every connection's free streams, flushes each touched connection once, and tells

@@ -1,5 +1,4 @@
 import APNSCore
-import Configuration
 import HTTP2
 import IOLoop
 import TLS
@@ -7,7 +6,7 @@ import TLS
 /// Apple's channel-management API for one app (apns-protocol.md §3.2): one request at a time,
 /// each on a connection of its own, with the app's credentials. For apnsctl, not the hot path.
 public final class ChannelClient {
-    public let app: AppConfiguration
+    public let app: APNSApp
     private let tls: TLSContext
     private let jwt: JWTProvider?
     public let timeoutMs: Int
@@ -19,14 +18,14 @@ public final class ChannelClient {
         public var requestID: String?
         public var body: [UInt8] = []
         /// The error reason of a 4xx/5xx answer.
-        public var reason: String? { status >= 400 ? APNSRejection.parse(status: status, body: body, apnsID: nil).reason.rawValue : nil }
+        public var reason: String? { status >= 400 ? Rejection.parse(status: status, body: body, apnsID: nil).reason.rawValue : nil }
     }
 
-    public init(app: AppConfiguration, timeoutMs: Int = 10_000) throws {
+    public init(app: APNSApp, timeoutMs: Int = 10_000) throws {
         self.app = app
         self.timeoutMs = timeoutMs
         let identity: TLSContext.ClientIdentity?
-        switch app.auth {
+        switch app.credential {
         case .token(let team, let kid, let file):
             identity = nil
             jwt = try JWTProvider(teamID: team, keyID: kid, p8File: file)
@@ -40,7 +39,7 @@ public final class ChannelClient {
         do {
             tls = try TLSContext(clientWithCAFile: app.channelsEndpoint.caFile, identity: identity)
         } catch {
-            throw ConfigurationError("app \(app.name): TLS set-up failed: \(error)")
+            throw TransportSetupError("app \(app.name): TLS set-up failed: \(error)")
         }
     }
 
@@ -81,7 +80,7 @@ public final class ChannelClient {
         loop.run()
         connection.shutdown(error: nil)
         guard exchange.done else {
-            throw ConfigurationError("channel management at \(e.host):\(e.port): \(exchange.failure ?? "the connection closed")")
+            throw TransportSetupError("channel management at \(e.host):\(e.port): \(exchange.failure ?? "the connection closed")")
         }
         return exchange.answer
     }

@@ -1,5 +1,4 @@
 import APNSCore
-import Configuration
 import FoundationEssentials
 import Synchronization
 import TLS
@@ -40,11 +39,11 @@ public final class JWTProvider: Sendable {
         minimumAgeSeconds: Int64 = JWTProvider.defaultMinimumAgeSeconds
     ) throws {
         guard let pem = FileManager.default.contents(atPath: p8File) else {
-            throw ConfigurationError("cannot read the .p8 key file \(p8File)")
+            throw TransportSetupError("cannot read the .p8 key file \(p8File)")
         }
         let key: ES256PrivateKey
         do { key = try ES256PrivateKey(pem: [UInt8](pem)) } catch {
-            throw ConfigurationError("\(p8File) is not a valid APNs .p8 key (PKCS#8 EC P-256): \(error)")
+            throw TransportSetupError("\(p8File) is not a valid APNs .p8 key (PKCS#8 EC P-256): \(error)")
         }
         try self.init(teamID: teamID, keyID: keyID, key: key, refreshAfterSeconds: refreshAfterSeconds, minimumAgeSeconds: minimumAgeSeconds)
     }

@@ -1,6 +1,6 @@
+import Delivery
 import HTTP2
 import PointerTricks
-import QueueContract
 
 /// The request of each open stream of one connection. The table holds one reference per
 /// request, taken when its stream opens and given back when it closes, so that looking a

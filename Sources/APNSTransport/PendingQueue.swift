@@ -1,4 +1,4 @@
-import QueueContract
+import Delivery
 
 /// A FIFO with O(1) pops from the front and pushes to the front (for resends).
 struct PendingQueue {

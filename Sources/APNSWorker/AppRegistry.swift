@@ -11,6 +11,8 @@ final class AppRegistry: Sendable {
     /// What the fetchers and senders work from after a reload.
     struct Snapshot: Sendable {
         let runtimes: [AppRuntime]
+        /// Each runtime's app as configured (same index): what the router reads.
+        let apps: [AppConfiguration]
         /// Runtimes new jobs may take; a retired one only finishes what it holds.
         let active: [Bool]
         /// Apps configured once in this process and no more: their jobs wait in the schedule.
@@ -39,7 +41,7 @@ final class AppRegistry: Sendable {
     init(configuration: WorkerConfiguration) throws {
         refreshAfterSeconds = Int64(configuration.tokenRefreshSeconds)
         minimumAgeSeconds = Int64(configuration.tokenMinRefreshSeconds)
-        state = Mutex(State(snapshot: Snapshot(runtimes: [], active: [], removed: []), fingerprints: [:], providers: [:]))
+        state = Mutex(State(snapshot: Snapshot(runtimes: [], apps: [], active: [], removed: []), fingerprints: [:], providers: [:]))
         _ = try reload(configuration.apps)
     }
 
@@ -51,7 +53,7 @@ final class AppRegistry: Sendable {
     func reload(_ apps: [AppConfiguration]) throws -> (Snapshot, Change) {
         try state.withLock { s throws -> (Snapshot, Change) in
             var change = Change()
-            var runtimes = s.snapshot.runtimes, active = s.snapshot.active
+            var runtimes = s.snapshot.runtimes, configured = s.snapshot.apps, active = s.snapshot.active
             var fingerprints: [String: [UInt8]] = [:], providers = s.providers
             for app in apps {
                 let print = Self.fingerprint(app)
@@ -62,7 +64,10 @@ final class AppRegistry: Sendable {
                 } else {
                     change.added.append(app.name)
                 }
-                for one in app.byKey { runtimes.append(try runtime(one, providers: &providers)) }
+                for one in app.byKey {
+                    runtimes.append(try runtime(one, providers: &providers))
+                    configured.append(one)
+                }
             }
             let replaced = Set(change.changed)
             change.removed = s.fingerprints.keys.filter { fingerprints[$0] == nil }.sorted()
@@ -72,20 +77,21 @@ final class AppRegistry: Sendable {
             let live = Set(runtimes.indices.filter { active[$0] }.map { runtimes[$0].name })
             let removed = Set(runtimes.map(\.name)).subtracting(live)
             s = State(
-                snapshot: Snapshot(runtimes: runtimes, active: active, removed: removed), fingerprints: fingerprints, providers: providers,
+                snapshot: Snapshot(runtimes: runtimes, apps: configured, active: active, removed: removed), fingerprints: fingerprints,
+                providers: providers,
                 files: apps.flatMap(Self.credentialFiles))
             return (s.snapshot, change)
         }
     }
 
     private func runtime(_ app: AppConfiguration, providers: inout [String: JWTProvider]) throws -> AppRuntime {
-        guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(app, jwt: nil) }
+        guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(APNSApp(app), jwt: nil) }
         let id = "\(team)/\(kid)/\(Self.contents(file).hashValue)"
         let jwt =
             try providers[id]
             ?? JWTProvider(teamID: team, keyID: kid, p8File: file, refreshAfterSeconds: refreshAfterSeconds, minimumAgeSeconds: minimumAgeSeconds)
         providers[id] = jwt
-        return try AppRuntime(app, jwt: jwt)
+        return try AppRuntime(APNSApp(app), jwt: jwt)
     }
 
     /// An app's settings and the bytes of its credential files: a key or certificate replaced

@@ -2,6 +2,7 @@ import APNSCore
 import APNSTransport
 import Buffers
 import Configuration
+import Delivery
 import FoundationEssentials
 import IOLoop
 import PointerTricks

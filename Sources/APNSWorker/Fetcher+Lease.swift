@@ -1,3 +1,4 @@
+import Delivery
 import IOLoop
 import QueueContract
 import RedisClient

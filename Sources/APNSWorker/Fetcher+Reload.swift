@@ -5,6 +5,6 @@ extension Fetcher {
 
     /// Takes the apps after a reload (`AppRegistry.Snapshot`).
     func update(_ snapshot: AppRegistry.Snapshot) {
-        router = AppRouter(apps: snapshot.runtimes.map(\.configuration), active: snapshot.active, removed: snapshot.removed)
+        router = AppRouter(apps: snapshot.apps, active: snapshot.active, removed: snapshot.removed)
     }
 }

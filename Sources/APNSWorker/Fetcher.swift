@@ -1,6 +1,7 @@
 import APNSCore
 import APNSTransport
 import Configuration
+import Delivery
 import Dispatch
 import FoundationEssentials
 import IOLoop
@@ -80,7 +81,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     }
 
     init(
-        keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppRuntime], completer: Completer,
+        keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, apps: [AppConfiguration], completer: Completer,
         gate: InFlightGate, batchIDs: BatchIDs, lease: LeaseGuard, templates: TemplateSource, loop: EventLoop, logger: Logger,
         deliver: @escaping ([SendRequest?]) -> Void
     ) {
@@ -89,7 +90,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.keys = keys
         self.workerID = workerID
         self.configuration = configuration
-        router = AppRouter(apps: apps.map(\.configuration))
+        router = AppRouter(apps: apps)
         self.completer = completer
         self.gate = gate
         self.batchIDs = batchIDs
@@ -330,9 +331,10 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     }
                     // The job is consumed by its last request: passed on, not counted once more.
                     func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
-                        SendRequest(
-                            handle: handle, batch: batch, index: index, job: job, token: token, app: app, topic: topic,
-                            takenAtNs: now, attempts: meta.attempts, recoveries: meta.recoveries, fanout: fanout, sinceMs: sinceMs)
+                        let ticket = QueueTicket(
+                            handle: handle, batch: batch, index: index, takenAtNs: now, sinceMs: sinceMs, attempts: meta.attempts,
+                            recoveries: meta.recoveries, fanout: fanout)
+                        return SendRequest(ticket: ticket, job: job, token: token, app: app, topic: topic)
                     }
                     // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
                     func emit(_ r: consuming SendRequest) {

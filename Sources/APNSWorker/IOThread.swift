@@ -1,4 +1,5 @@
 import APNSTransport
+import Delivery
 import Dispatch
 import FoundationEssentials
 import IOLoop
@@ -7,7 +8,7 @@ import QueueContract
 import Synchronization
 
 /// What sends an I/O thread's requests: the APNs transport today; another provider would sit
-/// beside it, behind the same four calls, without the fetcher or the completer changing.
+/// beside it, behind the same calls, without the fetcher or the completer changing.
 protocol NotificationTransport: AnyObject {
     /// Opens connections. Loop thread.
     func start()
@@ -22,11 +23,14 @@ protocol NotificationTransport: AnyObject {
     @discardableResult func dropTakenBack() -> Int
     /// Closes every connection. Loop thread.
     func close()
-    /// Takes the apps after a reload: `apps` extends those it has; `active` take new jobs. Loop thread.
-    func update(apps: [AppRuntime], active: [Bool])
+    /// Takes the apps after a reload: its own runtimes from the snapshot, which only ever grows;
+    /// `active` ones take new jobs. Loop thread.
+    func update(_ snapshot: AppRegistry.Snapshot)
 }
 
-extension APNSSender: NotificationTransport {}
+extension APNSSender: NotificationTransport {
+    func update(_ snapshot: AppRegistry.Snapshot) { update(apps: snapshot.runtimes, active: snapshot.active) }
+}
 
 /// One I/O thread of the pipeline: one event loop that fetches its jobs, sends them through
 /// its transport and writes their outcomes (DESIGN.md §1), for each key set it serves (`lanes`).
@@ -84,7 +88,7 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
     /// resolves to a runtime the transport does not have yet. Any thread.
     func update(_ snapshot: AppRegistry.Snapshot) {
         loop.execute { [self] in
-            transport.update(apps: snapshot.runtimes, active: snapshot.active)
+            transport.update(snapshot)
             for lane in lanes { lane.fetcher.update(snapshot) }
         }
     }

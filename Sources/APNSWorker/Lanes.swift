@@ -1,4 +1,5 @@
 import APNSTransport
+import Delivery
 import QueueContract
 
 /// One key set's fetcher and completer on one I/O thread: a queue of N shards has a lane per

@@ -1,5 +1,6 @@
 import APNSCore
 import Buffers
+import Delivery
 import PointerTricks
 import QueueContract
 import RedisClient
@@ -41,7 +42,7 @@ enum OutcomeRecords {
         case delivered
         case schedule(JobEnvelope.Meta, at: String, stat: QueueStat)
         /// Final and failed: a result, plus a record in one of the feeds.
-        case failed(APNSRejection, Feed)
+        case failed(Rejection, Feed)
     }
 
     /// Where a failed outcome's second record goes.
@@ -136,7 +137,7 @@ enum OutcomeRecords {
                 JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
                 at: "=\(atMs)", stat: .scheduled)
         case .deadLetter(let why):
-            return .failed(APNSRejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), .deadLetter(detail: why.detail))
+            return .failed(Rejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), .deadLetter(detail: why.detail))
         case .rejected(_, .retry(let afterMs)):
             return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .retried)
         case .deferred(let afterMs):

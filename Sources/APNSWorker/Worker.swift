@@ -53,7 +53,9 @@ public final class Worker: @unchecked Sendable {
         settings.maxAgeMs = configuration.maxAgeSeconds.map { $0 * 1000 }
         settings.logRejections = configuration.logRejections
         settings.logWholeTokens = configuration.logTokens == "whole"
-        let (runtimes, metrics, health, batchIDs, id, served) = (registry.snapshot.runtimes, metrics, health, BatchIDs(), workerID, servedKeys)
+        let (runtimes, apps, metrics, health, batchIDs, id, served) = (
+            registry.snapshot.runtimes, registry.snapshot.apps, metrics, health, BatchIDs(), workerID, servedKeys
+        )
         let leases = served.map { _ in LeaseGuard(leaseMs: configuration.leaseMs) }
         let masterWatch = configuration.redis.sentinel == nil ? nil : MasterWatch(leases: leases)
         let templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
@@ -74,7 +76,7 @@ public final class Worker: @unchecked Sendable {
             let thread = IOThread(name: name, loop: loop, transport: sender)
             thread.lanes = zip(sets, completers).map { set, completer in
                 let fetcher = Fetcher(
-                    keys: served[set], workerID: id, configuration: configuration, apps: runtimes, completer: completer,
+                    keys: served[set], workerID: id, configuration: configuration, apps: apps, completer: completer,
                     gate: gate, batchIDs: batchIDs, lease: leases[set], templates: templates, loop: loop, logger: logger
                 ) { [unowned sender] in sender.accept($0) }
                 fetcher.redis.masterWatch = masterWatch
@@ -145,7 +147,7 @@ public final class Worker: @unchecked Sendable {
         for app in appRuntimes {
             let info: CertificateInfo
             do {
-                switch app.configuration.auth {
+                switch app.configuration.credential {
                 case .token: continue
                 case .certificate(let file, _): info = try CertificateInfo.read(pemFile: file)
                 case .pkcs12(let file, let password): info = try CertificateInfo.read(pkcs12File: file, password: password)

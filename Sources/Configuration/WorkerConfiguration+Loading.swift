@@ -189,7 +189,7 @@ extension AppConfiguration {
                 serverName: try e.string("server_name") ?? host)
             managePort = try e.int("manage_port")
         }
-        let auth: Auth
+        let auth: APNSCredential
         let keys = try Self.scopedKeys(try f.objects("tokens"))
         if !keys.isEmpty {
             guard try f.object("token") == nil, try f.object("certificate") == nil else {

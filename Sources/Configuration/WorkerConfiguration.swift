@@ -93,18 +93,8 @@ public struct WorkerConfiguration: Sendable {
 }
 
 extension AppConfiguration {
-    /// Apps with the same key share connections: same endpoint and same credential
-    /// (team + key, or certificate). One team per connection follows.
-    public var poolKey: String {
-        let e = endpoint
-        let credential: String
-        switch auth {
-        case .token(let team, let kid, _): credential = "token:\(team)/\(kid)"
-        case .certificate(let cert, let key): credential = "cert:\(cert)|\(key)"
-        case .pkcs12(let file, _): credential = "p12:\(file)"
-        }
-        return "\(e.host):\(e.port)/\(e.serverName)/\(e.caFile ?? "system")/\(credential)"
-    }
+    /// The pool its sends share (`APNSEndpoint.poolKey`).
+    public var poolKey: String { endpoint.poolKey(auth) }
 }
 
 public struct AppConfiguration: Sendable {
@@ -114,7 +104,7 @@ public struct AppConfiguration: Sendable {
     /// Where the channel-management API is (apns-protocol.md §3.2): Apple's host for the
     /// environment, or the overridden endpoint's host on its `manage_port`.
     public var channelsEndpoint: APNSEndpoint
-    public var auth: Auth
+    public var auth: APNSCredential
     /// The environment the app sends to (an `endpoint` override keeps it).
     public var environment = APNSEnvironment.production
     /// `"tokens"`: several keys, each picked for the jobs whose topic it serves (`byKey`).
@@ -126,53 +116,13 @@ public struct AppConfiguration: Sendable {
     /// Requests a second for this app at most (shared with apps of the same pool); nil: no cap.
     public var maxRate: Int?
 
-    public enum Auth: Sendable {
-        case token(teamID: String, keyID: String, keyFile: String)
-        case certificate(certificateFile: String, keyFile: String)
-        case pkcs12(file: String, password: String)
-    }
-
-    public init(name: String, bundleID: String, endpoint: APNSEndpoint, auth: Auth) {
+    public init(name: String, bundleID: String, endpoint: APNSEndpoint, auth: APNSCredential) {
         environment = endpoint == .development ? .development : .production
         self.name = name
         self.bundleID = bundleID
         self.endpoint = endpoint
         self.auth = auth
         channelsEndpoint = endpoint.channelsEndpoint(port: nil)
-    }
-}
-
-/// Where APNs is: Apple's two environments, or any host (a staging proxy, the mock).
-public struct APNSEndpoint: Sendable, Equatable {
-    public var host: String
-    public var port: Int
-    /// nil: the system trust store.
-    public var caFile: String?
-    /// The name checked against the server certificate and sent as SNI.
-    public var serverName: String
-
-    public static let production = APNSEndpoint(host: "api.push.apple.com", port: 443, caFile: nil, serverName: "api.push.apple.com")
-    public static let development = APNSEndpoint(host: "api.sandbox.push.apple.com", port: 443, caFile: nil, serverName: "api.sandbox.push.apple.com")
-
-    public static let manageProduction = APNSEndpoint(
-        host: "api-manage-broadcast.push.apple.com", port: 2196, caFile: nil, serverName: "api-manage-broadcast.push.apple.com")
-    public static let manageDevelopment = APNSEndpoint(
-        host: "api-manage-broadcast.sandbox.push.apple.com", port: 2195, caFile: nil,
-        serverName: "api-manage-broadcast.sandbox.push.apple.com")
-
-    /// The channel-management endpoint that goes with this push endpoint: Apple's own for
-    /// Apple's hosts, else this host on `port` (default 2196).
-    public func channelsEndpoint(port: Int?) -> APNSEndpoint {
-        if self == .production && port == nil { return .manageProduction }
-        if self == .development && port == nil { return .manageDevelopment }
-        return APNSEndpoint(host: host, port: port ?? 2196, caFile: caFile, serverName: serverName)
-    }
-
-    public init(host: String, port: Int, caFile: String?, serverName: String? = nil) {
-        self.host = host
-        self.port = port
-        self.caFile = caFile
-        self.serverName = serverName ?? host
     }
 }
 

@@ -1,4 +1,5 @@
 import APNSCore
+import Delivery
 import RedisClient
 
 /// Records a batch whose jobs are all still in flight with plain commands in one MULTI … EXEC,

@@ -1,5 +1,6 @@
 import APNSCore
 import Buffers
+import Delivery
 
 /// The wrapper a worker puts around a job it sends back to the queue (a retry, a schedule, a
 /// recovery): `{"_apnsw":{meta},"job":<the producer's job, byte for byte>}`.
@@ -11,7 +12,7 @@ public enum JobEnvelope {
         /// Send only to this token (one member of a fan-out).
         public var token: String?
         /// Every try so far: time, status, reason.
-        public var attempts: [OutcomeRecord.Attempt] = []
+        public var attempts: [SendAttempt] = []
         /// How many times the job was taken back from a worker that died.
         public var recoveries = 0
         /// Keeps envelopes unique inside the schedule's sorted set.
@@ -23,7 +24,7 @@ public enum JobEnvelope {
         public var since: Int64?
 
         public init(
-            token: String? = nil, attempts: [OutcomeRecord.Attempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = [],
+            token: String? = nil, attempts: [SendAttempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = [],
             since: Int64? = nil
         ) {
             self.done = done
@@ -128,12 +129,12 @@ public enum JobEnvelope {
         return out
     }
 
-    private static func readAttempts(_ s: inout JSONScanner) throws(JSONSyntaxError) -> [OutcomeRecord.Attempt] {
-        var out: [OutcomeRecord.Attempt] = []
+    private static func readAttempts(_ s: inout JSONScanner) throws(JSONSyntaxError) -> [SendAttempt] {
+        var out: [SendAttempt] = []
         try s.expect(UInt8(ascii: "["))
         if try s.consume(UInt8(ascii: "]")) { return out }
         repeat {
-            var a = OutcomeRecord.Attempt(timeMs: 0, status: 0, reason: nil)
+            var a = SendAttempt(timeMs: 0, status: 0, reason: nil)
             try s.forEachMember { (key, s) throws(JSONSyntaxError) in
                 switch key {
                 case "time_ms": a.timeMs = try s.readInt()

@@ -1,5 +1,6 @@
 import APNSCore
 import Buffers
+import Delivery
 import PointerTricks
 
 /// The JSON records a worker writes for each outcome (README "Outcome records").
@@ -81,25 +82,12 @@ public enum OutcomeRecord {
         }
     }
 
-    /// One try at sending: when, and what APNs said (status 0 = no answer).
-    public struct Attempt: Sendable, Equatable {
-        public var timeMs: Int64
-        public var status: Int
-        public var reason: String?
-        public init(timeMs: Int64, status: Int, reason: String?) {
-            self.timeMs = timeMs
-            self.status = status
-            self.reason = reason
-        }
-    }
-
     /// `{"v":1,"status":"ok"|"failed",…}` for the results stream.
-    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int) -> [UInt8] {
+    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: Rejection?, attempts: Int) -> [UInt8] {
         ByteBuffer.array { out in result(c, delivered: apnsID, rejection: rejection, attempts: attempts, into: &out) }
     }
 
-    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: APNSRejection?, attempts: Int, into out: inout ByteBuffer)
-    {
+    public static func result(_ c: borrowing Context, delivered apnsID: APNSID?, rejection: Rejection?, attempts: Int, into out: inout ByteBuffer) {
         if let rejected = rejection?.apnsID {
             result(c, id: APNSID(rejected), hasID: true, rejection: rejection, attempts: attempts, into: &out)
         } else if let apnsID {
@@ -117,7 +105,7 @@ public enum OutcomeRecord {
     /// `id` is written if `hasID`: an optional id would be destroyed through generic value
     /// witnesses.
     private static func result(
-        _ c: borrowing Context, id: borrowing APNSID, hasID: Bool, rejection: APNSRejection?, attempts: Int,
+        _ c: borrowing Context, id: borrowing APNSID, hasID: Bool, rejection: Rejection?, attempts: Int,
         into out: inout ByteBuffer
     ) {
         let room =
@@ -151,11 +139,11 @@ public enum OutcomeRecord {
     }
 
     /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
-    public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection) -> [UInt8] {
+    public static func invalidToken(_ c: borrowing Context, rejection: Rejection) -> [UInt8] {
         ByteBuffer.array { out in invalidToken(c, rejection: rejection, into: &out) }
     }
 
-    public static func invalidToken(_ c: borrowing Context, rejection: APNSRejection, into out: inout ByteBuffer) {
+    public static func invalidToken(_ c: borrowing Context, rejection: Rejection, into out: inout ByteBuffer) {
         JSONCursor.append(to: &out, maxCount: c.room + fixedRoom + JSONCursor.room(for: rejection.reason.rawValue)) { w in
             w.beginObject()
             w.field(literal: "v", 1)
@@ -168,13 +156,14 @@ public enum OutcomeRecord {
     }
 
     /// A dead letter: the original job (embedded as JSON when it is JSON), every attempt and the reason.
-    public static func deadLetter(_ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt]) -> [UInt8]
-    {
+    public static func deadLetter(
+        _ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [SendAttempt]
+    ) -> [UInt8] {
         ByteBuffer.array { out in deadLetter(c, reason: reason, detail: detail, job: raw, attempts: attempts, into: &out) }
     }
 
     public static func deadLetter(
-        _ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [Attempt], into out: inout ByteBuffer
+        _ c: borrowing Context, reason: String, detail: String, job raw: ArraySlice<UInt8>, attempts: [SendAttempt], into out: inout ByteBuffer
     ) {
         let isJSON = raw.withUnsafeBufferPointer { buf -> Bool in
             var s = JSONScanner(buf)
@@ -206,12 +195,12 @@ public enum OutcomeRecord {
     private static let fixedRoom = 256
 
     /// Room for `writeAttempts` (an attempt's keys and numbers take under 80 bytes).
-    public static func room(for attempts: [Attempt]) -> Int {
+    public static func room(for attempts: [SendAttempt]) -> Int {
         attempts.reduce(32) { $0 + 96 + JSONCursor.room(for: $1.reason) }
     }
 
     /// `"attempts":[{"time_ms":…,"status":…,"reason":…},…]`, as in dead letters and envelopes.
-    public static func writeAttempts(_ attempts: [Attempt], to w: inout JSONCursor) {
+    public static func writeAttempts(_ attempts: [SendAttempt], to w: inout JSONCursor) {
         w.key(literal: "attempts")
         w.beginArray()
         for a in attempts {

@@ -1,3 +1,4 @@
+import Delivery
 import Synchronization
 
 /// The batches this process has fetched, in fetch order, as long as jobs of theirs are

@@ -1,5 +1,6 @@
 import APNSCore
 import Configuration
+import Delivery
 import Foundation
 import IOLoop
 import QueueContract
@@ -103,7 +104,7 @@ final class CompleterTests: XCTestCase {
         do {
             let jobs = [try request(1, b1, 0, fanout: 1), try request(2, b1, 1, fanout: 1)]
             (first, second) = (jobs[0], jobs[1])
-            completer.submit(jobs.map { $0.decide(.delivered(apnsID: "id"), appName: "default") })
+            completer.submit(jobs.map { $0.decide(.delivered(id: "id"), appName: "default") })
         }
         XCTAssertTrue(gate.waitUntilEmpty(timeout: 10), "the completer recorded both")
         XCTAssertEqual(try r.command(["XLEN", keys.results]).integer, 2)
@@ -329,17 +330,17 @@ final class CompleterTests: XCTestCase {
 
     private func request(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int) throws -> SendRequest {
         let job = try Job.parse(Array(#"{"token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"#.utf8))
-        return SendRequest(
-            handle: Int64(handle), batch: batch, index: index, job: job, token: DeviceToken(token)!, app: 0,
-            topic: "com.example.app", takenAtNs: 1, attempts: [], recoveries: 0, fanout: fanout, sinceMs: 0)
+        let ticket = QueueTicket(
+            handle: Int64(handle), batch: batch, index: index, takenAtNs: 1, sinceMs: 0, attempts: [], recoveries: 0, fanout: fanout)
+        return SendRequest(ticket: ticket, job: job, token: DeviceToken(token)!, app: 0, topic: "com.example.app")
     }
 
     private func delivered(_ handle: Int, _ batch: TakenBatch, _ index: Int, fanout: Int = 1) -> FinishedJob {
-        try! request(handle, batch, index, fanout: fanout).decide(.delivered(apnsID: "id-\(handle)"), appName: "default")
+        try! request(handle, batch, index, fanout: fanout).decide(.delivered(id: "id-\(handle)"), appName: "default")
     }
 
     private func rejected(_ handle: Int, _ batch: TakenBatch, _ index: Int, status: Int, _ reason: APNSReason) -> FinishedJob {
-        let rejection = APNSRejection(status: status, reason: reason, apnsID: nil, timestamp: 1)
+        let rejection = Rejection(status: status, reason: reason, apnsID: nil, timestamp: 1)
         var rng = SystemRandomNumberGenerator()
         guard case .finish(let verdict) = RejectionPolicy().decide(.rejected(rejection), attempts: 0, jobMaxAttempts: nil, using: &rng) else {
             fatalError("\(reason) keeps a job in flight")

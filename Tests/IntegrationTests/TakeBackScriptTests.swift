@@ -1,5 +1,6 @@
 import APNSCore
 import Configuration
+import Delivery
 import Foundation
 import QueueContract
 import RedisClient
@@ -18,7 +19,7 @@ final class TakeBackScriptTests: XCTestCase {
         let keys = QueueKeys(queue: "t\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? redis.reset(queue: keys.queue) }
         let r = try redis.connect()
-        let refused = OutcomeRecord.Attempt(timeMs: 1_764_650_000_123, status: 500, reason: "InternalServerError")
+        let refused = SendAttempt(timeMs: 1_764_650_000_123, status: 500, reason: "InternalServerError")
         let plain = #"{"id":"plain","token":"aa"}"#
         let retried = String(
             decoding: JobEnvelope.wrap(job: ArraySlice(#"{"id":"retried","token":"bb"}"#.utf8), meta: .init(attempts: [refused])), as: UTF8.self)

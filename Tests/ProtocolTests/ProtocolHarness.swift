@@ -2,6 +2,7 @@ import APNSCore
 import APNSMock
 import APNSTransport
 import Configuration
+import Delivery
 import Foundation
 import HTTP2
 import IOLoop
@@ -37,11 +38,10 @@ final class ProtocolHarness: @unchecked Sendable {
         mock = try given ?? MockFixture(configure: configureMock)
         let files = mock.files
         // `port`: another server than the mock, serving `given`'s certificate.
-        var config = AppConfiguration(
-            name: "default", bundleID: bundleID,
-            endpoint: APNSEndpoint(host: host, port: port ?? mock.port, caFile: files.caFile, serverName: "localhost"),
-            auth: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File))
-        config.maxRate = appRate
+        let endpoint = APNSEndpoint(host: host, port: port ?? mock.port, caFile: files.caFile, serverName: "localhost")
+        let config = APNSApp(
+            name: "default", bundleID: bundleID, endpoint: endpoint, channelsEndpoint: endpoint.channelsEndpoint(port: nil),
+            credential: .token(teamID: files.teamID, keyID: files.keyID, keyFile: files.p8File), maxRate: appRate)
         app = try AppRuntime(config, jwt: try JWTProvider(teamID: files.teamID, keyID: files.keyID, p8File: files.p8File))
         let logger = Logger(level: .error)
         let loop = try EventLoop()
@@ -72,9 +72,10 @@ final class ProtocolHarness: @unchecked Sendable {
         let batch = TakenBatch(id: "b", number: 1, jobs: jobs.count)
         let requests = jobs.enumerated().map { i, job in
             SendRequest(
-                handle: Int64(i), batch: batch, index: i, job: job, token: job.tokens[0], app: 0,
-                topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID), takenAtNs: 0,
-                attempts: [], recoveries: 0, fanout: 1, sinceMs: Int64(Date().timeIntervalSince1970 * 1000))
+                ticket: QueueTicket(
+                    handle: Int64(i), batch: batch, index: i, takenAtNs: 0, sinceMs: Int64(Date().timeIntervalSince1970 * 1000), attempts: [],
+                    recoveries: 0, fanout: 1),
+                job: job, token: job.tokens[0], app: 0, topic: job.topic ?? job.pushType.topic(forBundle: app.configuration.bundleID))
         }
         let sender = sender
         sender.loop.execute { sender.accept(requests) }
@@ -97,7 +98,7 @@ extension FinishedJob {
         return nil
     }
 
-    var rejection: APNSRejection? {
+    var rejection: Rejection? {
         if case .rejected(let r, _) = self.outcome { return r }
         return nil
     }

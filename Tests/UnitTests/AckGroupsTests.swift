@@ -1,6 +1,7 @@
 import APNSCore
 import Buffers
 import Configuration
+import Delivery
 import Foundation
 import PointerTricks
 import QueueContract

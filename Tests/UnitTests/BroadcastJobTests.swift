@@ -105,7 +105,7 @@ final class BroadcastJobTests: XCTestCase {
         XCTAssertEqual(result["apns_request_id"] as? String, id.description)
         XCTAssertNil(result["apns_id"])
         XCTAssertNil(result["token"])
-        let gone = APNSRejection(status: 400, reason: .channelNotRegistered, apnsID: nil, timestamp: nil)
+        let gone = Rejection(status: 400, reason: .channelNotRegistered, apnsID: nil, timestamp: nil)
         let feed = try JSONSerialization.jsonObject(with: Data(OutcomeRecord.invalidToken(context, rejection: gone))) as! [String: Any]
         XCTAssertEqual(feed["channel"] as? String, Self.channel)
         XCTAssertEqual(feed["reason"] as? String, "ChannelNotRegistered")

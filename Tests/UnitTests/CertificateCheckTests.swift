@@ -1,3 +1,4 @@
+import APNSCore
 import APNSMock
 import APNSTransport
 import APNSWorker

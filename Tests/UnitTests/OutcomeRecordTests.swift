@@ -1,6 +1,7 @@
 import APNSCore
 import Buffers
 import Configuration
+import Delivery
 import Foundation
 import PointerTricks
 import QueueContract
@@ -18,8 +19,8 @@ final class OutcomeRecordTests: XCTestCase {
         let worst = String(repeating: "\u{1}", count: 40)
         let longestToken = DeviceToken(String(repeating: "f", count: DeviceToken.lengthRange.upperBound))
         let ctx = OutcomeRecord.Context(handle: .min, jobID: worst, app: worst, token: longestToken, topic: worst, worker: worst, timeMs: .min)
-        let r = APNSRejection(status: .min, reason: APNSReason(worst), apnsID: worst, timestamp: .min)
-        let attempts = [OutcomeRecord.Attempt](repeating: .init(timeMs: .min, status: .min, reason: worst), count: 3)
+        let r = Rejection(status: .min, reason: APNSReason(worst), apnsID: worst, timestamp: .min)
+        let attempts = [SendAttempt](repeating: .init(timeMs: .min, status: .min, reason: worst), count: 3)
         let records = [
             OutcomeRecord.result(ctx, delivered: APNSID(worst), rejection: r, attempts: .min),
             OutcomeRecord.invalidToken(ctx, rejection: r),
@@ -44,7 +45,7 @@ final class OutcomeRecordTests: XCTestCase {
         XCTAssertEqual(ok["apns_id"] as? String, "id-1")
         XCTAssertEqual(ok["v"] as? Int, 1)
         XCTAssertEqual(ok["handle"] as? String, "7", "a handle is a string of its digits")
-        let r = APNSRejection(status: 410, reason: .unregistered, apnsID: "id-2", timestamp: 99)
+        let r = Rejection(status: 410, reason: .unregistered, apnsID: "id-2", timestamp: 99)
         let failed =
             try JSONSerialization.jsonObject(with: Data(OutcomeRecord.result(ctx, delivered: nil, rejection: r, attempts: 2))) as! [String: Any]
         XCTAssertEqual(failed["status"] as? String, "failed")

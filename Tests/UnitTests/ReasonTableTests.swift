@@ -34,11 +34,11 @@ final class ReasonTableTests: XCTestCase {
     }
 
     func testParsesRejectionBodies() {
-        let r = APNSRejection.parse(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8), apnsID: "id")
-        XCTAssertEqual(r, APNSRejection(status: 410, reason: .unregistered, apnsID: "id", timestamp: 1_700_000_000_123))
-        XCTAssertEqual(APNSRejection.parse(status: 400, body: Array(#"{"reason":"BadTopic"}"#.utf8), apnsID: nil).reason, .badTopic)
-        XCTAssertEqual(APNSRejection.parse(status: 502, body: Array("<html>".utf8), apnsID: nil).reason.rawValue, "<html>")
-        XCTAssertEqual(APNSRejection.parse(status: 503, body: [], apnsID: nil).reason.rawValue, "HTTP503")
+        let r = Rejection.parse(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8), apnsID: "id")
+        XCTAssertEqual(r, Rejection(status: 410, reason: .unregistered, apnsID: "id", timestamp: 1_700_000_000_123))
+        XCTAssertEqual(Rejection.parse(status: 400, body: Array(#"{"reason":"BadTopic"}"#.utf8), apnsID: nil).reason, .badTopic)
+        XCTAssertEqual(Rejection.parse(status: 502, body: Array("<html>".utf8), apnsID: nil).reason.rawValue, "<html>")
+        XCTAssertEqual(Rejection.parse(status: 503, body: [], apnsID: nil).reason.rawValue, "HTTP503")
     }
 
 }

@@ -81,22 +81,22 @@ final class RejectionPolicyTests: XCTestCase {
         let documented = Set(APNSReason.table.keys.map(\.rawValue))
         XCTAssertEqual(Set(table.map(\.1)).subtracting(["SomethingNew"]), documented, "the table above covers the reason table")
         for (status, reason, expected) in table {
-            let rejection = APNSRejection(status: status, reason: APNSReason(reason), apnsID: nil, timestamp: nil)
+            let rejection = Rejection(status: status, reason: APNSReason(reason), apnsID: nil, timestamp: nil)
             XCTAssertEqual(kind(decide(.rejected(rejection))), expected, reason)
         }
     }
 
     func testADeadLetterSaysWhatAPNsMeantAndAfterHowManyTries() {
-        let rejection = APNSRejection(status: 400, reason: .badTopic, apnsID: nil, timestamp: nil)
+        let rejection = Rejection(status: 400, reason: .badTopic, apnsID: nil, timestamp: nil)
         XCTAssertEqual(
             decide(.rejected(rejection), attempts: 2),
             .finish(.deadLetter(detail: "APNs answered 400: apns-topic is invalid for this push type or credential (after 2 attempts)")))
-        let unknown = APNSRejection(status: 418, reason: APNSReason("Teapot"), apnsID: nil, timestamp: nil)
+        let unknown = Rejection(status: 418, reason: APNSReason("Teapot"), apnsID: nil, timestamp: nil)
         XCTAssertEqual(decide(.rejected(unknown)), .finish(.deadLetter(detail: "APNs answered 418: unknown reason (after 1 attempts)")))
     }
 
     func testServerErrorsRetryThreeTimesOneToFiveSecondsApart() {
-        let rejection = APNSRejection(status: 503, reason: .serviceUnavailable, apnsID: nil, timestamp: nil)
+        let rejection = Rejection(status: 503, reason: .serviceUnavailable, apnsID: nil, timestamp: nil)
         for attempts in 1...2 {
             guard case .finish(.retry(let ms)) = decide(.rejected(rejection), attempts: attempts) else { return XCTFail("try \(attempts)") }
             XCTAssertTrue((1000...5000).contains(ms), "\(ms)")
@@ -106,7 +106,7 @@ final class RejectionPolicyTests: XCTestCase {
     }
 
     func testTooManyRequestsBacksOffExponentiallyWithJitter() {
-        let rejection = APNSRejection(status: 429, reason: .tooManyRequests, apnsID: nil, timestamp: nil)
+        let rejection = Rejection(status: 429, reason: .tooManyRequests, apnsID: nil, timestamp: nil)
         var previous = 0
         for attempts in 1...7 {
             guard case .finish(.retry(let ms)) = decide(.rejected(rejection), attempts: attempts) else { return XCTFail("try \(attempts)") }
@@ -148,16 +148,16 @@ final class RejectionPolicyTests: XCTestCase {
     /// A proxy in front of APNs answers 5xx with an HTML page or nothing: the status decides.
     func testAnAnswerWithoutAKnownReasonIsDecidedByItsStatus() {
         for (status, body) in [(500, ""), (503, "<html><body>503 Service Unavailable</body></html>"), (502, "Bad Gateway"), (504, "")] {
-            let r = APNSRejection.parse(status: status, body: Array(body.utf8), apnsID: nil)
+            let r = Rejection.parse(status: status, body: Array(body.utf8), apnsID: nil)
             guard case .finish(.retry(let ms)) = decide(.rejected(r)) else { return XCTFail("\(status) \(r.reason)") }
             XCTAssertTrue((1000...5000).contains(ms), "\(status): the server-error policy, \(ms)")
             XCTAssertEqual(kind(decide(.rejected(r), attempts: 3)), .deadLetter, "\(status): three tries at most")
         }
-        let throttled = APNSRejection.parse(status: 429, body: [], apnsID: nil)
+        let throttled = Rejection.parse(status: 429, body: [], apnsID: nil)
         guard case .finish(.retry(let ms)) = decide(.rejected(throttled)) else { return XCTFail("429") }
         XCTAssertTrue((800...1000).contains(ms), "429: the backoff policy, \(ms)")
         XCTAssertEqual(kind(decide(.rejected(throttled), attempts: 7)), .retry)
-        let teapot = APNSRejection.parse(status: 418, body: Array("short and stout".utf8), apnsID: nil)
+        let teapot = Rejection.parse(status: 418, body: Array("short and stout".utf8), apnsID: nil)
         XCTAssertEqual(kind(decide(.rejected(teapot))), .deadLetter)
     }
 }

@@ -1,21 +1,5 @@
-/// What finally happened to one job, as the worker records it in Redis.
-public enum Outcome: Sendable {
-    /// APNs accepted the notification.
-    case delivered(apnsID: APNSID)
-    /// APNs rejected it (or never answered); the answer is kept as APNs gave it, with what the
-    /// rejection policy made of it.
-    case rejected(APNSRejection, RejectionPolicy.Verdict)
-    /// The worker could not send it (bad input or pre-send validation).
-    case deadLetter(JobRejection)
-    /// Not final: the job waits in the schedule until `atMs` (UNIX ms), for its `send_at`.
-    case scheduled(atMs: Int64)
-    /// Not final: the send waits in the schedule for `afterMs`, costing no attempt, because its
-    /// pool is paused (refused credentials, or APNs out of reach) and holds enough already.
-    case deferred(afterMs: Int)
-}
-
-/// An APNs error answer, with the server's data kept (DESIGN.md §5).
-public struct APNSRejection: Error, Sendable, Equatable, CustomStringConvertible {
+/// A provider's refusal (an APNs error answer today), with the server's data kept (DESIGN.md §5).
+public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: Int
     public let reason: APNSReason
     public let apnsID: String?
@@ -32,7 +16,7 @@ public struct APNSRejection: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String { "\(status) \(reason)" }
 
     /// Reads `{"reason":"…","timestamp":…}`; a body that is not JSON keeps its text as the reason.
-    public static func parse(status: Int, body: [UInt8], apnsID: String?) -> APNSRejection {
+    public static func parse(status: Int, body: [UInt8], apnsID: String?) -> Rejection {
         var reason: String?
         var timestamp: Int64?
         body.withUnsafeBufferPointer { buf in
@@ -49,6 +33,6 @@ public struct APNSRejection: Error, Sendable, Equatable, CustomStringConvertible
                 if reason == nil, !body.isEmpty { reason = String(decoding: body.prefix(200), as: UTF8.self) }
             }
         }
-        return APNSRejection(status: status, reason: APNSReason(reason ?? "HTTP\(status)"), apnsID: apnsID, timestamp: timestamp)
+        return Rejection(status: status, reason: APNSReason(reason ?? "HTTP\(status)"), apnsID: apnsID, timestamp: timestamp)
     }
 }

@@ -18,14 +18,14 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public let appName: String?
         public let topic: String?
         public let outcome: Outcome
-        public let attempts: [OutcomeRecord.Attempt]
+        public let attempts: [SendAttempt]
         public let recoveries: Int
         /// What a job that failed its checks says about itself, for its records (`job` is nil).
         public let names: JobNames?
 
         public init(
             handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-            outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int, names: JobNames? = nil
+            outcome: Outcome, attempts: [SendAttempt], recoveries: Int, names: JobNames? = nil
         ) {
             self.names = names
             self.handle = handle
@@ -43,7 +43,7 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
 
     public static func unsent(
         handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-        outcome: Outcome, attempts: [OutcomeRecord.Attempt], recoveries: Int, names: JobNames? = nil
+        outcome: Outcome, attempts: [SendAttempt], recoveries: Int, names: JobNames? = nil
     ) -> FinishedJob {
         .unsent(
             Unsent(
@@ -80,10 +80,12 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
             if case .sent(let r) = self { r.withObject(sent) } else { absent }
         }
 
-        public var handle: Int64 { read({ $0.handle }, { $0.handle }) }
-        public var batch: TakenBatch { read({ $0.batch }, { $0.batch }) }
-        public func isIn(_ batch: ObjectIdentifier) -> Bool { read({ ObjectIdentifier($0.batch) == batch }, { ObjectIdentifier($0.batch) == batch }) }
-        public var index: Int { read({ $0.index }, { $0.index }) }
+        public var handle: Int64 { read({ $0.ticket.handle }, { $0.handle }) }
+        public var batch: TakenBatch { read({ $0.ticket.batch }, { $0.batch }) }
+        public func isIn(_ batch: ObjectIdentifier) -> Bool {
+            read({ ObjectIdentifier($0.ticket.batch) == batch }, { ObjectIdentifier($0.batch) == batch })
+        }
+        public var index: Int { read({ $0.ticket.index }, { $0.index }) }
         /// The producer's job bytes (inside any envelope).
         public var raw: ArraySlice<UInt8> { read({ $0.job.raw }, { $0.raw }) }
         public var job: Job? { read({ $0.job }, { $0.job }) }
@@ -100,9 +102,9 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public var outcome: Outcome { read({ $0.outcome }, { $0.outcome }) }
         /// Whether it was delivered, read in place: `outcome` copies the outcome and its strings.
         public var isDelivered: Bool { readSent({ if case .delivered = $0.outcome { true } else { false } }, else: false) }
-        public var attempts: [OutcomeRecord.Attempt] { read({ $0.attempts }, { $0.attempts }) }
+        public var attempts: [SendAttempt] { read({ $0.ticket.attempts }, { $0.attempts }) }
         /// How many, read in place: `attempts` copies the array.
-        public var attemptCount: Int { read({ $0.attempts.count }, { $0.attempts.count }) }
+        public var attemptCount: Int { read({ $0.ticket.attempts.count }, { $0.attempts.count }) }
         /// The id of a delivered send, lent in place (an empty one for anything else).
         public func withDeliveredID<R>(_ body: (borrowing APNSID) -> R) -> R {
             if case .sent(let r) = self {
@@ -114,14 +116,14 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
             return body(APNSID())
         }
         /// The `apns-unique-id` of the last answer, empty if none came.
-        public var uniqueID: APNSID { readSent({ $0.uniqueID }, else: APNSID()) }
-        public var recoveries: Int { read({ $0.recoveries }, { $0.recoveries }) }
-        public var fanout: Int { readSent({ $0.fanout }, else: 1) }
+        public var uniqueID: APNSID { readSent({ $0.answer.uniqueID }, else: APNSID()) }
+        public var recoveries: Int { read({ $0.ticket.recoveries }, { $0.recoveries }) }
+        public var fanout: Int { readSent({ $0.ticket.fanout }, else: 1) }
         /// When a worker first took the job (UNIX ms); nil for one decided before sending.
-        public var sinceMs: Int64? { readSent({ $0.sinceMs }, else: nil) }
+        public var sinceMs: Int64? { readSent({ $0.ticket.sinceMs }, else: nil) }
         /// Monotonic times: taken from Redis, last sent, answered (0 when it never was).
-        public var takenAtNs: UInt64 { readSent({ $0.takenAtNs }, else: 0) }
-        public var sentAtNs: UInt64 { readSent({ $0.sentAtNs }, else: 0) }
-        public var answeredAtNs: UInt64 { readSent({ $0.answeredAtNs }, else: 0) }
+        public var takenAtNs: UInt64 { readSent({ $0.ticket.takenAtNs }, else: 0) }
+        public var sentAtNs: UInt64 { readSent({ $0.answer.sentAtNs }, else: 0) }
+        public var answeredAtNs: UInt64 { readSent({ $0.answer.answeredAtNs }, else: 0) }
     }
 }

@@ -1,39 +1,77 @@
 import APNSCore
 
-/// One notification (one job, one token) on its way to APNs, owned by one I/O thread.
-/// A class: it moves through queues and dictionaries, and a move should cost one retain.
-public final class SendRequest: @unchecked Sendable {  // handed over whole between threads, never shared
+/// The queue's half of a send: where the job came from and what it has been through. The
+/// transport carries it and never reads it for sending; the completer writes it back to Redis.
+public struct QueueTicket {
     /// The job's handle: its number in the queue's sequence (written as a string in records).
     public let handle: Int64
     /// The job's batch in Redis, and its index there.
     public let batch: TakenBatch
     public let index: Int
-    public let job: Job
-    public let token: DeviceToken
-    public let app: Int
-    public let topic: String
     /// Monotonic time the job was taken from Redis.
     public let takenAtNs: UInt64
     /// When a worker first took the job (UNIX ms), this take or an earlier one: `max_age_s` counts from it.
     public let sinceMs: Int64
     /// Failed tries so far, carried over from earlier retries in the job's envelope. The try that
     /// delivers is counted, not listed: no record lists the tries of a delivered job.
-    public var attempts: [OutcomeRecord.Attempt]
+    public var attempts: [SendAttempt]
     public let recoveries: Int
     /// How many sends this handle fanned out to; the job is acked when all are decided.
     public let fanout: Int
+
+    public init(
+        handle: Int64, batch: TakenBatch, index: Int, takenAtNs: UInt64, sinceMs: Int64, attempts: [SendAttempt], recoveries: Int,
+        fanout: Int
+    ) {
+        self.handle = handle
+        self.batch = batch
+        self.index = index
+        self.takenAtNs = takenAtNs
+        self.sinceMs = sinceMs
+        self.attempts = attempts
+        self.recoveries = recoveries
+        self.fanout = fanout
+    }
+}
+
+/// A provider's answer to the last send, filled in by the connection as frames arrive.
+public struct ProviderAnswer {
     /// Monotonic times of the last send and of its answer (for the latency histograms).
     public var sentAtNs: UInt64 = 0
     public var answeredAtNs: UInt64 = 0
-    /// The answer to the last send, filled in by the connection as frames arrive.
     public var status = 0
-    /// Empty until APNs sends one (`APNSID()`: an optional id costs generic value witnesses).
-    public var apnsID = APNSID()
+    /// The id the provider answered with (`apns-id`); empty until it sends one (an optional id
+    /// costs generic value witnesses).
+    public var id = APNSID()
     /// `apns-unique-id`, which APNs's development environment sends: the key to the Delivery Log
     /// of Apple's Push Notifications Console. Empty until it does.
     public var uniqueID = APNSID()
-    public var responseBody: [UInt8] = []
+    public var body: [UInt8] = []
     public var answered = false
+
+    public init() {}
+
+    /// Forgets the answer to an earlier send (a resend after a lost connection).
+    mutating func restart(atNs now: UInt64) {
+        sentAtNs = now
+        status = 0
+        id = APNSID()
+        uniqueID = APNSID()
+        body.removeAll()
+        answered = false
+    }
+}
+
+/// One notification (one job, one token) on its way to a provider, owned by one I/O thread:
+/// the queue's ticket, what to send, and the provider's answer.
+/// A class: it moves through queues and dictionaries, and a move should cost one retain.
+public final class SendRequest: @unchecked Sendable {  // handed over whole between threads, never shared
+    public var ticket: QueueTicket
+    public let job: Job
+    public let token: DeviceToken
+    public let app: Int
+    public let topic: String
+    public var answer = ProviderAnswer()
     /// Sends in a row that got no answer (refused, cut, timed out): each waits longer to go again.
     public var unansweredSends = 0
     /// Times the server reset this stream alone while it answered others (RejectionPolicy.Answer.resetAlone).
@@ -47,22 +85,12 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
     public private(set) var outcome = Outcome.scheduled(atMs: 0)
     public private(set) var appName: String?
 
-    public init(
-        handle: Int64, batch: TakenBatch, index: Int, job: Job, token: DeviceToken, app: Int, topic: String, takenAtNs: UInt64,
-        attempts: [OutcomeRecord.Attempt], recoveries: Int, fanout: Int, sinceMs: Int64
-    ) {
-        self.sinceMs = sinceMs
-        self.handle = handle
-        self.batch = batch
-        self.index = index
+    public init(ticket: QueueTicket, job: Job, token: DeviceToken, app: Int, topic: String) {
+        self.ticket = ticket
         self.job = job
         self.token = token
         self.app = app
         self.topic = topic
-        self.takenAtNs = takenAtNs
-        self.attempts = attempts
-        self.recoveries = recoveries
-        self.fanout = fanout
     }
 
     /// The send is decided: the request becomes its own outcome record.
@@ -73,12 +101,5 @@ public final class SendRequest: @unchecked Sendable {  // handed over whole betw
     }
 
     /// Forgets the answer to any earlier send (a resend after a lost connection).
-    public func beginSend(atNs now: UInt64) {
-        sentAtNs = now
-        status = 0
-        apnsID = APNSID()
-        uniqueID = APNSID()
-        responseBody.removeAll()
-        answered = false
-    }
+    public func beginSend(atNs now: UInt64) { answer.restart(atNs: now) }
 }
