@@ -30,8 +30,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     private var current: [FinishedJob] = []
     private var chunkStart = 0, chunkEnd = 0
     private var writing: Writing?
-    /// Recorded jobs waiting for a fetcher to take and free them (`takeRecorded`).
-    private let recorded = Mutex<[[FinishedJob]]>([])
+    /// Written jobs, for the lane's fetcher to free as it takes new ones.
+    let recorded = RecordedJobs()
     private static let chunk = 500
     let transaction: CompletionTransaction
     /// The completion transaction's RESP, reused from batch to batch.
@@ -147,23 +147,6 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         stopped = nil
         redis.close()
         done()
-    }
-
-    /// Moves recorded jobs to `recorded`, leaving this object no reference to them.
-    private func handOver(_ batch: inout [FinishedJob]) {
-        recorded.withLock { q in
-            q.append([])
-            swap(&q[q.count - 1], &batch)
-        }
-    }
-
-    /// The jobs recorded since the last call, for the calling thread to drop. The fetchers take
-    /// them as they take new jobs: freeing one job as the next is allocated keeps malloc's
-    /// per-thread cache filled.
-    func takeRecorded() -> [[FinishedJob]] {
-        var taken: [[FinishedJob]] = []
-        recorded.withLock { swap(&$0, &taken) }
-        return taken
     }
 
     // MARK: Writing a chunk
@@ -334,7 +317,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
         writing = nil
         let n = chunkEnd - chunkStart
         if chunkEnd == current.count {
-            handOver(&current)  // before the gate wakes a fetcher
+            recorded.handOver(&current)  // before the gate wakes a fetcher
             chunkEnd = 0
         }
         gate.recorded(n)

@@ -65,10 +65,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// Wakes the loop when room frees on another thread; on the loop's own thread (answers)
     /// `fetchIfRoom` runs next anyway.
     private lazy var wakeLoop: @Sendable () -> Void = { [loop] in if !loop.isCurrentThread { loop.wake() } }
-    /// Recorded jobs still to free (`Completer.takeRecorded`): one is freed as each job is taken,
-    /// so that each free hands malloc's per-thread cache the blocks the next job allocates. Freed
-    /// a batch at a time, most went back to the arena's bins and came out again the slow way.
-    private var unfreed = UnfreedJobs()
+    /// Jobs the completer wrote, still to free: one as each job is taken (`RecordedJobs`).
+    private var unfreed: RecordedJobs.Unfreed
 
     enum Expected {
         case fetch(batch: String, size: Int, sentAtMs: UInt64, suspect: Bool)
@@ -92,6 +90,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         self.configuration = configuration
         router = AppRouter(apps: apps)
         self.completer = completer
+        unfreed = RecordedJobs.Unfreed(from: completer.recorded)
         self.gate = gate
         self.batchIDs = batchIDs
         fenceField = batchIDs.fenceField()
@@ -176,7 +175,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             loop.schedule(afterMilliseconds: 10) {}
             return
         }
-        unfreed.add(completer.takeRecorded())
+        unfreed.collect()
         if let s = suspect, s.unfinished == 0 || s.takenBack { endSuspect() }
         // Whole batches while the room holds two; else a quarter of the room at least, so that
         // a nearly full gate does not fetch a job at a time.

@@ -37,29 +37,6 @@ struct TakenJobs {
     }
 }
 
-/// Recorded jobs waiting to be freed by a fetcher, one at a time.
-struct UnfreedJobs {
-    private var batches: [[FinishedJob]] = []
-    private(set) var count = 0
-
-    mutating func add(_ recorded: [[FinishedJob]]) {
-        for b in recorded { count += b.count }
-        batches.append(contentsOf: recorded)
-    }
-
-    mutating func freeOne() {
-        while let last = batches.last, last.isEmpty { batches.removeLast() }
-        guard !batches.isEmpty else { return }
-        batches[batches.count - 1].removeLast()
-        count -= 1
-    }
-
-    mutating func freeAll() {
-        batches.removeAll()
-        count = 0
-    }
-}
-
 /// Batch ids, unique to the worker's life: this process's start time and a count, so that a
 /// batch left by an earlier run under the same worker id is never overwritten; and the fetchers'
 /// fence fields (`InFlightJobs.Field`). Shared by the fetchers of every I/O thread, with the one
