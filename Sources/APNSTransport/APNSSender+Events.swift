@@ -37,16 +37,16 @@ extension APNSSender {
     func connectFailed(_ c: APNSConnection, error: Error) {
         guard let s = slot(of: c) else { return }
         let p = c.poolIndex
-        if troubles[p].note(.connectFailed, nowMs: MonotonicClock.nowMilliseconds()) {
-            logger.warning("cannot connect to APNs", ["apps": .string(poolNames[p]), "error": .string("\(error)")])
+        if pools[p].trouble.note(.connectFailed, nowMs: MonotonicClock.nowMilliseconds()) {
+            logger.warning("cannot connect to APNs", ["apps": .string(pools[p].name), "error": .string("\(error)")])
         }
-        slots[p][s] = nil
+        pools[p].slots[s] = nil
         openRest(pool: p)
         replaceConnection(pool: p, slot: s, delivered: false)
     }
 
     func pingTimedOut(_ c: APNSConnection) {
-        logger.warning("APNs connection did not answer a PING; replacing it", ["apps": .string(poolNames[c.poolIndex])])
+        logger.warning("APNs connection did not answer a PING; replacing it", ["apps": .string(pools[c.poolIndex].name)])
     }
 
     /// Gauges and readiness follow connections at once, not at the next timer scan.
@@ -58,25 +58,25 @@ extension APNSSender {
     /// The first delivery on `c`: the way to APNs works again, so the pool's empty slots fill now.
     func connectionDelivered(_ c: APNSConnection) {
         let p = c.poolIndex
-        guard reconnects[p].failures > 0 else { return }
-        reconnects[p].reset()
-        for s in slots[p].indices where slots[p][s] == nil { openConnection(pool: p, slot: s) }
+        guard pools[p].reconnect.failures > 0 else { return }
+        pools[p].reconnect.reset()
+        for s in pools[p].slots.indices where pools[p].slots[s] == nil { openConnection(pool: p, slot: s) }
     }
 
     /// `byServer`: APNs sent GOAWAY; otherwise the connection retired itself (`APNSConnection.retire`).
     func connectionDraining(_ c: APNSConnection, reason: String, byServer: Bool) {
         let p = c.poolIndex
         if byServer {
-            metrics.record { $0.add("apns_goaways_total", .init(("pool", poolNames[p]))) }
-            if troubles[p].note(.goAway, nowMs: MonotonicClock.nowMilliseconds()) {
-                logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(poolNames[p]), "reason": .string(reason)])
+            metrics.record { $0.add("apns_goaways_total", .init(("pool", pools[p].name))) }
+            if pools[p].trouble.note(.goAway, nowMs: MonotonicClock.nowMilliseconds()) {
+                logger.info("APNs sent GOAWAY; replacing the connection", ["apps": .string(pools[p].name), "reason": .string(reason)])
             }
         } else {
-            logger.info("replacing a connection", ["apps": .string(poolNames[p]), "reason": .string(reason)])
+            logger.info("replacing a connection", ["apps": .string(pools[p].name), "reason": .string(reason)])
         }
         guard let s = slot(of: c) else { return }
         draining[ObjectIdentifier(c)] = c
-        slots[p][s] = nil
+        pools[p].slots[s] = nil
         replaceConnection(pool: p, slot: s, delivered: c.hasDelivered)
     }
 
@@ -86,13 +86,13 @@ extension APNSSender {
         for r in lost.reversed() { unanswered(r, on: nil, .connectionLost) }
         if draining.removeValue(forKey: ObjectIdentifier(c)) != nil { return }
         guard let s = slot(of: c) else { return }
-        slots[p][s] = nil
+        pools[p].slots[s] = nil
         publishGauges()
         guard !stopping else { return }
-        metrics.record { $0.add("apns_reconnects_total", .init(("pool", poolNames[p]))) }
-        if troubles[p].note(.closed, nowMs: MonotonicClock.nowMilliseconds()) {
+        metrics.record { $0.add("apns_reconnects_total", .init(("pool", pools[p].name))) }
+        if pools[p].trouble.note(.closed, nowMs: MonotonicClock.nowMilliseconds()) {
             logger.warning(
-                "APNs connection closed", ["apps": .string(poolNames[p]), "error": .string(error.map { "\($0)" } ?? "closed by the server")])
+                "APNs connection closed", ["apps": .string(pools[p].name), "error": .string(error.map { "\($0)" } ?? "closed by the server")])
         }
         replaceConnection(pool: p, slot: s, delivered: c.hasDelivered)
     }
@@ -108,16 +108,16 @@ extension APNSSender {
         var answer = RejectionPolicy.Answer.unanswered
         var first = false
         switch event {
-        case .refused: first = troubles[p].note(.refused, nowMs: now)
+        case .refused: first = pools[p].trouble.note(.refused, nowMs: now)
         case .timedOut:
-            first = troubles[p].note(.timedOut, nowMs: now)
+            first = pools[p].trouble.note(.timedOut, nowMs: now)
             // Its connection answered other streams or its PINGs while it waited: the job's own.
             if let c, c.lastReadMs > r.answer.sentAtNs / 1_000_000 {
                 r.timeoutsAlone += 1
                 answer = .timedOutAlone(times: r.timeoutsAlone)
             }
         case .reset(let code):
-            first = troubles[p].note(.reset, nowMs: now)
+            first = pools[p].trouble.note(.reset, nowMs: now)
             if let c, c.lastAnswerMs + 5000 > now {
                 r.resetsAlone += 1
                 answer = .resetAlone(code: code.description, times: r.resetsAlone)
@@ -130,7 +130,7 @@ extension APNSSender {
             fields["event"] = .string("\(event)")
             logger.warning("APNs did not answer a notification; sending it again", fields)
         }
-        if breakers[p].isOpen { breakers[p].failed(.transport, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) }
+        if pools[p].breaker.isOpen { pools[p].breaker.failed(.transport, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) }
         if case .finish(let verdict) = decide(answer, for: r) {
             var fields = jobFields(r)
             let rejection = event == .timedOut ? RejectionPolicy.timedOut : RejectionPolicy.streamReset
@@ -142,11 +142,8 @@ extension APNSSender {
         r.unansweredSends += 1
         if let cause = event.mayDuplicate, !stopping { metrics.mayDuplicate(1, cause: cause) }
         let gone = c == nil || event == .cutByGoAway
-        requeue(r, afterMs: gone && r.unansweredSends == 1 ? 0 : resendDelayMs(after: r.unansweredSends))
+        requeue(r, afterMs: TransportWaits.resendMs(afterUnanswered: r.unansweredSends, connectionGone: gone, using: &rng))
     }
-
-    /// 100 ms after the first of a row of unanswered sends, doubling up to 5 s, with jitter.
-    private func resendDelayMs(after sends: Int) -> Int { Backoff.delayMs(afterFailures: sends, baseMs: 100, capMs: 5000, using: &rng) }
 
     /// Puts `r` back at the front of its pool's queue, now or after `afterMs`; a job whose
     /// expiration passed while it waited is given up instead.
@@ -167,9 +164,9 @@ extension APNSSender {
         }
         let p = poolOf[r.app]
         guard afterMs > 0 else { return pending[p].pushFront(r) }
-        waitingResends[p] += 1
+        pools[p].waitingResends += 1
         loop.schedule(afterMilliseconds: afterMs) { [self] in
-            waitingResends[p] -= 1
+            pools[p].waitingResends -= 1
             if r.ticket.batch.takenBack { return sink.dropped(1) }
             if heldLanes.contains(r.ticket.batch.lane) { return parked.append(r) }
             if !stopping { pending[p].pushFront(r) }
@@ -182,14 +179,14 @@ extension APNSSender {
     /// schedule until about when the pause ends, so that they hold up no other pool's jobs.
     func deferExcess(pool p: Int, now: UInt64) {
         // A retired pool keeps none: its jobs go out again through the pools that replaced it.
-        let excess = pending[p].count - (retiredPools[p] ? 0 : settings.heldWhilePaused)
+        let excess = pending[p].count - (pools[p].retired ? 0 : settings.heldWhilePaused)
         guard excess > 0 else { return }
-        let wait = retiredPools[p] ? 1000 : max(5000, breakers[p].remainingPauseMs(nowMs: now))  // not sooner: each return costs Redis a write
+        let pauseLeftMs = pools[p].breaker.remainingPauseMs(nowMs: now), retired = pools[p].retired
         for _ in 0..<excess {
             guard let r = pending[p].popFirst() else { break }
-            decided(r, outcome: .deferred(afterMs: wait + Int.random(in: 0...2000, using: &rng)))
+            decided(r, outcome: .deferred(afterMs: TransportWaits.deferralMs(pauseLeftMs: pauseLeftMs, retired: retired, using: &rng)))
         }
-        logger.info("the app is paused; sends beyond what it holds wait in the schedule", ["apps": .string(poolNames[p]), "deferred": .int(excess)])
+        logger.info("the app is paused; sends beyond what it holds wait in the schedule", ["apps": .string(pools[p].name), "deferred": .int(excess)])
     }
 
     private func decide(_ answer: RejectionPolicy.Answer, for r: SendRequest) -> RejectionPolicy.Action {
@@ -199,7 +196,7 @@ extension APNSSender {
     /// APNs answered `r` with a verdict; `r` is consumed: its reference goes on with the outcome.
     func finished(_ r: consuming SendRequest, outcome: Outcome) {
         let app = r.app
-        breakers[poolOf[app]].succeeded()
+        pools[poolOf[app]].breaker.succeeded()
         if case .delivered = outcome { deliveredApps[app] = true }
         decided(r, outcome: outcome)
     }
@@ -213,7 +210,7 @@ extension APNSSender {
 
     func rejected(_ r: SendRequest, rejection: Rejection, on c: APNSConnection, jwtGeneration: Int) {
         let p = poolOf[r.app]
-        lastProgressMs[p] = MonotonicClock.nowMilliseconds()
+        pools[p].lastProgressMs = MonotonicClock.nowMilliseconds()
         var fields = jobFields(r)
         fields["status"] = .int(rejection.status)
         fields["reason"] = .string(rejection.reason.rawValue)
@@ -239,8 +236,8 @@ extension APNSSender {
             // job costs no attempt. One outage is one pause: answers to requests sent before it
             // change nothing. TooManyProviderTokenUpdates also retires the connection.
             let now = MonotonicClock.nowMilliseconds()
-            pauseReasons[p] = rejection.reason.rawValue
-            if let pause = breakers[p].failed(.credential, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) {
+            pools[p].pauseReason = rejection.reason.rawValue
+            if let pause = pools[p].breaker.failed(.credential, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) {
                 metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
                 logger.error(
                     "APNs refused the app's credentials; pausing the app and probing",

@@ -12,34 +12,25 @@ extension APNSSender {
         for a in range {
             let app = apps[a]
             if let i = keys.firstIndex(of: app.poolKey) {
-                poolNames[first + i] += "+" + app.name
+                pools[first + i].name += "+" + app.name
                 poolOf.append(first + i)
                 continue
             }
             keys.append(app.poolKey)
-            pools.append(app)
-            poolNames.append(app.name)
-            poolOf.append(pools.count - 1)
+            poolOf.append(pools.count)
             pending.append(PendingQueue())
-            breakers.append(
-                CircuitBreaker(
-                    credentialPauseMs: settings.credentialPauseMs, transportPauseMs: settings.transportPauseMs,
-                    maxCredentialPauseMs: settings.maxCredentialPauseMs, maxTransportPauseMs: settings.maxTransportPauseMs,
-                    probeTimeoutMs: settings.requestTimeoutMs + 5000))
-            slots.append(Array(repeating: nil, count: settings.connectionsPerApp))
-            reconnects.append(Backoff(baseMs: settings.reconnectBaseMs, capMs: settings.reconnectCapMs))
-            waitingResends.append(0)
-            lastProgressMs.append(0)
-            busyAtLastScan.append(false)
-            troubles.append(TroubleLog())
-            pauseReasons.append("")
-            restToOpen.append(true)
-            retiredPools.append(false)
-            closedPools.append(false)
+            pools.append(
+                ConnectionPool(
+                    runtime: app, name: app.name, slots: Array(repeating: nil, count: settings.connectionsPerApp),
+                    reconnect: TransportWaits.reconnect(baseMs: settings.reconnectBaseMs, capMs: settings.reconnectCapMs),
+                    breaker: CircuitBreaker(
+                        credentialPauseMs: settings.credentialPauseMs, transportPauseMs: settings.transportPauseMs,
+                        maxCredentialPauseMs: settings.maxCredentialPauseMs, maxTransportPauseMs: settings.maxTransportPauseMs,
+                        probeTimeoutMs: settings.requestTimeoutMs + 5000)))
         }
         for p in first..<pools.count {
             let caps = range.filter { poolOf[$0] == p }.compactMap { apps[$0].configuration.maxRate }
-            poolRates.append(caps.min().map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) })
+            pools[p].rate = caps.min().map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) }
         }
     }
 
@@ -53,9 +44,9 @@ extension APNSSender {
         deliveredApps += fresh.map { _ in false }
         let firstNew = pools.count
         addPools(for: fresh)
-        for p in 0..<firstNew where !retiredPools[p] && !apps.indices.contains(where: { poolOf[$0] == p && active[$0] }) {
-            retiredPools[p] = true
-            logger.info("a pool's apps were changed or removed: it finishes what it holds, then closes", ["apps": .string(poolNames[p])])
+        for p in 0..<firstNew where !pools[p].retired && !apps.indices.contains(where: { poolOf[$0] == p && active[$0] }) {
+            pools[p].retired = true
+            logger.info("a pool's apps were changed or removed: it finishes what it holds, then closes", ["apps": .string(pools[p].name)])
             closeIfDrained(pool: p)
         }
         guard !stopping else { return }
@@ -68,16 +59,16 @@ extension APNSSender {
 
     /// Closes a retired pool once nothing waits in it, on a timer or a connection.
     func closeIfDrained(pool p: Int) {
-        guard !closedPools[p], pending[p].isEmpty, waitingResends[p] == 0 else { return }
-        let live = slots[p].compactMap { $0 }
+        guard !pools[p].closed, pending[p].isEmpty, pools[p].waitingResends == 0 else { return }
+        let live = pools[p].slots.compactMap { $0 }
         guard live.allSatisfy({ $0.openRequests == 0 }), !draining.values.contains(where: { $0.poolIndex == p }) else { return }
-        closedPools[p] = true
-        for s in slots[p].indices { slots[p][s] = nil }
+        pools[p].closed = true
+        for s in pools[p].slots.indices { pools[p].slots[s] = nil }
         for c in live { c.close() }
         metrics.record { m in
-            m.set("apns_connections", .init(("pool", poolNames[p]), ("loop", name)), 0)
-            m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), 0)
+            m.set("apns_connections", .init(("pool", pools[p].name), ("loop", name)), 0)
+            m.set("apns_stream_limit", .init(("pool", pools[p].name), ("loop", name)), 0)
         }
-        logger.info("closed a retired pool", ["apps": .string(poolNames[p])])
+        logger.info("closed a retired pool", ["apps": .string(pools[p].name)])
     }
 }

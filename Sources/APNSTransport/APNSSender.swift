@@ -84,39 +84,20 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     let name: String
 
     /// Connection pools: apps with the same endpoint and credential share one (`AppRuntime.poolKey`).
-    var pools: [AppRuntime] = []
-    var poolNames: [String] = []
-    var poolOf: [Int] = []
-    /// Pools a reload left with no active app: they finish what they hold, then close (`closeIfDrained`).
-    var retiredPools: [Bool] = []
-    var closedPools: [Bool] = []
-
-    // Loop-thread state, per pool.
+    var pools: [ConnectionPool] = []
+    /// What waits for each pool's connections: apart from the pools, as a connection sends
+    /// from it (inout) and may call back into them (`connectionDraining`).
     var pending: [PendingQueue] = []
-    var slots: [[APNSConnection?]] = []
-    /// Grows with each connection that ends before delivering anything, for the whole pool.
-    var reconnects: [Backoff] = []
+    /// Each app's pool.
+    var poolOf: [Int] = []
     var draining: [ObjectIdentifier: APNSConnection] = [:]
-    var breakers: [CircuitBreaker] = []
-    /// Sends waiting on a timer to go again, per pool.
-    var waitingResends: [Int] = []
-    /// The last answer, or when work arrived at an idle pool (monotonic ms).
-    var lastProgressMs: [UInt64] = []
-    var busyAtLastScan: [Bool] = []
-    var troubles: [TroubleLog] = []
     var rejectionLog: RejectionLog
-    /// The reason APNs gave for the last credential pause of each pool.
-    var pauseReasons: [String] = []
     /// Sends decided this turn, and the apps with a delivery among them: readiness is told once
     /// per turn, not per push.
     var decidedThisTurn = 0
     var deliveredApps: [Bool]
     var stopping = false
     private var touched: [APNSConnection] = []
-    /// Pools whose connections but the first are still to open (`openRest`).
-    var restToOpen: [Bool] = []
-    /// Each pool's rate cap (its apps' `max_rate`, the smallest), nil for none.
-    var poolRates: [TokenBucket?] = []
     private var rateWakeScheduled = false
     var rng = SystemRandomNumberGenerator()
 
@@ -155,7 +136,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     public func close() {
         stopping = true
         // Sent and unanswered: the jobs go back to the queue, and APNs may have them already.
-        let live = slots.flatMap { $0 }.compactMap { $0 } + draining.values
+        let live = pools.flatMap(\.slots).compactMap { $0 } + draining.values
         metrics.mayDuplicate(live.reduce(0) { $0 + $1.openRequests }, cause: "handed_back")
         for c in live { c.close() }
     }
@@ -171,7 +152,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     @discardableResult
     public func dropTakenBack() -> Int {
         var n = 0
-        for p in pending.indices { n += pending[p].remove { $0.ticket.batch.takenBack } }
+        for p in pools.indices { n += pending[p].remove { $0.ticket.batch.takenBack } }
         let before = parked.count
         parked.removeAll { $0.ticket.batch.takenBack }
         n += before - parked.count
@@ -212,21 +193,21 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         guard !stopping else { return }
         for a in pools.indices where !pending[a].isEmpty {
             var allowance = Int.max
-            if breakers[a].isOpen {
+            if pools[a].breaker.isOpen {
                 // A paused pool's probe waits for a connection that can take it.
-                guard slots[a].contains(where: { ($0?.available ?? 0) > 0 }) else { continue }
-                allowance = breakers[a].allowance(nowMs: loop.iterationNs / 1_000_000)
+                guard pools[a].slots.contains(where: { ($0?.available ?? 0) > 0 }) else { continue }
+                allowance = pools[a].breaker.allowance(nowMs: loop.iterationNs / 1_000_000)
                 guard allowance > 0 else { continue }
             }
-            let capped = poolRates[a] != nil || settings.ratePerConnection != nil
-            if poolRates[a] != nil { allowance = min(allowance, rateAllowance(pool: a)) }
-            let auth = pools[a].jwt?.current
-            for case let c? in slots[a] where c.available > 0 && allowance > 0 {
+            let capped = pools[a].rate != nil || settings.ratePerConnection != nil
+            if pools[a].rate != nil { allowance = min(allowance, rateAllowance(pool: a)) }
+            let auth = pools[a].runtime.jwt?.current
+            for case let c? in pools[a].slots where c.available > 0 && allowance > 0 {
                 let limit = capped ? min(c.available, allowance, c.rateAllowance(nowMs: loop.iterationNs / 1_000_000)) : min(c.available, allowance)
                 guard limit > 0 else { wakeForRate(afterMs: c.msUntilRate); continue }
                 let sent = c.send(from: &pending[a], limit: limit, authorization: auth)
                 allowance -= sent
-                if capped { poolRates[a]?.take(sent) }
+                if capped { pools[a].rate?.take(sent) }
                 touched.append(c)
                 if pending[a].isEmpty { break }
             }
@@ -237,7 +218,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
             let now = loop.iterationNs / 1_000_000
             for app in deliveredApps.indices where deliveredApps[app] {
                 health.succeeded(app: apps[app].name)
-                lastProgressMs[poolOf[app]] = now
+                pools[poolOf[app]].lastProgressMs = now
                 deliveredApps[app] = false
             }
             let n = decidedThisTurn
@@ -248,8 +229,8 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
 
     /// What a pool's rate cap lets go now; with none left, the loop wakes when one more may.
     private func rateAllowance(pool p: Int) -> Int {
-        let n = poolRates[p]!.available(nowMs: loop.iterationNs / 1_000_000)
-        if n == 0 { wakeForRate(afterMs: poolRates[p]!.msUntilNext) }
+        let n = pools[p].rate!.available(nowMs: loop.iterationNs / 1_000_000)
+        if n == 0 { wakeForRate(afterMs: pools[p].rate!.msUntilNext) }
         return n
     }
 
@@ -261,12 +242,12 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     }
 
     func openConnection(pool p: Int, slot s: Int) {
-        guard !stopping, !closedPools[p] else { return }
+        guard !stopping, !pools[p].closed else { return }
         let c = APNSConnection(
-            app: pools[p], poolIndex: p, owner: self, streams: settings.streamsPerConnection,
+            app: pools[p].runtime, poolIndex: p, owner: self, streams: settings.streamsPerConnection,
             rate: settings.ratePerConnection.map { TokenBucket(perSecond: $0, nowMs: MonotonicClock.nowMilliseconds()) })
-        slots[p][s] = c
-        troubles[p].connectionsOpened += 1
+        pools[p].slots[s] = c
+        pools[p].trouble.connectionsOpened += 1
         c.connect(loop: loop, resolver: resolver, timeoutMs: settings.connectTimeoutMs)
     }
 
@@ -274,9 +255,9 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     /// (its TLS session ticket came before them), so that they resume that session, which
     /// spares each a certificate chain to verify; or after the first failed, or took a second.
     func openRest(pool p: Int) {
-        guard restToOpen[p] else { return }
-        restToOpen[p] = false
-        for s in slots[p].indices.dropFirst() where slots[p][s] == nil { openConnection(pool: p, slot: s) }
+        guard pools[p].restToOpen else { return }
+        pools[p].restToOpen = false
+        for s in pools[p].slots.indices.dropFirst() where pools[p].slots[s] == nil { openConnection(pool: p, slot: s) }
     }
 
     /// Fills slot `s` again: at once after a connection that delivered, else after the pool's
@@ -287,28 +268,28 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
             openConnection(pool: p, slot: s)
             return
         }
-        let delay = reconnects[p].nextDelayMs(using: &rng)
+        let delay = pools[p].reconnect.nextDelayMs(using: &rng)
         loop.schedule(afterMilliseconds: delay) { [self] in
-            if slots[p][s] == nil { openConnection(pool: p, slot: s) }
+            if pools[p].slots[s] == nil { openConnection(pool: p, slot: s) }
         }
     }
 
     func slot(of c: APNSConnection) -> Int? {
-        slots[c.poolIndex].firstIndex { $0 === c }
+        pools[c.poolIndex].slots.firstIndex { $0 === c }
     }
 
     private func scheduleScan() {
         loop.schedule(afterMilliseconds: min(1000, settings.pingTimeoutMs / 2)) { [self] in
             let now = MonotonicClock.nowMilliseconds()
             let timeout = UInt64(settings.requestTimeoutMs)
-            for c in slots.flatMap({ $0 }) {
+            for c in pools.flatMap(\.slots) {
                 c?.expireRequests(olderThan: timeout, now: now)
                 c?.checkLiveness(now: now, pingAfterMs: UInt64(settings.pingIntervalMs), timeoutMs: UInt64(settings.pingTimeoutMs))
             }
             for c in draining.values { c.expireRequests(olderThan: timeout, now: now) }
             rejectionLog.flush(nowMs: now, everyMs: UInt64(settings.troubleLogIntervalMs), logger: logger)
             for p in pools.indices { watch(pool: p, now: now) }
-            for p in pools.indices where retiredPools[p] { closeIfDrained(pool: p) }
+            for p in pools.indices where pools[p].retired { closeIfDrained(pool: p) }
             publishGauges()
             if !stopping { scheduleScan() }
         }
@@ -317,26 +298,26 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
     /// Finds a pool that has had work and no answer for `troubleAfterMs`, pauses it, sends
     /// back to Redis what a paused pool holds beyond its bound, and logs its trouble in summary.
     private func watch(pool p: Int, now: UInt64) {
-        if var summary = troubles[p].summary(nowMs: now, everyMs: UInt64(settings.troubleLogIntervalMs)) {
-            summary["apps"] = .string(poolNames[p])
+        if var summary = pools[p].trouble.summary(nowMs: now, everyMs: UInt64(settings.troubleLogIntervalMs)) {
+            summary["apps"] = .string(pools[p].name)
             logger.warning("APNs connection trouble goes on", summary)
         }
         let inFlight =
-            slots[p].reduce(0) { $0 + ($1?.openRequests ?? 0) } + draining.values.reduce(0) { $0 + ($1.poolIndex == p ? $1.openRequests : 0) }
+            pools[p].slots.reduce(0) { $0 + ($1?.openRequests ?? 0) } + draining.values.reduce(0) { $0 + ($1.poolIndex == p ? $1.openRequests : 0) }
         // Sends held for a lease (parked) are not APNs's silence.
-        let busy = !pending[p].isEmpty || waitingResends[p] > 0 || inFlight > 0
-        defer { busyAtLastScan[p] = busy }
+        let busy = !pending[p].isEmpty || pools[p].waitingResends > 0 || inFlight > 0
+        defer { pools[p].busyAtLastScan = busy }
         guard busy else { return }
-        if !busyAtLastScan[p] { lastProgressMs[p] = max(lastProgressMs[p], now) }
-        if !breakers[p].isOpen, now >= lastProgressMs[p] + UInt64(settings.troubleAfterMs),
-            let pause = breakers[p].failed(.transport, nowMs: now, sentAtMs: now)
+        if !pools[p].busyAtLastScan { pools[p].lastProgressMs = max(pools[p].lastProgressMs, now) }
+        if !pools[p].breaker.isOpen, now >= pools[p].lastProgressMs + UInt64(settings.troubleAfterMs),
+            let pause = pools[p].breaker.failed(.transport, nowMs: now, sentAtMs: now)
         {
-            metrics.record { $0.add("apns_transport_pauses_total", .init(("pool", poolNames[p]))) }
+            metrics.record { $0.add("apns_transport_pauses_total", .init(("pool", pools[p].name))) }
             logger.warning(
                 "APNs has answered none of the pool's requests for a while; sending one probe at a time",
-                ["apps": .string(poolNames[p]), "silent_ms": .int(Int(now - lastProgressMs[p])), "pause_ms": .int(pause)])
+                ["apps": .string(pools[p].name), "silent_ms": .int(Int(now - pools[p].lastProgressMs)), "pause_ms": .int(pause)])
         }
-        if breakers[p].isOpen { deferExcess(pool: p, now: now) }
+        if pools[p].breaker.isOpen { deferExcess(pool: p, now: now) }
     }
 
     /// Connections and stream limits per app, for /metrics and /readyz.
@@ -345,21 +326,21 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         var limits: [String: Int] = [:]
         metrics.record { m in
             for p in pools.indices {
-                let live = slots[p].compactMap { $0 }
+                let live = pools[p].slots.compactMap { $0 }
                 let readyCount = live.filter { $0.isReady && !$0.isClosed }.count
                 let limit = live.reduce(0) { $0 + $1.liveStreamLimit }
                 for (a, app) in apps.enumerated() where poolOf[a] == p && activeApps[a] {
                     ready[app.name] = readyCount
                     limits[app.name] = limit
                 }
-                m.set("apns_connections", .init(("pool", poolNames[p]), ("loop", name)), Double(readyCount))
-                m.set("apns_stream_limit", .init(("pool", poolNames[p]), ("loop", name)), Double(limit))
+                m.set("apns_connections", .init(("pool", pools[p].name), ("loop", name)), Double(readyCount))
+                m.set("apns_stream_limit", .init(("pool", pools[p].name), ("loop", name)), Double(limit))
             }
         }
         // An app paused on its credentials is not ready, and says why.
         var paused: [String: String] = [:]
-        for (a, app) in apps.enumerated() where activeApps[a] && breakers[poolOf[a]].isOpen && breakers[poolOf[a]].cause == .credential {
-            paused[app.name] = "APNs refused its credentials (\(pauseReasons[poolOf[a]])); sending one probe at a time"
+        for (a, app) in apps.enumerated() where activeApps[a] && pools[poolOf[a]].breaker.isOpen && pools[poolOf[a]].breaker.cause == .credential {
+            paused[app.name] = "APNs refused its credentials (\(pools[poolOf[a]].pauseReason)); sending one probe at a time"
         }
         metrics.record { m in
             for (a, app) in apps.enumerated() where activeApps[a] {

@@ -22,6 +22,10 @@ struct AppRouter {
         isOneApp = live.allSatisfy { $0 == live.first }
     }
 
+    /// How long a send of a retired runtime (its app removed or changed by a reload) waits in
+    /// the schedule before it is looked at again: 30 s plus 0-5 s.
+    static func parkingMs<G: RandomNumberGenerator>(using rng: inout G) -> Int { 30_000 + Int.random(in: 0...5000, using: &rng) }
+
     /// The app of a job that names none: the only one, or the one named "default".
     var defaultApp: String? { (isOneApp ? active.firstIndex(of: true) : firstActive(named: "default")).map { apps[$0].name } }
 

@@ -338,7 +338,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                     // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
                     func emit(_ r: consuming SendRequest) {
                         guard parked else { return sends.append(r) }
-                        decided.append(r.decide(.deferred(afterMs: Self.parkedMs + Int.random(in: 0...5000)), appName: router.apps[app].name))
+                        var rng = SystemRandomNumberGenerator()
+                        decided.append(r.decide(.deferred(afterMs: AppRouter.parkingMs(using: &rng)), appName: router.apps[app].name))
                     }
                     // A retried piece of a fan-out job carries its one token in its envelope.
                     switch FanOut.plan(job, retried: meta.token.flatMap(DeviceToken.init), done: meta.done) {
