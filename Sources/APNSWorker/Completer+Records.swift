@@ -53,33 +53,16 @@ extension Completer {
         }
     }
 
-    /// The complete script's arguments for the batch (QueueScripts.complete).
+    /// The complete script's arguments for the batch (`QueueScripts.CompleteCall`).
     func scriptArguments(_ batch: ArraySlice<FinishedJob>, groups: AckGroups, marked: Marks, _ d: Decided) -> RedisArgs {
-        var scriptKeys = [
-            keys.results, keys.deadLetters, keys.invalidTokens, keys.stats, keys.scheduled, keys.batches(worker: workerID), keys.invalidChannels,
-        ]
-        for g in groups.all {
-            scriptKeys.append(keys.batch(worker: workerID, id: g.batch.id))
-            scriptKeys.append(keys.batchDone(worker: workerID, id: g.batch.id))
-        }
-        var args = RedisArgs(script: QueueScripts.complete, keys: scriptKeys, capacity: 512 + batch.count * 400)
-        args.append(configuration.resultsMax)
-        args.append(configuration.deadLettersMax)
-        args.append(configuration.invalidTokensMax)
-        args.append(batch.count)
-        for g in groups.all {
-            args.append(g.batch.id)
-            args.append(g.finishes ? "1" : "0")
-        }
+        var call = QueueScripts.CompleteCall(keys, worker: workerID, caps: configuration.recordCaps, jobs: batch.count, groups: groups)
         var record = ByteBuffer(capacity: 1024)
         for (i, f) in batch.enumerated() {
-            args.append(marked.groups[i] + 1)
-            if let piece = marked.pieces[i] { args.append(piece) } else { args.append(f.index) }
-            args.append(d.pairs[i])
-            OutcomeRecords.append(
-                d.decisions[i], of: f.lent, shared: d.shared[i], withResult: recordsResult(d.decisions[i]), to: &args, using: &record)
+            call.appendJob(group: marked.groups[i], piece: marked.pieces[i], index: f.index, counterPair: d.pairs[i]) { args in
+                OutcomeRecords.append(
+                    d.decisions[i], of: f.lent, shared: d.shared[i], withResult: recordsResult(d.decisions[i]), to: &args, using: &record)
+            }
         }
-        d.counters.append(to: &args)
-        return args
+        return call.finish(counters: d.counters)
     }
 }

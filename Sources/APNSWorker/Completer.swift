@@ -38,9 +38,8 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     private var transactionBuffer = RedisTransaction(capacity: 1 << 18)
     /// Batches with unfinished jobs, for the check that rides on each transaction.
     let unfinished: UnfinishedBatches
-    /// The number of the batch found in Redis since the take-back key was WATCHed on the
-    /// current connection: a transaction touching no older batch needs no check of its own.
-    private var checked: Int?
+    /// Where the chunk's writing stands, and what it sends next.
+    private var steps: CompletionSteps
     /// When it last logged that its jobs were taken back (once per 10 s at most).
     private var lastTakenBackLogMs: UInt64 = 0
     /// Whether the last WAIT saw too few replicas (logged when it changes).
@@ -73,6 +72,7 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             configuration.redis.routed(toKey: keys.jobs), loop: loop, logger: logger, replyTimeoutMs: configuration.redisReplyTimeoutMs)
         transaction = CompletionTransaction(keys: keys, workerID: workerID, caps: configuration.recordCaps)
         fullTransaction = max(1, configuration.recordingCapacity / 2)
+        steps = CompletionSteps(waitsForReplicas: configuration.waitReplicas > 0)
         redis.owner = self
     }
 
@@ -138,7 +138,9 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     private func nextChunk() {
         chunkStart = chunkEnd
         chunkEnd = min(chunkStart + Completer.chunk, current.count)
-        writing = prepare(current[chunkStart..<chunkEnd])
+        let w = prepare(current[chunkStart..<chunkEnd])
+        writing = w
+        steps.begin(oldest: w.groups.oldest!, recordable: w.recordable)
         attempt()
     }
 
@@ -151,18 +153,13 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
 
     // MARK: Writing a chunk
 
-    /// A chunk being written: its decisions, and where its writing stands. A class: its step
-    /// changes before each send, which may fail at once and report back.
+    /// A chunk being written: its decisions, and the script's arguments once made.
     private final class Writing {
         let groups: AckGroups
         let marked: Marks
         let decided: Decided
         let recordable: Bool
         var scriptArgs: RedisArgs?
-        /// After an I/O error the last write may have run with its reply lost: only the script,
-        /// which skips what is marked done, may write the chunk again.
-        var uncertain = false
-        var step = Step.idle
 
         init(groups: AckGroups, marked: Marks, decided: Decided, recordable: Bool) {
             self.groups = groups
@@ -170,17 +167,6 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
             self.decided = decided
             self.recordable = recordable
         }
-    }
-
-    private enum Step {
-        case idle
-        /// WATCH and whether the oldest batch touched is still there.
-        case checking(TakenBatch)
-        /// The transaction, with the check of `next` after it.
-        case transaction(next: TakenBatch?)
-        case script
-        /// WAIT: the chunk is written; its replicas are awaited (`redis.wait_replicas`).
-        case replicating
     }
 
     private func prepare(_ batch: ArraySlice<FinishedJob>) -> Writing {
@@ -206,67 +192,20 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     }
 
     /// Sends the chunk's next request: the check, the transaction, or the script.
-    private func attempt() {
-        guard redis.isReady, let w = writing, case .idle = w.step else { return }
-        guard w.recordable && !w.uncertain else { return sendScript(w) }
-        let oldest = w.groups.oldest!
-        if let checked, oldest.number >= checked { return sendTransaction(w) }
-        w.step = .checking(oldest)
-        redis.send(transaction.check(oldest))
-    }
+    private func attempt() { perform(steps.send(ready: redis.isReady, next: nextToCheck)) }
 
-    private func sendTransaction(_ w: Writing) {
-        let next = unfinished.oldest(besides: w.groups.finishing)
-        let batch = current[chunkStart..<chunkEnd], decided = w.decided
-        transaction.fill(&transactionBuffer, groups: w.groups, counters: decided.counters) { t in appendRecords(batch, decided, to: &t) }
-        w.step = .transaction(next: next)
-        redis.send { (p) throws(RedisError) in try p.send(&transactionBuffer, then: next.map(transaction.check) ?? []) }
-    }
+    /// The batch whose check rides on the chunk's transaction.
+    private func nextToCheck() -> TakenBatch? { writing.flatMap { unfinished.oldest(besides: $0.groups.finishing) } }
 
-    private func sendScript(_ w: Writing, loading: Bool = false) {
-        if w.scriptArgs == nil { w.scriptArgs = scriptArguments(current[chunkStart..<chunkEnd], groups: w.groups, marked: w.marked, w.decided) }
-        w.step = .script
-        // A restarted Redis: the script is loaded ahead of the call, in the same write.
-        redis.send((loading ? [RedisArgs(["SCRIPT", "LOAD", QueueScripts.complete.source])] : []) + [w.scriptArgs!], skipping: loading ? 1 : 0)
-    }
-
-    func redisConnected() {
-        checked = nil
-        // The fence: a transaction an old connection still carries WATCHed the take-back key
-        // before the connection was given up on, so touching it now makes that EXEC a no-op.
-        let fence = keys.takeback(worker: workerID)
-        redis.send([RedisArgs(["INCR", fence]), RedisArgs(["PEXPIRE", fence, "60000"])], skipping: 2)
-        attempt()
-    }
-
-    func redisFailed(_ error: RedisError) {
-        checked = nil  // the WATCH went with the connection
-        guard let w = writing else { return stopIfIdle() }
-        if case .idle = w.step {} else if error.isConnectionLost { w.uncertain = true }
-        w.step = .idle
-        // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
-        if stopping, error.isConnectionLost {
-            writing = nil
-            queue.removeAll()
-            current.removeAll()
-            return stopIfIdle()
-        }
-    }
-
-    func redisReplied(_ reply: RedisFlatReply) throws(RedisError) {
+    /// Does what the steps ask (`CompletionSteps`).
+    private func perform(_ action: CompletionSteps.Action) {
         guard let w = writing else { return }
-        let step = w.step
-        w.step = .idle
-        switch step {
-        case .idle:
-            return
-        case .checking(let oldest):
-            if reply.integer(1) == 1 {
-                checked = oldest.number
-                return attempt()
-            }
-            // Jobs were taken back meanwhile: the script decides job by job.
-            checked = nil
+        switch action {
+        case .none: return
+        case .check(let oldest): redis.send(transaction.check(oldest))
+        case .transaction(let next): sendTransaction(w, next: next)
+        case .script(let loading): sendScript(w, loading: loading)
+        case .unwatchThenScript:
             let now = MonotonicClock.nowMilliseconds()
             if now >= lastTakenBackLogMs + 10_000 {
                 lastTakenBackLogMs = now
@@ -274,40 +213,59 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
                     "jobs of this worker were taken back by another (its lease ran out): their outcomes here are dropped; the taker sends them",
                     ["worker": .string(workerID), "lease_ms": .int(configuration.leaseMs)])
             }
-            redis.send([RedisArgs(["UNWATCH"])], skipping: 1)
-            sendScript(w)
-        case .transaction(let next):
-            let ran: Bool
-            if let next {
-                // EXEC's reply was only scanned (an error in it is thrown by the pipe).
-                ran = reply.skippedArray
-                checked = reply.integer(reply.count - 1) == 1 ? next.number : nil
-            } else {
-                if let message = reply.firstError { throw .server(message) }
-                ran = reply.isArray(0)
-                checked = nil
-            }
-            // EXEC answered nil: jobs were taken back meanwhile, so decide again.
-            guard ran else { return attempt() }
-            replicateOrRecord(w)
-        case .script:
-            if let message = reply.error {
-                guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
-                return sendScript(w, loading: true)
-            }
-            replicateOrRecord(w)
-        case .replicating:
-            replicated(reply.integer(0) ?? 0)
+            redis.send([CompletionTransaction.unwatch], skipping: 1)
+            sendScript(w, loading: false)
+        case .waitReplicas:
+            redis.send([CompletionTransaction.waitReplicas(configuration.waitReplicas, timeoutMs: configuration.waitTimeoutMs)])
+        case .recorded(let replicas):
+            if let replicas { replicated(replicas) }
             chunkRecorded()
         }
     }
 
-    /// With `redis.wait_replicas`, a written chunk counts as recorded once that many replicas
-    /// have it (or the wait's timeout passes): what a failover can lose is then bounded.
-    private func replicateOrRecord(_ w: Writing) {
-        guard configuration.waitReplicas > 0 else { return chunkRecorded() }
-        w.step = .replicating
-        redis.send([RedisArgs(["WAIT", String(configuration.waitReplicas), String(configuration.waitTimeoutMs)])])
+    private func sendTransaction(_ w: Writing, next: TakenBatch?) {
+        let batch = current[chunkStart..<chunkEnd], decided = w.decided
+        transaction.fill(&transactionBuffer, groups: w.groups, counters: decided.counters) { t in appendRecords(batch, decided, to: &t) }
+        redis.send { (p) throws(RedisError) in try p.send(&transactionBuffer, then: next.map(transaction.check) ?? []) }
+    }
+
+    private func sendScript(_ w: Writing, loading: Bool) {
+        if w.scriptArgs == nil { w.scriptArgs = scriptArguments(current[chunkStart..<chunkEnd], groups: w.groups, marked: w.marked, w.decided) }
+        // A restarted Redis: the script is loaded ahead of the call, in the same write.
+        redis.send((loading ? [QueueScripts.complete.load] : []) + [w.scriptArgs!], skipping: loading ? 1 : 0)
+    }
+
+    func redisConnected() {
+        steps.connected()
+        redis.send(transaction.fence(), skipping: 2)
+        attempt()
+    }
+
+    func redisFailed(_ error: RedisError) {
+        steps.failed(connectionLost: error.isConnectionLost)
+        guard writing != nil else { return stopIfIdle() }
+        // During shutdown with Redis gone, give up: the jobs stay in flight and are recovered.
+        if stopping, error.isConnectionLost {
+            writing = nil
+            steps.abandon()
+            queue.removeAll()
+            current.removeAll()
+            return stopIfIdle()
+        }
+    }
+
+    func redisReplied(_ reply: RedisFlatReply) throws(RedisError) {
+        guard writing != nil else { return }
+        let awaited = steps.replyArrived()
+        let read: CompletionSteps.Reply
+        switch awaited {
+        case .nothing: return
+        case .checking: read = CompletionTransaction.readCheck(reply)
+        case .transaction(let next): read = try CompletionTransaction.readExec(reply, withCheck: next != nil)
+        case .script: read = .scripted(error: reply.error)
+        case .replicating: read = .waited(replicas: reply.integer(0) ?? 0)
+        }
+        perform(try steps.replied(read, to: awaited, ready: redis.isReady, next: nextToCheck))
     }
 
     private func chunkRecorded() {

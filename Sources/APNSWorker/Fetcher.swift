@@ -247,7 +247,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
                 // atomically to our staging list (taken by the next fetch); a tenth of that while
                 // suspects wait for the place another holds.
                 let wait = suspectsWaiting > 0 ? "0.1" : "1"
-                send([RedisArgs(["BLMOVE", keys.jobs, keys.staging(worker: workerID), "RIGHT", "LEFT", wait])], expecting: .blockingWait)
+                send([QueueScripts.blockingWaitCall(keys, worker: workerID, timeout: wait)], expecting: .blockingWait)
                 return
             }
             let opened = completer.unfinished.open(id: batch, jobs: taken.count)
@@ -275,8 +275,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// sent again, in one write, and the answer is true. Another error is thrown.
     func loadedAndSentAgain(_ reply: RedisFlatReply, _ script: RedisScript, _ commands: [RedisArgs], _ again: Expected) throws(RedisError) -> Bool {
         guard let message = reply.error else { return false }
-        guard message.hasPrefix("NOSCRIPT") else { throw .server(message) }
-        send([RedisArgs(["SCRIPT", "LOAD", script.source])] + commands, skipping: 1, expecting: again)
+        send(try script.reloading(after: message, commands), skipping: 1, expecting: again)
         return true
     }
 
@@ -284,9 +283,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         QueueScripts.lookUpLostCall(keys, worker: workerID, batch: id, fence: fenceField, epoch: epoch)
     }
 
-    private func listArgs(_ id: String) -> RedisArgs {
-        RedisArgs(["LRANGE", keys.batch(worker: workerID, id: id), "0", "-1"])
-    }
+    private func listArgs(_ id: String) -> RedisArgs { QueueScripts.batchListCall(keys, worker: workerID, batch: id) }
 
     /// Parses each taken job once; the payload bytes are kept, never re-encoded.
     private func route(_ taken: TakenJobs, batch: TakenBatch) {

@@ -74,6 +74,33 @@ public struct CompletionTransaction {
         [RedisArgs(["WATCH", keys.takeback(worker: workerID)]), RedisArgs(["EXISTS", keys.batch(worker: workerID, id: batch.id)])]
     }
 
+    /// The fence a new connection raises first: a transaction an old connection still carries
+    /// WATCHed the take-back key before that connection was given up on, so touching the key
+    /// now makes its EXEC a no-op. Two replies.
+    public func fence() -> [RedisArgs] {
+        let key = keys.takeback(worker: workerID)
+        return [RedisArgs(["INCR", key]), RedisArgs(["PEXPIRE", key, "60000"])]
+    }
+
+    /// The check's answer: whether the batch's list is still there.
+    public static func readCheck(_ reply: RedisFlatReply) -> CompletionSteps.Reply { .checked(found: reply.integer(1) == 1) }
+
+    /// EXEC's answer, and that of the check riding on it (`withCheck`): an error in EXEC's
+    /// answer is thrown (with a check behind it, by the pipe, which only scanned it).
+    public static func readExec(_ reply: RedisFlatReply, withCheck: Bool) throws(RedisError) -> CompletionSteps.Reply {
+        guard !withCheck else { return .executed(ran: reply.skippedArray, nextFound: reply.integer(reply.count - 1) == 1) }
+        if let message = reply.firstError { throw .server(message) }
+        return .executed(ran: reply.isArray(0), nextFound: false)
+    }
+
+    /// Ends the WATCH when the script goes instead of the transaction.
+    public static var unwatch: RedisArgs { RedisArgs(["UNWATCH"]) }
+
+    /// WAIT until `replicas` have the writes, `timeoutMs` at most (`redis.wait_replicas`).
+    public static func waitReplicas(_ replicas: Int, timeoutMs: Int) -> RedisArgs {
+        RedisArgs(["WAIT", String(replicas), String(timeoutMs)])
+    }
+
     private static func xadd(_ stream: String) -> RedisArgs.Prefix {
         RedisArgs(["XADD", stream, "*", "record"]).prefix
     }

@@ -130,12 +130,17 @@ extension BlockingRedisConnection {
     func loadingIfNeeded<R>(_ script: RedisScript, send: () throws(RedisError) -> R, error: (R) -> String?) throws(RedisError) -> R {
         running = script
         defer { running = nil }
-        var reply = try send()
-        if let message = error(reply), message.hasPrefix("NOSCRIPT") {
-            if case .error(let m) = try command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
-            reply = try send()
-        }
+        let reply = try sendLoading(script, send: send, error: error)
         if let message = error(reply) { throw .server(message) }
         return reply
+    }
+
+    /// The blocking connections' NOSCRIPT path: sends, and after NOSCRIPT loads `script` on this
+    /// connection's server and sends once more. Other error answers are returned.
+    func sendLoading<R>(_ script: RedisScript?, send: () throws(RedisError) -> R, error: (R) -> String?) throws(RedisError) -> R {
+        let reply = try send()
+        guard let script, let message = error(reply), RedisScript.isMissing(message) else { return reply }
+        if case .error(let m) = try command(script.load) { throw .server(m) }
+        return try send()
     }
 }

@@ -94,11 +94,7 @@ extension BlockingRedisConnection {
                 _ = try node.command(["ASKING"])
                 return try node.command(args)
             }
-            var reply = try asked()
-            if case .error(let m) = reply, m.hasPrefix("NOSCRIPT"), let script = running {
-                if case .error(let m) = try node.command(["SCRIPT", "LOAD", script.source]) { throw .server(m) }
-                reply = try asked()
-            }
+            let reply = try node.sendLoading(running, send: asked, error: { if case .error(let m) = $0 { m } else { nil } })
             return try reply.checkedForReplica()
         } catch {
             throw redirect.named(error)

@@ -10,6 +10,19 @@ public struct RedisScript: Sendable {
         self.source = source
         sha1 = SHA1.hex(Array(source.utf8))
     }
+
+    /// The one test for NOSCRIPT: the server has not this script (restarted, or another node).
+    public static func isMissing(_ error: String) -> Bool { error.hasPrefix("NOSCRIPT") }
+
+    /// SCRIPT LOAD of this script.
+    public var load: RedisArgs { RedisArgs(["SCRIPT", "LOAD", source]) }
+
+    /// The event loops' NOSCRIPT path: after `error`, `commands` again with this script loaded
+    /// ahead of them in the same write (skip the first reply). Any other error is thrown.
+    public func reloading(after error: String, _ commands: [RedisArgs]) throws(RedisError) -> [RedisArgs] {
+        guard Self.isMissing(error) else { throw .server(error) }
+        return [load] + commands
+    }
 }
 
 extension BlockingRedisConnection {
