@@ -19,10 +19,7 @@ extension Fetcher {
     }
 
     private func confirmArgs(_ batches: [TakenBatch]) -> RedisArgs {
-        var args = RedisArgs(script: QueueScripts.confirmLease, keys: [keys.workers] + batches.map { keys.batch(worker: workerID, id: $0.id) })
-        args.append(workerID)
-        args.append(configuration.leaseMs)
-        return args
+        QueueScripts.confirmLeaseCall(keys, worker: workerID, leaseMs: configuration.leaseMs, batches: batches)
     }
 
     /// The confirmation's answer: a batch no longer there was taken back, and its unsent jobs
@@ -31,9 +28,9 @@ extension Fetcher {
         if try loadedAndSentAgain(reply, QueueScripts.confirmLease, [confirmArgs(batches)], .confirm(sentAtMs: sentAtMs, batches: batches)) {
             return
         }
-        guard reply.isArray(0), reply.count == batches.count + 1 else { throw .server("the lease confirmation answered no list") }
+        let there = try QueueScripts.readConfirmation(reply, batches: batches.count)
         var gone = 0
-        for (k, b) in batches.enumerated() where reply.integer(k + 1) == 0 {
+        for (k, b) in batches.enumerated() where !there[k] {
             b.takenBack = true
             gone += 1
         }

@@ -183,10 +183,7 @@ final class Housekeeper: @unchecked Sendable {
     private func tick() {
         _ = try? redis.with { r throws(RedisError) in
             let sentAt = MonotonicClock.nowMilliseconds()
-            let expired = try r.run(
-                QueueScripts.tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats, keys.suspects],
-                args: [Array(workerID.utf8), Array(String(configuration.leaseMs).utf8), Array("1000".utf8)]
-            ).array
+            let expired = try r.run(QueueScripts.tick, QueueScripts.tickCall(keys, worker: workerID, leaseMs: configuration.leaseMs)).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
             if hasQueueDuties { try writeMayDuplicate(r) }
             for worker in expired.compactMap(\.text) {

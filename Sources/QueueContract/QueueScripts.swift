@@ -1,3 +1,4 @@
+import Delivery
 import RedisClient
 
 /// The Lua scripts that make each queue transition one atomic step (DESIGN.md §3).
@@ -14,6 +15,20 @@ public enum QueueScripts {
         for k = 2, #KEYS do out[#out + 1] = redis.call('EXISTS', KEYS[k]) end
         return out
         """)
+
+    /// One call of `confirmLease` for `batches`.
+    public static func confirmLeaseCall(_ keys: QueueKeys, worker: String, leaseMs: Int, batches: [TakenBatch]) -> RedisArgs {
+        var args = RedisArgs(script: confirmLease, keys: [keys.workers] + batches.map { keys.batch(worker: worker, id: $0.id) })
+        args.append(worker)
+        args.append(leaseMs)
+        return args
+    }
+
+    /// `confirmLease`'s answer: whether each batch is still there, in the order asked.
+    public static func readConfirmation(_ reply: RedisFlatReply, batches: Int) throws(RedisError) -> [Bool] {
+        guard reply.isArray(0), reply.count == batches + 1 else { throw .server("the lease confirmation answered no list") }
+        return (0..<batches).map { reply.integer($0 + 1) != 0 }
+    }
 
     /// The housekeeper's tick: renews this worker's lease, moves due retries and scheduled jobs
     /// to the consuming end of the list (a suspect to the suspects' list), and names the workers
@@ -35,6 +50,16 @@ public enum QueueScripts {
             for _, w in ipairs(expired) do if w ~= ARGV[1] then out[#out + 1] = w end end
             return out
             """)
+
+    /// One `tick` (run by a blocking connection): renews `worker`'s lease, promotes up to
+    /// `promote` due jobs. Its answer: the workers whose lease ran out.
+    public static func tickCall(_ keys: QueueKeys, worker: String, leaseMs: Int, promote: Int = 1000) -> RedisArgs {
+        var args = RedisArgs(script: tick, keys: [keys.workers, keys.scheduled, keys.jobs, keys.stats, keys.suspects])
+        args.append(worker)
+        args.append(leaseMs)
+        args.append(promote)
+        return args
+    }
 
     /// Lua that puts a job back in line: a suspect (an envelope taken back twice or more) at the
     /// far end of the suspects' list, which fetchers take one at a time; any other job at the
