@@ -1,5 +1,6 @@
 import APNSCore
 import FoundationEssentials
+import QueueContract
 import RedisClient
 
 /// `apnsctl dead list|show|requeue|purge`.
@@ -57,16 +58,6 @@ public enum Confirmation {
 }
 
 public enum DeadLetterCommands {
-    /// Requeues atomically: the letter leaves the stream in the same step the job enters the queue.
-    static let requeue = RedisScript(
-        """
-        if redis.call('XDEL', KEYS[1], ARGV[1]) == 1 then
-          redis.call('LPUSH', KEYS[2], ARGV[2])
-          return 1
-        end
-        return 0
-        """)
-
     public static func select(_ ctx: AdminContext, _ filter: DeadLetterFilter, limit: Int = 1_000_000) throws -> [StreamRecord] {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         if filter.ids.count == 1, !filter.all {
@@ -121,10 +112,8 @@ public enum DeadLetterCommands {
                 job = edited
             }
             let set = try ctx.keys(ofRecord: r.id)
-            var args = RedisArgs(script: requeue, keys: [set.deadLetters, set.jobs])
-            args.append(r.entry)
-            args.append(bytes: job)
-            if try ctx.connection(set).run(requeue, args).integer == 1 { done += 1 }
+            let call = QueueScripts.requeueDeadLetterCall(set, entry: r.entry, job: job)
+            if try ctx.connection(set).run(QueueScripts.requeueDeadLetter, call).integer == 1 { done += 1 }
         }
         ctx.say(
             ctx.json

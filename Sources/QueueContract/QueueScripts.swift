@@ -61,6 +61,26 @@ public enum QueueScripts {
         return args
     }
 
+    /// Requeues a dead letter atomically: the letter leaves its stream in the same step its job
+    /// enters the queue. KEYS: dead letters, jobs. ARGV: the letter's entry id, the job. Returns 1
+    /// or 0 (the letter was gone).
+    public static let requeueDeadLetter = RedisScript(
+        """
+        if redis.call('XDEL', KEYS[1], ARGV[1]) == 1 then
+          redis.call('LPUSH', KEYS[2], ARGV[2])
+          return 1
+        end
+        return 0
+        """)
+
+    /// One call of `requeueDeadLetter`.
+    public static func requeueDeadLetterCall(_ keys: QueueKeys, entry: String, job: [UInt8]) -> RedisArgs {
+        var args = RedisArgs(script: requeueDeadLetter, keys: [keys.deadLetters, keys.jobs])
+        args.append(entry)
+        args.append(bytes: job)
+        return args
+    }
+
     /// Lua that puts a job back in line: a suspect (an envelope taken back twice or more) at the
     /// far end of the suspects' list, which fetchers take one at a time; any other job at the
     /// consuming end of the jobs list, to go next at full speed.
