@@ -10,7 +10,8 @@ public enum CommandLineSpec {
     public static let commands: [String: (flags: Set<String>, words: ClosedRange<Int>)] = [
         "enqueue": (
             [
-                "token", "app", "id", "push-type", "priority", "topic", "collapse-id", "expiration", "send-at", "payload", "title", "body",
+                "token", "app", "id", "push-type", "priority", "topic", "collapse-id", "idempotency-key", "expiration", "send-at", "payload", "title",
+                "body",
                 "badge", "sound", "template", "locale", "data", "file", "progress",
             ], 0...0
         ),

@@ -17,7 +17,10 @@ public enum JobInput {
         w.field("v", 1)
         w.field("id", option("id") ?? UUIDText.random())
         if tokens.count == 1 { w.field("token", tokens[0]) } else { w.key("tokens"); w.beginArray(); for t in tokens { w.string(t) }; w.endArray() }
-        for (flagName, field) in [("app", "app"), ("push-type", "push_type"), ("topic", "topic"), ("collapse-id", "collapse_id")] {
+        for (flagName, field) in [
+            ("app", "app"), ("push-type", "push_type"), ("topic", "topic"), ("collapse-id", "collapse_id"),
+            ("idempotency-key", "idempotency_key"),
+        ] {
             w.fieldIfPresent(field, option(flagName))
         }
         for (flagName, field) in [("priority", "priority"), ("expiration", "expiration"), ("send-at", "send_at")] {

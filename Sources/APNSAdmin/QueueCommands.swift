@@ -199,6 +199,7 @@ public enum QueueCommands {
     public static func enqueue(
         _ ctx: AdminContext, jobs: [[UInt8]], knownApps: [String]? = nil, progress: ((Int, Int) -> Void)? = nil
     ) throws -> Int {
+        var keys: [String?] = []
         for (i, job) in jobs.enumerated() {
             let parsed: Job
             do { parsed = try Job.parse(job) } catch {
@@ -209,14 +210,22 @@ public enum QueueCommands {
                     "job \(i + 1) names app \"\(app)\", which the configuration does not have (it has \(knownApps.joined(separator: ", "))); nothing was enqueued"
                 )
             }
+            keys.append(parsed.idempotencyKey)
         }
-        // A sharded queue's jobs go to its shards at random, as the contract tells producers to.
-        let shards = ctx.keySets.filter { $0.shard != nil }
+        // A sharded queue's jobs go to its shards at random, as the contract tells producers to;
+        // a keyed job to its key's shard (`IdempotencyClaim.shard`). Never to a draining shard.
+        let shards = ctx.keySets.filter { $0.shard.map { !ctx.draining.contains($0) } ?? false }
+        func home(_ i: Int) -> QueueKeys {
+            guard !shards.isEmpty else { return ctx.keys }
+            guard let key = keys[i] else { return shards.randomElement()! }
+            let n = IdempotencyClaim.shard(ofKey: key, shards: shards.count)
+            return shards.first { $0.shard == n } ?? shards[n]
+        }
         var sent = 0
         while sent < jobs.count {
-            let chunk = jobs[sent..<min(sent + 1000, jobs.count)]
+            let range = sent..<min(sent + 1000, jobs.count)
             var byQueue: [String: [[UInt8]]] = [:]
-            for j in chunk { byQueue[(shards.randomElement() ?? ctx.keys).jobs, default: []].append(j) }
+            for i in range { byQueue[home(i).jobs, default: []].append(jobs[i]) }
             for (queue, jobs) in byQueue {
                 let set = ctx.keySets.first { $0.jobs == queue } ?? ctx.keys
                 var args = RedisArgs(capacity: jobs.reduce(64) { $0 + $1.count })
@@ -225,7 +234,7 @@ public enum QueueCommands {
                 for j in jobs { args.append(bytes: j) }
                 if case .error(let m) = try ctx.connection(set).command(args) { throw AdminError.redis(m) }
             }
-            sent += chunk.count
+            sent += range.count
             progress?(sent, jobs.count)
         }
         return sent

@@ -5,7 +5,7 @@ extension Job {
     /// `"priorty"` cannot silently send with a default.
     enum Field: Int, CaseIterable {
         case v, id, app, token, tokens, topic, pushType, priority, expiration, collapseID, apnsID
-        case payload, notification, template, truncate, sendAt, maxAttempts, meta, channel, channelStorage
+        case payload, notification, template, truncate, sendAt, maxAttempts, meta, channel, channelStorage, idempotencyKey
 
         /// Matches a key's UTF-8 by its length, then its bytes: no String is built per key.
         init?(utf8 key: UnsafeBufferPointer<UInt8>) {
@@ -26,7 +26,7 @@ extension Job {
             case 10: field = matches("expiration") ? .expiration : nil
             case 11: field = matches("collapse_id") ? .collapseID : nil
             case 12: field = matches("notification") ? .notification : matches("max_attempts") ? .maxAttempts : nil
-            case 15: field = matches("channel_storage") ? .channelStorage : nil
+            case 15: field = matches("channel_storage") ? .channelStorage : matches("idempotency_key") ? .idempotencyKey : nil
             default: field = nil
             }
             guard let field else { return nil }
@@ -39,6 +39,7 @@ extension Job {
     public static let fieldNames: [String] = [
         "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
         "payload", "notification", "template", "truncate", "send_at", "max_attempts", "meta", "channel", "channel_storage",
+        "idempotency_key",
     ]
 
     public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job { try parse(bytes[...]) }
@@ -93,7 +94,7 @@ extension Job {
         var app: String?, topic: String?, pushType: String?
         /// The token as scanned: read from the job's bytes without building a String.
         var token = ScannedToken.absent
-        var collapseID: String?, apnsID: String?, channel: String?, channelStorage: String?
+        var collapseID: String?, apnsID: String?, channel: String?, channelStorage: String?, idempotencyKey: String?
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
         var payload: Range<Int>?
@@ -153,6 +154,7 @@ extension Job {
             case .apnsID: if want(.string) { apnsID = try s.readString(); return }
             case .channel: if want(.string) { channel = try s.readString(); return }
             case .channelStorage: if want(.string) { channelStorage = try s.readString(); return }
+            case .idempotencyKey: if want(.string) { idempotencyKey = try s.readString(); return }
             case .priority: if want(.number) { priority = try s.readInt(); return }
             case .expiration: if want(.number) { expiration = try s.readInt(); return }
             case .sendAt: if want(.number) { sendAt = try s.readInt(); return }
@@ -343,6 +345,10 @@ extension Job {
                 apnsID: apnsID.take().map { $0.lowercased() }, payload: .inRaw(payloadRange), content: content,
                 truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts.map(Int.init), channel: channel.take(), channelStorage: storage)
             job.metaRange = meta.map { (job.raw.startIndex + $0.lowerBound)..<(job.raw.startIndex + $0.upperBound) }
+            if let key = idempotencyKey.take() {
+                try Job.checkIdempotencyKey(key)
+                job.idempotencyKey = key
+            }
             try RequestRules.check(job: job)
             return job
         }

@@ -74,6 +74,8 @@ public final class Job: @unchecked Sendable {
     /// The producer's own `meta` object, copied into every record about the job and never read:
     /// its range in `raw`.
     public internal(set) var metaRange: Range<Int>?
+    /// The producer's idempotency key: within the queue's window, one job per key is sent.
+    public internal(set) var idempotencyKey: String?
     /// The largest `meta` a job may carry.
     public static let maxMetaBytes = 1024
 
@@ -175,10 +177,28 @@ public final class Job: @unchecked Sendable {
 
     /// The same job with a rendered payload.
     public func rendered(_ payload: [UInt8]) -> Job {
-        Job(
+        let job = Job(
             raw: raw, idField: idField, app: app, token: token, otherTokens: otherTokens, topic: topic, pushType: pushType, priority: priority,
             expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: .rendered(payload), content: content,
             truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts, channel: channel, channelStorage: channelStorage)
+        job.idempotencyKey = idempotencyKey
+        return job
+    }
+
+    /// The longest idempotency key, in bytes.
+    public static let maxIdempotencyKeyBytes = 128
+
+    /// 1 to 128 visible ASCII characters (no space): a UUID, a hash, `order-1234:shipped`.
+    static func checkIdempotencyKey(_ key: String) throws(JobRejection) {
+        guard !key.isEmpty, key.utf8.count <= maxIdempotencyKeyBytes else {
+            throw JobRejection(
+                JobRejection.badIdempotencyKey, "\"idempotency_key\" must have 1 to \(maxIdempotencyKeyBytes) characters, not \(key.utf8.count)")
+        }
+        guard key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw JobRejection(
+                JobRejection.badIdempotencyKey, "\"idempotency_key\" takes visible ASCII characters only (no spaces, control or non-ASCII characters)"
+            )
+        }
     }
     public var effectivePriority: Priority { priority ?? pushType.defaultPriority }
     /// A broadcast to a channel, not a push to device tokens.
@@ -222,4 +242,5 @@ public struct JobRejection: Error, Equatable, Sendable, CustomStringConvertible 
     public static let missingPlaceholder = "MissingPlaceholder"
     public static let badPayloadForPushType = "BadPayloadForPushType"
     public static let noKeyForTopic = "NoKeyForTopic"
+    public static let badIdempotencyKey = "BadIdempotencyKey"
 }

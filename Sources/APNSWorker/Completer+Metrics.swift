@@ -42,6 +42,7 @@ extension Completer {
                     // Bounded series: a server can make up reasons without end; ours (status 0) are few.
                     reason = r.status == 0 || r.reason.isKnown ? r.reason.rawValue : "other"
                 case .deadLetter(let why): status = 0; reason = why.reason
+                case .duplicate: status = 0; reason = "Duplicate"
                 case .scheduled, .deferred: return
                 }
             }
@@ -84,6 +85,7 @@ extension Completer {
                 case .deadLettered: m.add("apns_dead_letters_total", .init(("app", k.app), ("reason", k.reason)), v)
                 case .invalidToken: m.add("apns_invalid_tokens_total", .init(("app", k.app), ("reason", k.reason)), v)
                 case .invalidChannel: m.add("apns_invalid_channels_total", .init(("app", k.app), ("reason", k.reason)), v)
+                case .duplicate: m.add("apns_duplicates_total", .init(("app", k.app)), v)
                 case .delivered, .scheduled, .deferred: break
                 }
             }

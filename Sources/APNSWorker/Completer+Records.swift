@@ -47,7 +47,7 @@ extension Completer {
     /// Whether the `results` setting wants this outcome's result record (a schedule has none).
     func recordsResult(_ d: OutcomeRecords.Decision) -> Bool {
         switch d.kind {
-        case .result: configuration.results.records(delivered: true)
+        case .result: configuration.results.records(delivered: d.stat == .delivered)
         case .deadLetter, .invalidToken, .invalidChannel: configuration.results.records(delivered: false)
         case .schedule: true
         }

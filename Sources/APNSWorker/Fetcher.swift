@@ -23,9 +23,9 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// (`AppRegistry`), and which of them take jobs.
     var router: AppRouter
     let completer: Completer
-    private let gate: InFlightGate
+    let gate: InFlightGate
     let logger: Logger
-    private let templates: TemplateSource
+    let templates: TemplateSource
     private let batchIDs: BatchIDs
     let lease: LeaseGuard
     /// A confirmation of the lease is under way (`leaseHolds`).
@@ -43,13 +43,15 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         return failoverJobs
     }
     /// Where sendable jobs go: the owning loop's queue of sends (loop thread).
-    private let deliver: ([SendRequest?]) -> Void
+    let deliver: ([SendRequest?]) -> Void
     private let loop: EventLoop
     let redis: EventLoopRedisConnection
     /// Replies awaited, oldest first.
     private var expected: [Expected] = []
     /// Batches whose fetch reply was lost: the script may have run. Looked up once Redis answers.
     private var lost: [String] = []
+    /// Claims whose answers a lost connection took: sent again first.
+    private var lostClaims: [Claiming] = []
     /// This fetcher's fence in the batches hash, and its connection's epoch: a lookup of a lost
     /// batch raises the fence to the epoch, so that a fetch an old connection still carries
     /// takes nothing.
@@ -66,7 +68,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// `fetchIfRoom` runs next anyway.
     private lazy var wakeLoop: @Sendable () -> Void = { [loop] in if !loop.isCurrentThread { loop.wake() } }
     /// Jobs the completer wrote, still to free: one as each job is taken (`RecordedJobs`).
-    private var unfreed: RecordedJobs.Unfreed
+    var unfreed: RecordedJobs.Unfreed
 
     enum Expected {
         case fetch(batch: String, size: Int, sentAtMs: UInt64, suspect: Bool)
@@ -76,6 +78,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         case templates
         /// Which of these batches are still there (`QueueScripts.confirmLease`).
         case confirm(sentAtMs: UInt64, batches: [TakenBatch])
+        /// The idempotency claims of a fetch's keyed jobs.
+        case claims(Claiming)
     }
 
     init(
@@ -145,6 +149,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             case .fetch(let batch, _, _, let isSuspect):
                 if error.isConnectionLost { lost.append(batch) } else if isSuspect { endSuspect() }
             case .lost(let batch): lost.append(batch)
+            case .claims(let c): lostClaims.append(c)
             case .blockingWait, .templates, .confirm: break
             }
         }
@@ -163,6 +168,12 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     /// awaited and the gate has room for it, or the lost batches' lookups first.
     func fetchIfRoom() {
         guard redis.isReady, expected.isEmpty, !stopping else { return }
+        if !lostClaims.isEmpty {
+            let again = lostClaims
+            lostClaims.removeAll()
+            for c in again { sendClaims(c) }
+            return
+        }
         if !lost.isEmpty {
             while redis.isReady, let batch = lost.first {
                 lost.removeFirst()
@@ -229,6 +240,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             break
         case .confirm(let sentAtMs, let batches):
             try confirmed(reply, sentAtMs: sentAtMs, batches: batches)
+        case .claims(let c):
+            try claimed(reply, c)
         case .fetch(let batch, let size, let sentAtMs, let isSuspect):
             let again: Expected = .fetch(batch: batch, size: size, sentAtMs: MonotonicClock.nowMilliseconds(), suspect: isSuspect)
             if try loadedAndSentAgain(reply, QueueScripts.fetch, [fetchArgs(batch, size: size, suspect: isSuspect), listArgs(batch)], again) {
@@ -284,101 +297,4 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     }
 
     private func listArgs(_ id: String) -> RedisArgs { QueueScripts.batchListCall(keys, worker: workerID, batch: id) }
-
-    /// Parses each taken job once; the payload bytes are kept, never re-encoded.
-    private func route(_ taken: TakenJobs, batch: TakenBatch) {
-        let now = MonotonicClock.nowNanoseconds()
-        let nowMs = WallClock.nowMilliseconds()
-        var sends: [SendRequest?] = []  // optional for the send loop's queue to move them out (PendingQueue)
-        sends.reserveCapacity(taken.count)
-        var decided: [FinishedJob] = []
-        var units = 0
-        let library = templates.library
-        // Once a batch: the router's arrays, read from the fetcher per job, counted a reference each time.
-        let router = router
-        // Read in place; a job's slice of the buffer is made once, for the job to keep.
-        taken.bytes.withUnsafeBufferPointer { all in
-            for (index, range) in taken.ranges.enumerated() {
-                unfreed.freeOne()
-                let handle = taken.first + Int64(index)
-                var meta = JobEnvelope.Meta()
-                var opened: ArraySlice<UInt8>?  // the job inside an envelope
-                do throws(JobRejection) {
-                    if JobEnvelope.isEnvelope(UnsafeBufferPointer(rebasing: all[range])) {
-                        (meta, opened) = try JobEnvelope.open(taken.bytes[range])
-                    }
-                    let parsed = try Job.parse(opened ?? taken.bytes[range])
-                    let (app, topic) = try router.resolve(parsed)
-                    let parked = !router.active[app]
-                    let job = try PayloadRenderer.render(consume parsed, templates: library, truncateByDefault: router.apps[app].truncateBody)
-                    // max_age_s counts from the first take, or from the time it was to be sent.
-                    let sinceMs = max(meta.since ?? nowMs, (job.sendAt ?? 0) * 1000)
-                    if let maxAge = configuration.maxAgeSeconds, sinceMs + Int64(maxAge) * 1000 <= nowMs {
-                        throw JobRejection("Expired", "a worker first took it more than max_age_s (\(maxAge) s) ago, and APNs has not taken it")
-                    }
-                    if let sendAt = job.sendAt, sendAt * 1000 > nowMs {
-                        units += 1
-                        decided.append(
-                            .unsent(
-                                handle: handle, batch: batch, index: index, raw: job.raw, job: job, appName: router.apps[app].name, topic: topic,
-                                outcome: .scheduled(atMs: sendAt * 1000), attempts: meta.attempts,
-                                recoveries: meta.recoveries))
-                        continue
-                    }
-                    // The job is consumed by its last request: passed on, not counted once more.
-                    func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
-                        let ticket = QueueTicket(
-                            handle: handle, batch: batch, index: index, takenAtNs: now, sinceMs: sinceMs, attempts: meta.attempts,
-                            recoveries: meta.recoveries, fanout: fanout)
-                        return SendRequest(ticket: ticket, job: job, token: token, app: app, topic: topic)
-                    }
-                    // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
-                    func emit(_ r: consuming SendRequest) {
-                        guard parked else { return sends.append(r) }
-                        var rng = SystemRandomNumberGenerator()
-                        decided.append(r.decide(.deferred(afterMs: AppRouter.parkingMs(using: &rng)), appName: router.apps[app].name))
-                    }
-                    // A retried piece of a fan-out job carries its one token in its envelope.
-                    switch FanOut.plan(job, retried: meta.token.flatMap(DeviceToken.init), done: meta.done) {
-                    case .one(let token):
-                        units += 1
-                        emit(request(consume job, token, fanout: 1))
-                    case .left(let left):
-                        units += left.count
-                        for token in left { emit(request(job, token, fanout: left.count)) }
-                    case .every(let fanout):
-                        units += fanout
-                        emit(request(job, job.token, fanout: fanout))
-                        for token in job.otherTokens { emit(request(job, token, fanout: fanout)) }
-                    }
-                } catch {
-                    units += 1
-                    // Its records name it as it names itself; it counts under its app only if that is configured.
-                    let raw = opened ?? taken.bytes[range]
-                    let names = JobNames(scanning: raw)
-                    let counted = names.app.map { n in router.firstActive(named: n) != nil ? n : nil } ?? router.defaultApp
-                    decided.append(
-                        .unsent(
-                            handle: handle, batch: batch, index: index, raw: raw, job: nil, appName: counted, topic: nil,
-                            outcome: .deadLetter(error.bounded), attempts: meta.attempts, recoveries: meta.recoveries, names: names))
-                }
-            }
-        }
-        // A fan-out job records many sends: what one freed per job taken cannot keep up with goes now.
-        if unfreed.count > 4 * configuration.batchSize { unfreed.freeAll() }
-        gate.add(sent: units - decided.count, decided: decided.count)
-        if !sends.isEmpty { deliver(sends) }
-        if !decided.isEmpty {
-            let dead = decided.filter { if case .deadLetter = $0.outcome { return true } else { return false } }
-            if !dead.isEmpty {
-                logger.info("dead-lettered jobs that cannot be sent", ["count": .int(dead.count), "first_reason": .string(Self.reason(dead[0]))])
-            }
-            completer.submit(decided)
-        }
-    }
-
-    private static func reason(_ f: FinishedJob) -> String {
-        if case .deadLetter(let why) = f.outcome { return why.description }
-        return ""
-    }
 }

@@ -21,7 +21,7 @@ enum OutcomeRecords {
         /// token), c (result, invalid channel), s (schedule).
         var kind: CompletionKind {
             switch plan {
-            case .delivered: .result
+            case .delivered, .duplicate: .result
             case .schedule: .schedule
             case .failed(_, .deadLetter): .deadLetter
             case .failed(_, .invalidToken): .invalidToken
@@ -40,6 +40,8 @@ enum OutcomeRecords {
         /// The id is read from the job's answer when its record is written: copied here, it
         /// was copied and destroyed once more per job.
         case delivered
+        /// Not sent: its key's claim is another job's (`first`).
+        case duplicate(first: String)
         case schedule(JobEnvelope.Meta, at: String, stat: QueueStat)
         /// Final and failed: a result, plus a record in one of the feeds.
         case failed(Rejection, Feed)
@@ -66,6 +68,7 @@ enum OutcomeRecords {
         let stat: QueueStat
         switch plan {
         case .delivered: stat = .delivered
+        case .duplicate: stat = .duplicate
         case .schedule(_, _, let s): stat = s
         case .failed(_, let feed): stat = feed.stat
         }
@@ -94,6 +97,7 @@ enum OutcomeRecords {
         switch d.plan {
         case .delivered: f.withDeliveredID { OutcomeRecord.delivered(context, apnsID: $0, attempts: d.attempts, into: &out) }
         case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
+        case .duplicate(let first): OutcomeRecord.duplicate(context, of: first, into: &out)
         case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
         }
     }
@@ -102,7 +106,7 @@ enum OutcomeRecords {
     /// nothing for a delivery.
     static func writeSecond(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout ByteBuffer) {
         switch d.plan {
-        case .delivered: break
+        case .delivered, .duplicate: break
         case .failed(let r, .deadLetter(let detail)):
             OutcomeRecord.deadLetter(
                 Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
@@ -124,7 +128,7 @@ enum OutcomeRecords {
     private static func tokenMeta(_ f: FinishedJob.Lent, worker: String) -> JobEnvelope.Meta {
         JobEnvelope.Meta(
             token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""), since: f.sinceMs)
+            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""), since: f.sinceMs, claim: f.claim)
     }
 
     private static func plan(_ f: FinishedJob.Lent, worker: String) -> Plan {
@@ -134,8 +138,10 @@ enum OutcomeRecords {
             return .delivered
         case .scheduled(let atMs):
             return .schedule(
-                JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle)),
+                JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle), claim: f.claim),
                 at: "=\(atMs)", stat: .scheduled)
+        case .duplicate(let first):
+            return .duplicate(first: first)
         case .deadLetter(let why):
             return .failed(Rejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), .deadLetter(detail: why.detail))
         case .rejected(_, .retry(let afterMs)):

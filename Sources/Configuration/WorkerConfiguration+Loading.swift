@@ -35,7 +35,7 @@ extension WorkerConfiguration {
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens", "results",
-            "shards", "max_age_s",
+            "shards", "max_age_s", "idempotency_window_s",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown([
@@ -67,6 +67,7 @@ extension WorkerConfiguration {
         if let level = try f.string("log_level") { logLevel = try LogLevel.parse(level) }
         maxRecoveries = try f.int("max_recoveries") ?? maxRecoveries
         maxAgeSeconds = try f.int("max_age_s")
+        idempotencyWindowSeconds = try f.int("idempotency_window_s") ?? idempotencyWindowSeconds
         credentialPauseMs = try f.int("credential_pause_ms") ?? credentialPauseMs
         pingIntervalMs = try f.int("ping_interval_ms") ?? pingIntervalMs
         pingTimeoutMs = try f.int("ping_timeout_ms") ?? pingTimeoutMs
@@ -109,6 +110,7 @@ extension WorkerConfiguration {
         ioThreads = try int("APNSW_IO_THREADS") ?? ioThreads
         batchSize = try int("APNSW_BATCH_SIZE") ?? batchSize
         leaseMs = try int("APNSW_LEASE_MS") ?? leaseMs
+        idempotencyWindowSeconds = try int("APNSW_IDEMPOTENCY_WINDOW_S") ?? idempotencyWindowSeconds
         metricsPort = try int("APNSW_METRICS_PORT") ?? metricsPort
         metricsHost = env["APNSW_METRICS_HOST"] ?? metricsHost
         if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }

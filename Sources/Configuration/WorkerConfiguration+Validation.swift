@@ -45,7 +45,7 @@ extension WorkerConfiguration {
             ("results_max", resultsMax, 1...1_000_000_000), ("dead_letters_max", deadLettersMax, 1...1_000_000_000),
             ("invalid_tokens_max", invalidTokensMax, 1...1_000_000_000),
             ("results_max_age_s", resultsMaxAgeSeconds, 1...315_360_000), ("dead_letters_max_age_s", deadLettersMaxAgeSeconds, 1...315_360_000),
-            ("max_age_s", maxAgeSeconds, 1...2_592_000),
+            ("max_age_s", maxAgeSeconds, 1...2_592_000), ("idempotency_window_s", idempotencyWindowSeconds, 1...2_592_000),
             ("invalid_tokens_max_age_s", invalidTokensMaxAgeSeconds, 1...315_360_000),
             ("retry.backoff_cap_ms", retryPolicy.backoffCapMs, retryPolicy.backoffBaseMs...86_400_000),
             ("retry.server_error_max_delay_ms", retryPolicy.serverErrorDelayMs.upperBound, 0...3_600_000),

@@ -51,6 +51,8 @@ public struct WorkerConfiguration: Sendable {
     /// A job not yet taken by APNs this long after a worker first took it (or after its
     /// `send_at`) is dead-lettered as Expired instead of being sent; nil: no limit.
     public var maxAgeSeconds: Int?
+    /// How long an `idempotency_key` stays taken by the first job that had it (30 days at most).
+    public var idempotencyWindowSeconds = 86_400
     /// How long an app pauses (at first) when APNs refuses its credentials.
     public var credentialPauseMs = 60_000
     public var pingIntervalMs = 60_000

@@ -44,7 +44,9 @@ enum QueuePages {
                     HTML.num(k.deadLetters, tone: k.deadLetters > 0 ? "bad" : nil), "<span class=\"num\">\(oneDecimal(k.resultsPerSecond))</span>",
                 ]
             }, id: "key-sets")
-        let names = ["delivered", "invalid_token", "invalid_channel", "dead_lettered", "retried", "scheduled", "recovered", "may_duplicate"]
+        let names = [
+            "delivered", "invalid_token", "invalid_channel", "dead_lettered", "duplicate", "retried", "scheduled", "recovered", "may_duplicate",
+        ]
         html += "<h2>Counters since the queue began</h2>"
         let columns: [String] = ["App"] + names.map { String($0.map { $0 == "_" ? " " : $0 }) }
         var rows: [[String]] = [["<b>all</b>"] + names.map { HTML.num(s.counters[$0] ?? 0) }]

@@ -8,6 +8,9 @@ public enum Outcome: Sendable {
     /// The provider refused it (or never answered); the answer is kept as it gave it, with what
     /// the rejection policy made of it.
     case rejected(Rejection, RejectionPolicy.Verdict)
+    /// Not sent: another job took its `idempotency_key` within the window; `first` is the claim
+    /// of that job (its handle).
+    case duplicate(of: String)
     /// The worker could not send it (bad input or pre-send validation).
     case deadLetter(JobRejection)
     /// Not final: the job waits in the schedule until `atMs` (UNIX ms), for its `send_at`.

@@ -18,11 +18,14 @@ public struct QueueTicket {
     public let recoveries: Int
     /// How many sends this handle fanned out to; the job is acked when all are decided.
     public let fanout: Int
+    /// The claim it holds on its `idempotency_key` (nil: it has none), for its envelopes.
+    public let claim: String?
 
     public init(
         handle: Int64, batch: TakenBatch, index: Int, takenAtNs: UInt64, sinceMs: Int64, attempts: [SendAttempt], recoveries: Int,
-        fanout: Int
+        fanout: Int, claim: String? = nil
     ) {
+        self.claim = claim
         self.handle = handle
         self.batch = batch
         self.index = index

@@ -11,6 +11,8 @@ public enum CompletionKind: String, Sendable {
 public enum QueueStat: String, Sendable {
     case delivered, scheduled, retried, deferred, invalidToken = "invalid_token", invalidChannel = "invalid_channel"
     case deadLettered = "dead_lettered"
+    /// Not sent: its `idempotency_key` was taken within the window.
+    case duplicate
 }
 
 /// The batch's counters for the complete script, as pairs (stat, stat:app) numbered from 1,

@@ -22,11 +22,16 @@ public enum JobEnvelope {
         public var done: [String] = []
         /// When a worker first took the job (UNIX ms): its age for `max_age_s`.
         public var since: Int64?
+        /// The claim on the job's `idempotency_key` it holds (the handle it was first taken
+        /// under): a later take that finds the key held by it sends it. Written by the worker's
+        /// envelopes and by the take-back scripts.
+        public var claim: String?
 
         public init(
             token: String? = nil, attempts: [SendAttempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = [],
-            since: Int64? = nil
+            since: Int64? = nil, claim: String? = nil
         ) {
+            self.claim = claim
             self.done = done
             self.since = since
             self.token = token
@@ -55,7 +60,7 @@ public enum JobEnvelope {
 
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout ByteBuffer) {
         let room =
-            128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce)
+            128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce) + JSONCursor.room(for: meta.claim)
             + meta.done.reduce(0) { $0 + JSONCursor.room(for: $1) }
             + OutcomeRecord.room(for: meta.attempts)
         JSONCursor.append(to: &out, maxCount: room) { w in
@@ -67,6 +72,7 @@ public enum JobEnvelope {
             if meta.recoveries > 0 { w.field(literal: "recoveries", meta.recoveries) }
             w.fieldIfPresent(literal: "nonce", meta.nonce)
             w.fieldIfPresent(literal: "since", meta.since)
+            w.fieldIfPresent(literal: "claim", meta.claim)
             if !meta.done.isEmpty {
                 w.key(literal: "done")
                 w.beginArray()
@@ -109,6 +115,7 @@ public enum JobEnvelope {
             case "nonce": meta.nonce = try s.readString()
             case "recoveries": meta.recoveries = Int(try s.readInt())
             case "since": meta.since = try s.readInt()
+            case "claim": meta.claim = try s.readString()
             case "done":
                 // Lua's cjson writes an empty list as {}.
                 if try s.peek() == UInt8(ascii: "[") { meta.done = try readStrings(&s) } else { try s.skipValue() }

@@ -138,6 +138,20 @@ public enum OutcomeRecord {
         }
     }
 
+    /// The result of a job not sent because another took its `idempotency_key` first:
+    /// `"status":"duplicate"`, and the first one's handle as `duplicate_of`.
+    public static func duplicate(_ c: borrowing Context, of first: String, into out: inout ByteBuffer) {
+        JSONCursor.append(to: &out, maxCount: c.room + fixedRoom + JSONCursor.room(for: first)) { w in
+            w.beginObject()
+            w.field(literal: "v", 1)
+            common(&w, c)
+            w.field(literal: "status", literal: "duplicate")
+            w.field(literal: "duplicate_of", first)
+            w.field(literal: "attempts", 0)
+            w.endObject()
+        }
+    }
+
     /// `{"v":1,"token":…,"reason":…}` for the invalid-token stream.
     public static func invalidToken(_ c: borrowing Context, rejection: Rejection) -> [UInt8] {
         ByteBuffer.array { out in invalidToken(c, rejection: rejection, into: &out) }

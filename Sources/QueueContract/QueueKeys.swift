@@ -63,6 +63,9 @@ public struct QueueKeys: Sendable, Equatable {
     /// STRING, short-lived. Changed whenever a worker's in-flight jobs are taken back (recovery,
     /// hand-back); that worker's completion transaction WATCHes it.
     public func takeback(worker: String) -> String { "\(prefix):takeback:\(worker)" }
+    /// STRING, expiring after the idempotency window: the claim of the first job that had this
+    /// `idempotency_key` (the handle it was taken under). Keys are per shard.
+    public func idempotency(key: String) -> String { "\(prefix):idem:\(key)" }
     /// LIST. A worker's blocking wait moves one job here (BLMOVE); its next fetch takes it.
     public func staging(worker: String) -> String { "\(prefix):staging:\(worker)" }
     /// STRING counter that hands out unique in-flight handles.

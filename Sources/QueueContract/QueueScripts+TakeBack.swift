@@ -23,6 +23,25 @@ extension QueueScripts {
               end
               return '{"_apnsw":{"done":' .. cjson.encode(tokens) .. '},"job":' .. job .. '}'
             end
+            -- A job with an idempotency key keeps the claim it was taken under (its handle then),
+            -- so that its next take knows the key's holder as itself.
+            local function claim_of(job, handle)
+              if handle and handle > 0 and string.find(job, '"idempotency_key"', 1, true) then return string.format('%d', handle) end
+              return nil
+            end
+            local function with_claim(job, claim)
+              if not claim then return job end
+              if string.sub(job, 1, 10) == '{"_apnsw":' then
+                local ok, env = pcall(cjson.decode, job)
+                local at = string.find(job, ',"job":', 1, true)
+                if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at and not env._apnsw.claim then
+                  env._apnsw.claim = claim
+                  return '{"_apnsw":' .. cjson.encode(env._apnsw) .. string.sub(job, at)
+                end
+                return job
+              end
+              return '{"_apnsw":{"claim":' .. cjson.encode(claim) .. '},"job":' .. job .. '}'
+            end
             local function take_back(at, id_at)
               local staging, batches = KEYS[at], KEYS[at + 1]
               local jobs, handles, suspect, held_suspect = {}, {}, {}, false
@@ -74,8 +93,8 @@ extension QueueScripts {
         takeBack + "\n" + """
             redis.call('INCR', KEYS[3])
             redis.call('PEXPIRE', KEYS[3], 60000)
-            local jobs = take_back(5, 2)
-            for _, job in ipairs(jobs) do place(job, KEYS[1], KEYS[4]) end
+            local jobs, handles = take_back(5, 2)
+            for k, job in ipairs(jobs) do place(with_claim(job, claim_of(job, handles[k])), KEYS[1], KEYS[4]) end
             redis.call('ZREM', KEYS[2], ARGV[1])
             return #jobs
             """)
@@ -109,6 +128,7 @@ extension QueueScripts {
             for k, job in ipairs(jobs) do
               local blame = (ARGV[5] ~= 'failover' and (suspect[k] or not held_suspect)) and 1 or 0
               local n, wrapped, inner, tried = blame, nil, job, '[' .. taken .. ']'
+              local claim = claim_of(job, handles[k])
               if string.sub(job, 1, 10) == '{"_apnsw":' then
                 local ok, env = pcall(cjson.decode, job)
                 local at = string.find(job, ',"job":', 1, true)
@@ -118,12 +138,16 @@ extension QueueScripts {
                   meta.recoveries = n
                   if type(meta.attempts) ~= 'table' then meta.attempts = {} end
                   table.insert(meta.attempts, cjson.decode(taken))
+                  if claim and not meta.claim then meta.claim = claim end
                   tried = cjson.encode(meta.attempts)
                   inner = string.sub(job, at + 7, -2)
                   wrapped = '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
                 end
               end
-              if not wrapped then wrapped = '{"_apnsw":{"recoveries":' .. n .. ',"attempts":' .. tried .. ',"since":' .. now_ms .. '},"job":' .. job .. '}' end
+              if not wrapped then
+                local claimed = claim and (',"claim":' .. cjson.encode(claim)) or ''
+                wrapped = '{"_apnsw":{"recoveries":' .. n .. ',"attempts":' .. tried .. ',"since":' .. now_ms .. claimed .. '},"job":' .. job .. '}'
+              end
               if n > tonumber(ARGV[2]) then
                 local detail = 'taken back from dead workers ' .. n .. ' times: it may be what kills them'
                 -- Whatever the job names (id, app, token) goes in the record, like any other's.

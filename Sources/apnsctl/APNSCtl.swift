@@ -46,7 +46,7 @@ let help: [String: String] = [
     """,
     "enqueue": """
     usage: apnsctl enqueue --token HEX [--token HEX ...] [--app NAME] [--id ID] [--push-type T] [--priority N]
-                           [--topic T] [--collapse-id C] [--expiration S] [--send-at S]
+                           [--topic T] [--collapse-id C] [--idempotency-key K] [--expiration S] [--send-at S]
                            (--payload JSON | --title T --body B [--badge N] [--sound S] | --template NAME [--locale L] [--data JSON])
            apnsctl enqueue --file FILE|-  [--progress]     JSON lines, one job each
     Every job is checked with the worker's parser first; one bad line enqueues nothing.

@@ -1,5 +1,6 @@
 import APNSCore
 import Foundation
+import QueueContract
 import TestSupport
 import XCTest
 
@@ -37,6 +38,29 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(try f.records(f.keys.results).filter { $0["status"] as? String == "ok" }.count, 40)
         let after = try json(try ctl(f, ["--json", "stats"]).out) as! [String: Any]
         XCTAssertEqual(after["depth"] as? Int, 0)
+    }
+
+    /// `--idempotency-key` writes the field, and on a sharded queue a keyed job goes to its key's
+    /// shard (FNV-1a), every time: the worker sends it once.
+    func testEnqueueWithAnIdempotencyKeyGoesToTheKeysShardAndIsSentOnce() throws {
+        let f = try WorkerFixture(settings: ["shards": 4])
+        let key = "invoice-77:paid"
+        for i in 0..<6 {
+            let r = try ctl(
+                f, ["--shards", "4", "enqueue", "--token", WorkerFixture.token(i), "--title", "Paid", "--body", "77", "--idempotency-key", key])
+            XCTAssertEqual(r.code, 0, r.out)
+        }
+        let home = IdempotencyClaim.shard(ofKey: key, shards: 4)
+        for set in f.keySets where set.shard != nil {
+            let depth = try f.connect(set.jobs).command(["LLEN", set.jobs]).integer
+            XCTAssertEqual(depth, set.shard == home ? 6 : 0, "shard \(set.shard!)")
+        }
+        try f.startWorker()
+        try f.waitForOutcomes(6)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 1, "duplicate": 5])
+        let bad = try ctl(f, ["enqueue", "--token", WorkerFixture.token(9), "--title", "x", "--idempotency-key", "two words"])
+        XCTAssertEqual(bad.code, 1, "checked with the worker's parser first")
+        XCTAssertTrue(bad.out.contains("idempotency_key"), bad.out)
     }
 
     func testEnqueueStatsAndTheDeadLetterRoundTrip() throws {

@@ -138,7 +138,7 @@ final class WorkerFixture: @unchecked Sendable {
     }
 
     /// Stats counters that mean a job (or one token of a fan-out) is finished.
-    static let finalStats = ["delivered", "invalid_token", "invalid_channel", "dead_lettered"]
+    static let finalStats = ["delivered", "invalid_token", "invalid_channel", "dead_lettered", "duplicate"]
 
     func finalOutcomes() throws -> Int {
         let s = try stats()
