@@ -10,7 +10,7 @@ extension Fetcher {
     struct PendingClaim {
         let index: Int
         let key: String
-        let claim: String
+        let claim: Int64
     }
 
     /// A fetch's keyed jobs, waiting for their claims' answers.
@@ -27,11 +27,11 @@ extension Fetcher {
     /// Sends (or, after a lost connection, sends again: a claim already made answers as ours).
     func sendClaims(_ c: Claiming) {
         let window = configuration.idempotencyWindowSeconds
-        send(c.claims.map { IdempotencyClaim.call(keys, key: $0.key, claim: $0.claim, windowSeconds: window) }, expecting: .claims(c))
+        send(c.claims.map { IdempotencyClaim.call(keys, key: $0.key, claim: String($0.claim), windowSeconds: window) }, expecting: .claims(c))
     }
 
     func claimed(_ reply: RedisFlatReply, _ c: Claiming) throws(RedisError) {
-        let answers = try IdempotencyClaim.read(reply, claims: c.claims.map(\.claim))
+        let answers = try IdempotencyClaim.read(reply, claims: c.claims.map { String($0.claim) })
         var byIndex: [Int: IdempotencyClaim.Answer] = [:]
         for (claim, answer) in zip(c.claims, answers) { byIndex[claim.index] = answer }
         route(c.taken, batch: c.batch, claims: byIndex)

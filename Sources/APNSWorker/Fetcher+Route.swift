@@ -33,9 +33,9 @@ extension Fetcher {
                     }
                     let parsed = try Job.parse(opened ?? taken.bytes[range])
                     let (app, topic) = try router.resolve(parsed)
-                    var claim: String?
+                    var claim: Int64 = 0
                     if let key = parsed.idempotencyKey {
-                        let mine = meta.claim ?? String(handle)
+                        let mine = meta.claim ?? handle
                         switch claims?[index] {
                         case nil:
                             keyed.append(PendingClaim(index: index, key: key, claim: mine))

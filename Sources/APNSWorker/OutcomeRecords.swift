@@ -21,7 +21,7 @@ enum OutcomeRecords {
         /// token), c (result, invalid channel), s (schedule).
         var kind: CompletionKind {
             switch plan {
-            case .delivered, .duplicate: .result
+            case .delivered, .failed(_, .duplicate): .result
             case .schedule: .schedule
             case .failed(_, .deadLetter): .deadLetter
             case .failed(_, .invalidToken): .invalidToken
@@ -37,23 +37,39 @@ enum OutcomeRecords {
     }
 
     fileprivate enum Plan {
+        static func scheduled(_ meta: JobEnvelope.Meta, at: String, stat: QueueStat) -> Plan { .schedule(Scheduled(meta: meta, at: at, stat: stat)) }
+
         /// The id is read from the job's answer when its record is written: copied here, it
         /// was copied and destroyed once more per job.
         case delivered
-        /// Not sent: its key's claim is another job's (`first`).
-        case duplicate(first: String)
-        case schedule(JobEnvelope.Meta, at: String, stat: QueueStat)
+        /// Boxed: a schedule is rare, and its envelope inline made every decision's copy larger.
+        case schedule(Scheduled)
         /// Final and failed: a result, plus a record in one of the feeds.
         case failed(Rejection, Feed)
+    }
+
+    /// A send back to the schedule: its envelope's meta, when (`=ms` or `+ms`), and its counter.
+    fileprivate final class Scheduled {
+        let meta: JobEnvelope.Meta
+        let at: String
+        let stat: QueueStat
+        init(meta: JobEnvelope.Meta, at: String, stat: QueueStat) {
+            self.meta = meta
+            self.at = at
+            self.stat = stat
+        }
     }
 
     /// Where a failed outcome's second record goes.
     fileprivate enum Feed {
         case deadLetter(detail: String)
         case invalidToken, invalidChannel
+        /// Not sent: another job holds its idempotency key.
+        case duplicate
 
         var stat: QueueStat {
             switch self {
+            case .duplicate: .duplicate
             case .deadLetter: .deadLettered
             case .invalidToken: .invalidToken
             case .invalidChannel: .invalidChannel
@@ -68,8 +84,7 @@ enum OutcomeRecords {
         let stat: QueueStat
         switch plan {
         case .delivered: stat = .delivered
-        case .duplicate: stat = .duplicate
-        case .schedule(_, _, let s): stat = s
+        case .schedule(let s): stat = s.stat
         case .failed(_, let feed): stat = feed.stat
         }
         return Decision(plan: plan, stat: stat, attempts: attempts)
@@ -96,9 +111,9 @@ enum OutcomeRecords {
         let context = Self.context(f, shared: shared)
         switch d.plan {
         case .delivered: f.withDeliveredID { OutcomeRecord.delivered(context, apnsID: $0, attempts: d.attempts, into: &out) }
+        case .failed(let r, .duplicate): OutcomeRecord.duplicate(context, of: r.apnsID ?? "", into: &out)
         case .failed(let r, _): OutcomeRecord.result(context, delivered: nil, rejection: r, attempts: d.attempts, into: &out)
-        case .duplicate(let first): OutcomeRecord.duplicate(context, of: first, into: &out)
-        case .schedule(let meta, _, _): JobEnvelope.wrap(job: f.raw, meta: meta, into: &out)
+        case .schedule(let s): JobEnvelope.wrap(job: f.raw, meta: s.meta, into: &out)
         }
     }
 
@@ -106,14 +121,14 @@ enum OutcomeRecords {
     /// nothing for a delivery.
     static func writeSecond(_ d: Decision, of f: FinishedJob.Lent, shared: UnsafeBufferPointer<UInt8>, into out: inout ByteBuffer) {
         switch d.plan {
-        case .delivered, .duplicate: break
+        case .delivered, .failed(_, .duplicate): break
         case .failed(let r, .deadLetter(let detail)):
             OutcomeRecord.deadLetter(
                 Self.context(f, shared: shared), reason: r.reason.rawValue, detail: detail, job: f.raw,
                 attempts: f.attempts, into: &out)
         case .failed(let r, .invalidToken), .failed(let r, .invalidChannel):
             OutcomeRecord.invalidToken(Self.context(f, shared: shared), rejection: r, into: &out)
-        case .schedule(_, let at, _): at.withUTF8Bytes { out.append(UnsafeRawBufferPointer($0)) }
+        case .schedule(let s): s.at.withUTF8Bytes { out.append(UnsafeRawBufferPointer($0)) }
         }
     }
 
@@ -128,7 +143,7 @@ enum OutcomeRecords {
     private static func tokenMeta(_ f: FinishedJob.Lent, worker: String) -> JobEnvelope.Meta {
         JobEnvelope.Meta(
             token: f.token?.hex, attempts: f.attempts, recoveries: f.recoveries,
-            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""), since: f.sinceMs, claim: f.claim)
+            nonce: worker + "/" + String(f.handle) + "/" + (f.token?.hex ?? ""), since: f.sinceMs, claim: f.claim == 0 ? nil : f.claim)
     }
 
     private static func plan(_ f: FinishedJob.Lent, worker: String) -> Plan {
@@ -137,17 +152,20 @@ enum OutcomeRecords {
         case .delivered:
             return .delivered
         case .scheduled(let atMs):
-            return .schedule(
-                JobEnvelope.Meta(attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle), claim: f.claim),
+            return .scheduled(
+                JobEnvelope.Meta(
+                    attempts: f.attempts, recoveries: f.recoveries, nonce: worker + "/" + String(f.handle), claim: f.claim == 0 ? nil : f.claim),
                 at: "=\(atMs)", stat: .scheduled)
         case .duplicate(let first):
-            return .duplicate(first: first)
+            // The holder's claim rides as the rejection's id: one more case with a payload made
+            // every decision's copy dearer.
+            return .failed(Rejection(status: 0, reason: APNSReason("Duplicate"), apnsID: first, timestamp: nil), .duplicate)
         case .deadLetter(let why):
             return .failed(Rejection(status: 0, reason: APNSReason(why.reason), apnsID: nil, timestamp: nil), .deadLetter(detail: why.detail))
         case .rejected(_, .retry(let afterMs)):
-            return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .retried)
+            return .scheduled(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .retried)
         case .deferred(let afterMs):
-            return .schedule(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .deferred)
+            return .scheduled(tokenMeta(f, worker: worker), at: "+\(afterMs)", stat: .deferred)
         case .rejected(let rejection, .invalidToken):
             return .failed(rejection, .invalidToken)
         case .rejected(let rejection, .invalidChannel):

@@ -22,12 +22,12 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         public let recoveries: Int
         /// What a job that failed its checks says about itself, for its records (`job` is nil).
         public let names: JobNames?
-        /// The claim it holds on its `idempotency_key`, for its envelope (a scheduled job's).
-        public let claim: String?
+        /// The claim it holds on its `idempotency_key` (a handle; 0: none), for its envelope.
+        public let claim: Int64
 
         public init(
             handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-            outcome: Outcome, attempts: [SendAttempt], recoveries: Int, names: JobNames? = nil, claim: String? = nil
+            outcome: Outcome, attempts: [SendAttempt], recoveries: Int, names: JobNames? = nil, claim: Int64 = 0
         ) {
             self.claim = claim
             self.names = names
@@ -46,7 +46,7 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
 
     public static func unsent(
         handle: Int64, batch: TakenBatch, index: Int, raw: ArraySlice<UInt8>, job: Job?, appName: String?, topic: String?,
-        outcome: Outcome, attempts: [SendAttempt], recoveries: Int, names: JobNames? = nil, claim: String? = nil
+        outcome: Outcome, attempts: [SendAttempt], recoveries: Int, names: JobNames? = nil, claim: Int64 = 0
     ) -> FinishedJob {
         .unsent(
             Unsent(
@@ -121,7 +121,7 @@ public enum FinishedJob: @unchecked Sendable {  // handed over whole between thr
         /// The `apns-unique-id` of the last answer, empty if none came.
         public var uniqueID: APNSID { readSent({ $0.answer.uniqueID }, else: APNSID()) }
         public var recoveries: Int { read({ $0.ticket.recoveries }, { $0.recoveries }) }
-        public var claim: String? { read({ $0.ticket.claim }, { $0.claim }) }
+        public var claim: Int64 { read({ $0.ticket.claim }, { $0.claim }) }
         public var fanout: Int { readSent({ $0.ticket.fanout }, else: 1) }
         /// When a worker first took the job (UNIX ms); nil for one decided before sending.
         public var sinceMs: Int64? { readSent({ $0.ticket.sinceMs }, else: nil) }

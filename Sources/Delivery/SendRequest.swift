@@ -18,12 +18,13 @@ public struct QueueTicket {
     public let recoveries: Int
     /// How many sends this handle fanned out to; the job is acked when all are decided.
     public let fanout: Int
-    /// The claim it holds on its `idempotency_key` (nil: it has none), for its envelopes.
-    public let claim: String?
+    /// The claim it holds on its `idempotency_key` (a handle; 0: it has none), for its envelopes.
+    /// Not a string: every job carries it, and copies of an optional string cost on each.
+    public let claim: Int64
 
     public init(
         handle: Int64, batch: TakenBatch, index: Int, takenAtNs: UInt64, sinceMs: Int64, attempts: [SendAttempt], recoveries: Int,
-        fanout: Int, claim: String? = nil
+        fanout: Int, claim: Int64 = 0
     ) {
         self.claim = claim
         self.handle = handle

@@ -25,11 +25,11 @@ public enum JobEnvelope {
         /// The claim on the job's `idempotency_key` it holds (the handle it was first taken
         /// under): a later take that finds the key held by it sends it. Written by the worker's
         /// envelopes and by the take-back scripts.
-        public var claim: String?
+        public var claim: Int64?
 
         public init(
             token: String? = nil, attempts: [SendAttempt] = [], recoveries: Int = 0, nonce: String? = nil, done: [String] = [],
-            since: Int64? = nil, claim: String? = nil
+            since: Int64? = nil, claim: Int64? = nil
         ) {
             self.claim = claim
             self.done = done
@@ -60,7 +60,7 @@ public enum JobEnvelope {
 
     public static func wrap(job: ArraySlice<UInt8>, meta: Meta, into out: inout ByteBuffer) {
         let room =
-            128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce) + JSONCursor.room(for: meta.claim)
+            128 + job.count + JSONCursor.room(for: meta.token) + JSONCursor.room(for: meta.nonce) + 32
             + meta.done.reduce(0) { $0 + JSONCursor.room(for: $1) }
             + OutcomeRecord.room(for: meta.attempts)
         JSONCursor.append(to: &out, maxCount: room) { w in
@@ -72,7 +72,7 @@ public enum JobEnvelope {
             if meta.recoveries > 0 { w.field(literal: "recoveries", meta.recoveries) }
             w.fieldIfPresent(literal: "nonce", meta.nonce)
             w.fieldIfPresent(literal: "since", meta.since)
-            w.fieldIfPresent(literal: "claim", meta.claim)
+            w.fieldIfPresent(literal: "claim", meta.claim.map { String($0) })
             if !meta.done.isEmpty {
                 w.key(literal: "done")
                 w.beginArray()
@@ -115,7 +115,7 @@ public enum JobEnvelope {
             case "nonce": meta.nonce = try s.readString()
             case "recoveries": meta.recoveries = Int(try s.readInt())
             case "since": meta.since = try s.readInt()
-            case "claim": meta.claim = try s.readString()
+            case "claim": meta.claim = Int64(try s.readString())
             case "done":
                 // Lua's cjson writes an empty list as {}.
                 if try s.peek() == UInt8(ascii: "[") { meta.done = try readStrings(&s) } else { try s.skipValue() }

@@ -25,9 +25,10 @@ final class IdempotencyKeyTests: XCTestCase {
 
     func testAnEnvelopeCarriesItsClaim() throws {
         let inner = Array(job(#""k""#).utf8)
-        let wrapped = JobEnvelope.wrap(job: inner[...], meta: JobEnvelope.Meta(recoveries: 1, claim: "41"))
+        let wrapped = JobEnvelope.wrap(job: inner[...], meta: JobEnvelope.Meta(recoveries: 1, claim: 41))
         let (meta, opened) = try JobEnvelope.open(wrapped[...])
-        XCTAssertEqual(meta.claim, "41")
+        XCTAssertEqual(meta.claim, 41)
+        XCTAssertTrue(String(decoding: wrapped, as: UTF8.self).contains(#""claim":"41""#), "a string, as the take-back scripts write it")
         XCTAssertEqual(Array(opened), inner)
     }
 
