@@ -1,5 +1,6 @@
 import Configuration
 import Foundation
+import QueueContract
 import TestSupport
 import XCTest
 
@@ -49,6 +50,68 @@ final class DeploymentKitTests: XCTestCase {
             all.range(of: #"terminationGracePeriodSeconds: (\d+)"#, options: .regularExpression).map { Int(all[$0].split(separator: " ")[1])! })
         XCTAssertGreaterThanOrEqual(grace * 1000, config.shutdownGraceMs + 5000, "SIGKILL comes after the grace and the hand-back")
         XCTAssertEqual(config.metricsHost, "0.0.0.0", "the probes reach the pod's address")
+    }
+
+    /// The KEDA overlay (issue 47, item 3): rendered with the base kit, the Kubernetes objects
+    /// match their schemas, and the two KEDA objects (whose schemas are KEDA's CRDs, not
+    /// Kubernetes's) are checked for what KEDA reads: the Deployment scaled, a redis trigger per
+    /// list the shipped settings have producers push to, targets that make sense, and credentials
+    /// from the Secret the workers read.
+    func testTheKEDAScaledObjectScalesOnEveryListTheWorkersServe() throws {
+        let dir = try TemporaryDirectory("apnsw-keda")
+        let rendered = try run("kubectl", ["kustomize", root + "/docker/keda"], in: dir)
+        XCTAssertEqual(rendered.code, 0, rendered.out)
+        try rendered.out.write(toFile: dir.file("all.yaml"), atomically: true, encoding: .utf8)
+        let validated = try run(root + "/.build/tools/kv/bin/kubernetes-validate", ["--strict", "-k", "1.30.0", dir.file("all.yaml")], in: dir)
+        XCTAssertEqual(validated.code, 0, validated.out)
+        XCTAssertFalse(validated.out.contains("failed"), validated.out)
+        // YAML to JSON with the PyYAML that kubernetes-validate brings.
+        let converter = "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), open(sys.argv[2], 'w'))"
+        let converted = try run(root + "/.build/tools/kv/bin/python", ["-c", converter, dir.file("all.yaml"), dir.file("all.json")], in: dir)
+        XCTAssertEqual(converted.code, 0, converted.out)
+        let docs = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("all.json")))) as? [[String: Any]])
+        func object(_ kind: String) throws -> [String: Any] { try XCTUnwrap(docs.first { $0["kind"] as? String == kind }, kind) }
+        func name(_ o: [String: Any]) -> String? { (o["metadata"] as? [String: Any])?["name"] as? String }
+
+        let scaled = try object("ScaledObject"), auth = try object("TriggerAuthentication")
+        XCTAssertEqual(scaled["apiVersion"] as? String, "keda.sh/v1alpha1")
+        XCTAssertEqual(auth["apiVersion"] as? String, "keda.sh/v1alpha1")
+        let spec = try XCTUnwrap(scaled["spec"] as? [String: Any])
+        XCTAssertEqual((spec["scaleTargetRef"] as? [String: Any])?["name"] as? String, name(try object("Deployment")), "it scales the workers")
+        let (least, most) = (try XCTUnwrap(spec["minReplicaCount"] as? Int), try XCTUnwrap(spec["maxReplicaCount"] as? Int))
+        XCTAssertTrue(least >= 1 && least <= most, "one worker always up, at most \(most)")
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(spec["cooldownPeriod"] as? Int), 60, "no flapping")
+
+        // One redis trigger for each list the shipped settings serve, by the worker's own key names.
+        let settings = try JSONSerialization.jsonObject(with: Data(try text("docker/kubernetes/worker.json").utf8)) as! [String: Any]
+        let served = QueueKeys.served(queue: settings["queue"] as? String ?? "default", shards: settings["shards"] as? Int ?? 1).map(\.jobs)
+        let triggers = try XCTUnwrap(spec["triggers"] as? [[String: Any]])
+        let redis = settings["redis"] as? [String: Any] ?? [:]
+        var lists: [String] = []
+        for t in triggers {
+            XCTAssertEqual(t["type"] as? String, redis["cluster"] == nil ? "redis" : "redis-cluster")
+            let m = try XCTUnwrap(t["metadata"] as? [String: String], "KEDA's metadata values are strings")
+            lists.append(try XCTUnwrap(m["listName"]))
+            let address = (redis["host"] as? String ?? "") + ":" + String(redis["port"] as? Int ?? 6379)
+            XCTAssertEqual(m["address"], address, "the Redis the workers use")
+            XCTAssertEqual(m["enableTLS"], redis["tls"] == nil ? "false" : "true")
+            let (target, activation) = (try XCTUnwrap(Int(m["listLength"] ?? "")), try XCTUnwrap(Int(m["activationListLength"] ?? "")))
+            XCTAssertTrue(activation > 0 && activation < target, "activation \(activation) below the target \(target)")
+            XCTAssertEqual((t["authenticationRef"] as? [String: Any])?["name"] as? String, name(auth))
+        }
+        XCTAssertEqual(lists.sorted(), served.sorted(), "every list producers push to, and no other")
+
+        // Its credentials come from the Secret the workers read, by keys that Secret has.
+        let secret = try object("Secret")
+        let keys = Set(((secret["stringData"] as? [String: Any]) ?? [:]).keys)
+        let refs = try XCTUnwrap((auth["spec"] as? [String: Any])?["secretTargetRef"] as? [[String: String]])
+        XCTAssertEqual(Set(refs.compactMap { $0["parameter"] }), redis["username_file"] == nil ? ["password"] : ["password", "username"])
+        for r in refs {
+            XCTAssertEqual(r["name"], name(secret))
+            XCTAssertTrue(keys.contains(r["key"] ?? ""), "the Secret has \(r["key"] ?? "")")
+        }
+        XCTAssertEqual(
+            URL(fileURLWithPath: redis["password_file"] as? String ?? "").lastPathComponent, refs.first { $0["parameter"] == "password" }?["key"])
     }
 
     func testTheSystemdUnitsVerify() throws {
