@@ -25,12 +25,15 @@ extension Fetcher {
     }
 
     /// Sends (or, after a lost connection, sends again: a claim already made answers as ours).
-    func sendClaims(_ c: Claiming) {
-        let window = configuration.idempotencyWindowSeconds
-        send(c.claims.map { IdempotencyClaim.call(keys, key: $0.key, claim: String($0.claim), windowSeconds: window) }, expecting: .claims(c))
+    func sendClaims(_ c: Claiming) { send([claimCall(c)], expecting: .claims(c)) }
+
+    private func claimCall(_ c: Claiming) -> RedisArgs {
+        IdempotencyClaim.call(
+            keys, keys: c.claims.map(\.key), claims: c.claims.map { String($0.claim) }, windowSeconds: configuration.idempotencyWindowSeconds)
     }
 
     func claimed(_ reply: RedisFlatReply, _ c: Claiming) throws(RedisError) {
+        if try loadedAndSentAgain(reply, IdempotencyClaim.script, [claimCall(c)], .claims(c)) { return }
         let answers = try IdempotencyClaim.read(reply, claims: c.claims.map { String($0.claim) })
         var byIndex: [Int: IdempotencyClaim.Answer] = [:]
         for (claim, answer) in zip(c.claims, answers) { byIndex[claim.index] = answer }

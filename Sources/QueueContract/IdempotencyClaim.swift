@@ -22,19 +22,41 @@ public enum IdempotencyClaim {
         return Int(h % UInt32(max(1, shards)))
     }
 
-    /// `SET <key> <claim> NX GET EX <window>`: takes the key for `claim` if it is free, and
-    /// answers the holder's claim (nil if it was free), atomically (Redis 7).
-    public static func call(_ keys: QueueKeys, key: String, claim: String, windowSeconds: Int) -> RedisArgs {
-        RedisArgs(["SET", keys.idempotency(key: key), claim, "NX", "GET", "EX", String(windowSeconds)])
+    /// Takes each free key for its claim, for the window, and answers each key's holder ("" for
+    /// one taken now), in one atomic step (the keys share the queue's hash tag). A script, not
+    /// `SET NX GET`, which Redis 6.2 lacks. KEYS: the keys. ARGV: window (s), then the claims.
+    public static let script = RedisScript(
+        """
+        local out = {}
+        for i, key in ipairs(KEYS) do
+          local holder = redis.call('GET', key)
+          if holder then
+            out[i] = holder
+          else
+            redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1])
+            out[i] = ''
+          end
+        end
+        return out
+        """)
+
+    /// One call of `script` for `keys` (the producers' keys) and their claims.
+    public static func call(_ queue: QueueKeys, keys: [String], claims: [String], windowSeconds: Int) -> RedisArgs {
+        var args = RedisArgs(script: script, keys: keys.map { queue.idempotency(key: $0) })
+        args.append(windowSeconds)
+        for c in claims { args.append(c) }
+        return args
     }
 
-    /// The answers to calls sent in one write for `claims`, in order. An error answer is thrown.
+    /// The script's answer for `claims`, in order. An error answer is thrown.
     public static func read(_ reply: RedisFlatReply, claims: [String]) throws(RedisError) -> [Answer] {
         if let error = reply.firstError { throw .server(error) }
-        guard reply.count == claims.count else { throw .server("the idempotency claims answered \(reply.count) items for \(claims.count)") }
+        guard reply.isArray(0), reply.count == claims.count + 1 else {
+            throw .server("the idempotency claims answered \(reply.count - 1) items for \(claims.count)")
+        }
         return claims.indices.map { i in
-            guard let holder = reply.bytes(i).map({ String(decoding: $0, as: UTF8.self) }), holder != claims[i] else { return .ours }
-            return .duplicate(of: holder)
+            let holder = reply.bytes(i + 1).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            return holder.isEmpty || holder == claims[i] ? .ours : .duplicate(of: holder)
         }
     }
 }

@@ -40,7 +40,7 @@ public enum RedisPreflight {
             ["SMEMBERS", set], ["SADD", set, "x"], ["SISMEMBER", set, "x"], ["DEL", set], ["EXISTS", set],
             ["XADD", stream, "*", "record", "x"], ["XTRIM", stream, "MAXLEN", "~", "1"], ["XRANGE", stream, "-", "+"],
             ["XREVRANGE", stream, "+", "-"], ["XLEN", stream], ["XDEL", stream, "0-1"], ["TIME"], ["ROLE"], ["PING"],
-            ["SET", k.idempotency(key: "preflight"), "x", "NX", "GET", "EX", "1"],
+            ["GET", k.idempotency(key: "preflight")], ["SET", k.idempotency(key: "preflight"), "x", "EX", "1"],
         ]
     }
 

@@ -34,11 +34,16 @@ final class RedisACLTests: XCTestCase {
         let fanout = #"{"id":"fan","tokens":["\#(WorkerFixture.token(1))","\#(WorkerFixture.token(2))"],"payload":{"aps":{"alert":"x"}}}"#
         let scheduled =
             #"{"id":"later","token":"\#(WorkerFixture.token(3))","send_at":\#(Int(Date().timeIntervalSince1970) + 1),"payload":{"aps":{"alert":"x"}}}"#
+        // Two jobs with one idempotency key: the claim script's GET and SET run as the user too.
+        let keyed = (4...5).map {
+            #"{"id":"keyed-\#($0)","idempotency_key":"acl-key","token":"\#(WorkerFixture.token($0))","payload":{"aps":{"alert":"x"}}}"#
+        }
         try f.enqueue(
             (0..<200).map { WorkerFixture.job($0) } + (0..<5).map { WorkerFixture.job($0, prefix: "429") }
-                + (0..<5).map { WorkerFixture.job($0, prefix: "dead") } + ["not json", fanout, scheduled])
+                + (0..<5).map { WorkerFixture.job($0, prefix: "dead") } + ["not json", fanout, scheduled] + keyed)
         let w = try f.startWorker("w-acl")
-        try f.waitForOutcomes(200 + 5 + 5 + 1 + 2 + 1, timeout: 60)
+        try f.waitForOutcomes(200 + 5 + 5 + 1 + 2 + 1 + 2, timeout: 60)
+        XCTAssertEqual(try f.stats()["duplicate"], 1, "one of the keyed pair is a duplicate")
         w.signal(SIGTERM)
         XCTAssertEqual(w.wait(timeout: 20), 0, w.output)
 

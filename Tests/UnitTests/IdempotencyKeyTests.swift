@@ -32,6 +32,16 @@ final class IdempotencyKeyTests: XCTestCase {
         XCTAssertEqual(Array(opened), inner)
     }
 
+    /// One script call claims every keyed job of a batch: its keys, the window, the claims.
+    func testOneCallClaimsABatchsKeys() {
+        let q = QueueKeys(queue: "q", shard: 2)
+        let args = IdempotencyClaim.call(q, keys: ["a", "b:c"], claims: ["17", "18"], windowSeconds: 3600)
+        let words = (0..<args.count).map { String(decoding: args.argument($0), as: UTF8.self) }
+        XCTAssertEqual(
+            words, ["EVALSHA", IdempotencyClaim.script.sha1, "2", "apns:{q.2}:idem:a", "apns:{q.2}:idem:b:c", "3600", "17", "18"],
+            "the keys share the shard's hash tag: one slot, one call")
+    }
+
     /// FNV-1a (32 bits) of the key, as the example producers compute it.
     func testAKeysShardIsItsFNV1aHashModuloTheShards() {
         XCTAssertEqual(IdempotencyClaim.shard(ofKey: "k-1", shards: 1_000_000_007), Int(2_694_867_356 % 1_000_000_007))
