@@ -96,6 +96,39 @@ final class IdempotencyTests: XCTestCase {
         XCTAssertEqual((0..<jobs).filter { $0 % 2 == 1 }.filter { sent[WorkerFixture.token($0, prefix: "f")] == 1 }.count, jobs / 2)
     }
 
+    /// A worker stopped with SIGTERM hands back keyed jobs whose claims it made (the hand-back
+    /// script writes each claim into the job's envelope): a restart sends them, none a duplicate.
+    func testAJobHandedBackAtAStopIsNotADuplicateOfItself() throws {
+        let jobs = 60
+        let f = try WorkerFixture(settings: ["shutdown_grace_ms": 300, "streams": 10]) { config in
+            config.faults.tokens = [.init(tokenPrefix: "", delayMs: 2000)]
+        }
+        try f.enqueue((0..<jobs).map { keyed($0, key: "stop-\($0)") })
+        let first = try f.startWorker("w-stop")
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.inFlight("w-stop") > 0 })
+        XCTAssertTrue(try waitUntil(timeout: 10) { try f.connect().command(["KEYS", "\(f.keys.prefix):idem:*"]).array.count >= 10 }, "claims made")
+        first.signal(SIGTERM)
+        XCTAssertEqual(first.wait(timeout: 10), 0, first.output)
+        XCTAssertTrue(first.output.contains("\"handed_back\""))
+        let back = try f.connect().command(["LRANGE", f.keys.jobs, "0", "-1"]).array.compactMap(\.text)
+        XCTAssertTrue(back.contains { $0.contains(#""claim":"#) }, "claims ride in the envelopes of the jobs handed back")
+        try f.startWorker("w-stop")
+        try f.waitForOutcomes(jobs, timeout: 60)
+        XCTAssertEqual(try f.finalStats(), ["delivered": jobs], "none a duplicate of itself")
+    }
+
+    /// A Redis that lost its scripts (a restart, a failover) is given the claim script again.
+    func testTheClaimScriptIsLoadedAgainAfterRedisLostIt() throws {
+        let f = try WorkerFixture()
+        try f.startWorker()
+        try f.enqueue([keyed(1, key: "flush")])
+        try f.waitForOutcomes(1)
+        _ = try f.connect().command(["SCRIPT", "FLUSH"])
+        try f.enqueue([keyed(2, key: "flush"), keyed(3, key: "fresh")])
+        try f.waitForOutcomes(3)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 2, "duplicate": 1])
+    }
+
     /// A job retried after a 429 keeps its claim: its second try is sent, not called a duplicate.
     func testARetriedJobKeepsItsClaim() throws {
         let f = try WorkerFixture(settings: ["retry": ["backoff_base_ms": 100]]) { config in
