@@ -24,18 +24,23 @@ final class DeploymentKitTests: XCTestCase {
 
     private func text(_ path: String) throws -> String { try String(contentsOfFile: root + "/" + path, encoding: .utf8) }
 
-    func testTheKubernetesManifestsRenderAndMatchTheSchemas() throws {
-        let dir = try TemporaryDirectory("apnsw-k8s")
-        let rendered = try run("kubectl", ["kustomize", root + "/docker/kubernetes"], in: dir)
+    /// A kustomization rendered into `dir`/all.yaml and matched against Kubernetes's schemas.
+    private func renderAndValidate(_ kustomization: String, in dir: TemporaryDirectory) throws -> (rendered: String, validated: String) {
+        let rendered = try run("kubectl", ["kustomize", root + "/" + kustomization], in: dir)
         XCTAssertEqual(rendered.code, 0, rendered.out)
         try rendered.out.write(toFile: dir.file("all.yaml"), atomically: true, encoding: .utf8)
         let validated = try run(root + "/.build/tools/kv/bin/kubernetes-validate", ["--strict", "-k", "1.30.0", dir.file("all.yaml")], in: dir)
         XCTAssertEqual(validated.code, 0, validated.out)
-        for kind in ["configmap", "secret", "deployment", "poddisruptionbudget"] {
-            XCTAssertTrue(validated.out.contains("passed for resource \(kind)/"), validated.out)
-        }
         XCTAssertFalse(validated.out.contains("failed"), validated.out)
-        let all = rendered.out
+        return (rendered.out, validated.out)
+    }
+
+    func testTheKubernetesManifestsRenderAndMatchTheSchemas() throws {
+        let dir = try TemporaryDirectory("apnsw-k8s")
+        let (all, validated) = try renderAndValidate("docker/kubernetes", in: dir)
+        for kind in ["configmap", "secret", "deployment", "poddisruptionbudget"] {
+            XCTAssertTrue(validated.contains("passed for resource \(kind)/"), validated)
+        }
         XCTAssertTrue(all.contains("path: /readyz") && all.contains("path: /healthz"), "readiness and liveness probes")
 
         // The settings it ships load, and the grace outlasts shutdown_grace_ms.
@@ -59,12 +64,7 @@ final class DeploymentKitTests: XCTestCase {
     /// from the Secret the workers read.
     func testTheKEDAScaledObjectScalesOnEveryListTheWorkersServe() throws {
         let dir = try TemporaryDirectory("apnsw-keda")
-        let rendered = try run("kubectl", ["kustomize", root + "/docker/keda"], in: dir)
-        XCTAssertEqual(rendered.code, 0, rendered.out)
-        try rendered.out.write(toFile: dir.file("all.yaml"), atomically: true, encoding: .utf8)
-        let validated = try run(root + "/.build/tools/kv/bin/kubernetes-validate", ["--strict", "-k", "1.30.0", dir.file("all.yaml")], in: dir)
-        XCTAssertEqual(validated.code, 0, validated.out)
-        XCTAssertFalse(validated.out.contains("failed"), validated.out)
+        _ = try renderAndValidate("docker/keda", in: dir)
         // YAML to JSON with the PyYAML that kubernetes-validate brings.
         let converter = "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), open(sys.argv[2], 'w'))"
         let converted = try run(root + "/.build/tools/kv/bin/python", ["-c", converter, dir.file("all.yaml"), dir.file("all.json")], in: dir)
