@@ -20,10 +20,6 @@ extension Fetcher {
         let claims: [PendingClaim]
     }
 
-    func claim(_ claims: [PendingClaim], of taken: TakenJobs, batch: TakenBatch) {
-        sendClaims(Claiming(taken: taken, batch: batch, claims: claims))
-    }
-
     /// Sends (or, after a lost connection, sends again: a claim already made answers as ours).
     func sendClaims(_ c: Claiming) { send([claimCall(c)], expecting: .claims(c)) }
 

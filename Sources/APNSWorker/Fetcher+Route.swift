@@ -107,7 +107,7 @@ extension Fetcher {
         }
         // A fan-out job records many sends: what one freed per job taken cannot keep up with goes now.
         if unfreed.count > 4 * configuration.batchSize { unfreed.freeAll() }
-        if !keyed.isEmpty { claim(keyed, of: taken, batch: batch) }
+        if !keyed.isEmpty { sendClaims(Claiming(taken: taken, batch: batch, claims: keyed)) }
         gate.add(sent: units - decided.count, decided: decided.count)
         if !sends.isEmpty { deliver(sends) }
         if !decided.isEmpty {

@@ -10,18 +10,20 @@ extension QueueScripts {
     /// and whether the worker held one.
     private static let takeBack =
         placeJob + "\n" + """
+            -- An envelope with its meta changed by `edit`; nil for a job that is no readable envelope.
+            local function edit_envelope(job, edit)
+              if string.sub(job, 1, 10) ~= '{"_apnsw":' then return nil end
+              local ok, env = pcall(cjson.decode, job)
+              local at = string.find(job, ',"job":', 1, true)
+              if not (ok and type(env) == 'table' and type(env._apnsw) == 'table' and at) then return nil end
+              edit(env._apnsw)
+              return '{"_apnsw":' .. cjson.encode(env._apnsw) .. string.sub(job, at)
+            end
             local function with_done(job, tokens)
-              if string.sub(job, 1, 10) == '{"_apnsw":' then
-                local ok, env = pcall(cjson.decode, job)
-                local at = string.find(job, ',"job":', 1, true)
-                if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at then
-                  local meta = env._apnsw
-                  if type(meta.done) == 'table' then for _, t in ipairs(meta.done) do table.insert(tokens, t) end end
-                  meta.done = tokens
-                  return '{"_apnsw":' .. cjson.encode(meta) .. string.sub(job, at)
-                end
-              end
-              return '{"_apnsw":{"done":' .. cjson.encode(tokens) .. '},"job":' .. job .. '}'
+              return edit_envelope(job, function(meta)
+                if type(meta.done) == 'table' then for _, t in ipairs(meta.done) do table.insert(tokens, t) end end
+                meta.done = tokens
+              end) or '{"_apnsw":{"done":' .. cjson.encode(tokens) .. '},"job":' .. job .. '}'
             end
             -- A job with an idempotency key keeps the claim it was taken under (its handle then),
             -- so that its next take knows the key's holder as itself.
@@ -31,16 +33,8 @@ extension QueueScripts {
             end
             local function with_claim(job, claim)
               if not claim then return job end
-              if string.sub(job, 1, 10) == '{"_apnsw":' then
-                local ok, env = pcall(cjson.decode, job)
-                local at = string.find(job, ',"job":', 1, true)
-                if ok and type(env) == 'table' and type(env._apnsw) == 'table' and at and not env._apnsw.claim then
-                  env._apnsw.claim = claim
-                  return '{"_apnsw":' .. cjson.encode(env._apnsw) .. string.sub(job, at)
-                end
-                return job
-              end
-              return '{"_apnsw":{"claim":' .. cjson.encode(claim) .. '},"job":' .. job .. '}'
+              if string.sub(job, 1, 10) ~= '{"_apnsw":' then return '{"_apnsw":{"claim":' .. cjson.encode(claim) .. '},"job":' .. job .. '}' end
+              return edit_envelope(job, function(meta) meta.claim = meta.claim or claim end) or job
             end
             local function take_back(at, id_at)
               local staging, batches = KEYS[at], KEYS[at + 1]
