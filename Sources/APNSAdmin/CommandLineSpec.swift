@@ -16,6 +16,7 @@ public enum CommandLineSpec {
             ], 0...0
         ),
         "stats": ([], 0...0),
+        "queues": ([], 0...0),
         "dead list": (["reason", "app", "older-than", "newer-than", "limit"], 0...0),
         "dead show": ([], 1...1),
         "dead requeue": (filters.union(["edit", "replace", "yes", "dry-run"]), 0...Int.max),

@@ -35,8 +35,11 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     var failoverJobs = 0
     /// The jobs of each fetch of the last seconds, with its time: what a failover may have sent twice.
     var recentFetches = RecentFetches()
-    /// The process serves several key sets, whose lanes share the gate.
+    /// The process serves several key sets, whose lanes share the gate; of several queues,
+    /// by their shares (`QueueShares`), as lane `shareLane`.
     private lazy var sharesTheGate = configuration.servedKeys.count > 1
+    var shares: QueueShares?
+    var shareLane = 0
 
     func takeFailoverJobs() -> Int {
         defer { failoverJobs = 0 }
@@ -192,14 +195,30 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         // a nearly full gate does not fetch a job at a time.
         let batch = configuration.batchSize, capacity = gate.sendingCapacity
         let minimum = capacity >= 2 * batch ? batch : max(1, capacity / 4)
-        var wanted = batch
+        var wanted = batch, least = minimum
         if sharesTheGate {
             // One key set never holds the whole gate: one that waits (its slot half-moved, its
             // node gone) keeps what it took, and the others still have room to fetch.
-            let own = capacity - max(minimum, capacity / 8) - completer.unfinished.heldJobs
-            guard own >= minimum else { return unfreed.freeAll() }  // its own answers free its room: the next turn asks again
+            let room = capacity - max(minimum, capacity / 8)
+            guard let allowance = shares.map({ $0.allowance(lane: shareLane, room: room, nowMs: MonotonicClock.nowMilliseconds()) }) else {
+                let own = room - completer.unfinished.heldJobs
+                guard own >= minimum else { return unfreed.freeAll() }  // its own answers free its room: the next turn asks again
+                return fetch(size: min(batch, own), atLeast: minimum)
+            }
+            // A queue's part may be less than two batches: it then fetches a quarter of it at least.
+            least = allowance >= 2 * batch ? minimum : max(1, allowance / 4)
+            let own = allowance - completer.unfinished.heldJobs
+            guard own >= least else {
+                // Another queue's turn: asked again when the shares may have changed.
+                loop.schedule(afterMilliseconds: 20) {}
+                return unfreed.freeAll()
+            }
             wanted = min(batch, own)
         }
+        fetch(size: wanted, atLeast: least)
+    }
+
+    private func fetch(size wanted: Int, atLeast minimum: Int) {
         guard let size = gate.room(upTo: wanted, atLeast: minimum, waiter: ObjectIdentifier(self), orWake: wakeLoop) else {
             unfreed.freeAll()
             return
@@ -251,6 +270,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             lease.renewed(sentAtMs: sentAtMs, answeredAtMs: MonotonicClock.nowMilliseconds())
             let taken = try TakenJobs(reply)
             suspectsWaiting = taken.suspectsWaiting
+            shares?.fetched(lane: shareLane, found: !taken.isEmpty, nowMs: MonotonicClock.nowMilliseconds())
             if taken.isEmpty {
                 if isSuspect { return endSuspect() }  // another worker took it; the next fetch follows
                 unfreed.freeAll()

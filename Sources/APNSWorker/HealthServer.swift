@@ -71,32 +71,37 @@ final class HealthServer: @unchecked Sendable {
     private var oldest = OldestJobWatch()
 
     private func metrics() -> String {
-        let queue = Metrics.Labels(("queue", worker.keys.queue))
         let now = WallClock.nowMilliseconds()
-        // The depth of every key set, and the age of the oldest job in any.
-        var read: (depth: Int64, oldestSinceMs: Int64)? = (0, now)
-        for keys in worker.servedKeys {
-            let tail = try? withRedis(keys) { r throws(RedisError) in
-                let replies = try r.pipeline([["LLEN", keys.jobs], ["LINDEX", keys.jobs, "-1"]].map { $0.map { Array($0.utf8) } })
-                guard case .string(let tail) = replies[1] else { return (replies[0].integer ?? 0, [UInt8]?.none) }
-                return (replies[0].integer ?? 0, tail)
+        // Each queue's depth over its key sets, and the age of the oldest job in any.
+        var reads: [(queue: Metrics.Labels, read: (depth: Int64, oldestSinceMs: Int64)?)] = []
+        for queue in worker.configuration.servedQueues {
+            var read: (depth: Int64, oldestSinceMs: Int64)? = (0, now)
+            for keys in worker.servedKeys where keys.queue == queue.name {
+                let tail = try? withRedis(keys) { r throws(RedisError) in
+                    let replies = try r.pipeline([["LLEN", keys.jobs], ["LINDEX", keys.jobs, "-1"]].map { $0.map { Array($0.utf8) } })
+                    guard case .string(let tail) = replies[1] else { return (replies[0].integer ?? 0, [UInt8]?.none) }
+                    return (replies[0].integer ?? 0, tail)
+                }
+                guard let (depth, job) = tail, let sum = read else {
+                    read = nil
+                    continue
+                }
+                let since = oldest.since(keys.label, tail: job, nowMs: now)
+                read = (sum.depth + depth, min(sum.oldestSinceMs, since ?? now))
             }
-            guard let (depth, job) = tail, let sum = read else {
-                read = nil
-                continue
-            }
-            let since = oldest.since(keys.label, tail: job, nowMs: now)
-            read = (sum.depth + depth, min(sum.oldestSinceMs, since ?? now))
+            reads.append((Metrics.Labels(("queue", queue.name)), read))
         }
         worker.metrics.record { m in
             m.set("apns_in_flight", .init(), Double(worker.inFlight))
             m.set("apns_redis_up", .init(), worker.health.redisProblems.isEmpty ? 1 : 0)
-            if let read {
-                m.set("apns_queue_depth", queue, Double(read.depth))
-                m.set("apns_queue_oldest_age_seconds", queue, Double(now - read.oldestSinceMs) / 1000)
-            } else {
-                m.unset("apns_queue_depth", queue)
-                m.unset("apns_queue_oldest_age_seconds", queue)
+            for (queue, read) in reads {
+                if let read {
+                    m.set("apns_queue_depth", queue, Double(read.depth))
+                    m.set("apns_queue_oldest_age_seconds", queue, Double(now - read.oldestSinceMs) / 1000)
+                } else {
+                    m.unset("apns_queue_depth", queue)
+                    m.unset("apns_queue_oldest_age_seconds", queue)
+                }
             }
         }
         return worker.metrics.render()

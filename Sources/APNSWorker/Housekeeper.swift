@@ -15,6 +15,8 @@ final class Housekeeper: @unchecked Sendable {
     /// The one for the queue's own keys also writes what is the queue's: paused apps, the
     /// worker's info, and the count of resends that may duplicate.
     var hasQueueDuties: Bool { keys.shard == nil }
+    /// The first key set's writes the process's count of resends that may duplicate.
+    private let writesMayDuplicate: Bool
     let workerID: String
     private let configuration: WorkerConfiguration
     let logger: Logger
@@ -37,10 +39,11 @@ final class Housekeeper: @unchecked Sendable {
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String,
-        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>, masterWatch: MasterWatch? = nil
+        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>, masterWatch: MasterWatch? = nil, watchesMaster: Bool = true
     ) {
         self.masterWatch = masterWatch
-        masterCheck = masterWatch.flatMap { _ in keys.shard == nil ? MasterCheck(endpoint: configuration.redis) : nil }
+        masterCheck = masterWatch.flatMap { _ in watchesMaster ? MasterCheck(endpoint: configuration.redis) : nil }
+        writesMayDuplicate = watchesMaster
         self.held = held
         self.lease = lease
         self.ownBatches = ownBatches
@@ -185,7 +188,7 @@ final class Housekeeper: @unchecked Sendable {
             let sentAt = MonotonicClock.nowMilliseconds()
             let expired = try r.run(QueueScripts.tick, QueueScripts.tickCall(keys, worker: workerID, leaseMs: configuration.leaseMs)).array
             lease.renewed(sentAtMs: sentAt, answeredAtMs: MonotonicClock.nowMilliseconds())
-            if hasQueueDuties { try writeMayDuplicate(r) }
+            if writesMayDuplicate { try writeMayDuplicate(r) }
             for worker in expired.compactMap(\.text) {
                 try recover(r, worker: worker, mode: .lease)
                 if hasQueueDuties { _ = try r.command(["HDEL", keys.workerInfo, worker]) }

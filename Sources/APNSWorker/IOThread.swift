@@ -39,7 +39,10 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
     let loop: EventLoop
     let transport: NotificationTransport
     /// Take this thread's jobs from Redis and write their outcomes, on its loop (set before `start`).
-    var lanes: [Lane] = []
+    var lanes: [Lane] = [] {
+        didSet { hasStrictLanes = lanes.contains(where: \.strict) }
+    }
+    private var hasStrictLanes = false
     /// Which lane fetches first this turn: each in turn, so that no shard waits behind another.
     private var firstLane = 0
 
@@ -69,7 +72,12 @@ final class IOThread: @unchecked Sendable {  // started and stopped from the con
         transport.dispatch()
         let n = lanes.count
         guard n > 1 else { return lanes.first?.fetcher.fetchIfRoom() ?? () }
-        for k in 0..<n { lanes[(firstLane + k) % n].fetcher.fetchIfRoom() }
+        // A strict queue's lanes ask for the room first (`queues`).
+        for strict in hasStrictLanes ? [true, false] : [false] {
+            for k in 0..<n where !hasStrictLanes || lanes[(firstLane + k) % n].strict == strict {
+                lanes[(firstLane + k) % n].fetcher.fetchIfRoom()
+            }
+        }
         firstLane = (firstLane + 1) % n
     }
 

@@ -7,6 +7,8 @@ import QueueContract
 struct Lane {
     let fetcher: Fetcher
     let completer: Completer
+    /// Its queue is strict: it fetches first.
+    var strict = false
 }
 
 enum LaneAssignment {

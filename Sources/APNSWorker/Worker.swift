@@ -58,12 +58,22 @@ public final class Worker: @unchecked Sendable {
         )
         let leases = served.map { _ in LeaseGuard(leaseMs: configuration.leaseMs) }
         let masterWatch = configuration.redis.sentinel == nil ? nil : MasterWatch(leases: leases)
-        let templates = try TemplateSource(directory: configuration.templatesDirectory, redisKey: keys.templates, logger: logger)
+        // Each queue's templates, read from its own keys.
+        let queues = configuration.servedQueues
+        let templates = try queues.map {
+            try TemplateSource(directory: configuration.templatesDirectory, redisKey: QueueKeys(queue: $0.name).templates, logger: logger)
+        }
+        let queueOfSet = served.map { set in queues.firstIndex { $0.name == set.queue } ?? 0 }
+        let setsOfThread = (0..<configuration.ioThreads).map {
+            LaneAssignment.keySets(thread: $0, threads: configuration.ioThreads, sets: served.count)
+        }
+        let shares = queues.count < 2 ? nil : QueueShares(queues, queueOfLane: setsOfThread.flatMap { $0.map { queueOfSet[$0] } })
+        var nextShareLane = 0
         // Each I/O thread fetches, sends and records its own jobs, on its own loop, for each
         // key set it serves.
         ioThreads = try (0..<configuration.ioThreads).map { i in
             let loop = try EventLoop()
-            let sets = LaneAssignment.keySets(thread: i, threads: configuration.ioThreads, sets: served.count)
+            let sets = setsOfThread[i]
             let completers = sets.enumerated().map { lane, set in
                 Completer(
                     keys: served[set], workerID: id, configuration: configuration, gate: gate, metrics: metrics, logger: logger, loop: loop,
@@ -77,14 +87,17 @@ public final class Worker: @unchecked Sendable {
             thread.lanes = zip(sets, completers).map { set, completer in
                 let fetcher = Fetcher(
                     keys: served[set], workerID: id, configuration: configuration, apps: apps, completer: completer,
-                    gate: gate, batchIDs: batchIDs, lease: leases[set], templates: templates, loop: loop, logger: logger
+                    gate: gate, batchIDs: batchIDs, lease: leases[set], templates: templates[queueOfSet[set]], loop: loop, logger: logger
                 ) { [unowned sender] in sender.accept($0) }
+                fetcher.shares = shares
+                fetcher.shareLane = nextShareLane
+                nextShareLane += 1
                 fetcher.redis.masterWatch = masterWatch
                 completer.redis.masterWatch = masterWatch
                 let label = served.count == 1 ? name : "\(name) \(served[set].label)"
                 fetcher.reportRedis(to: health, as: "fetcher \(label)")
                 completer.reportRedis(to: health, as: "completer \(label)")
-                return Lane(fetcher: fetcher, completer: completer)
+                return Lane(fetcher: fetcher, completer: completer, strict: queues[queueOfSet[set]].isStrict)
             }
             return thread
         }
@@ -94,7 +107,7 @@ public final class Worker: @unchecked Sendable {
             let housekeeper = Housekeeper(
                 keys: keys, workerID: id, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
                 lease: leases[set], held: { Set(completers.flatMap { $0.unfinished.held.map(\.id) }) },
-                masterWatch: masterWatch)
+                masterWatch: masterWatch, watchesMaster: set == 0)
             housekeeper.reportRedis(to: health)
             return housekeeper
         }
@@ -119,7 +132,10 @@ public final class Worker: @unchecked Sendable {
         logCredentialWarnings(configuration.apps)
         let startedMs = WallClock.nowMilliseconds()
         let host = Worker.hostName()
-        housekeepers[0].describeWorker = { [unowned self] in describe(startedMs: startedMs, host: host) }
+        // Each queue's workers hash lists this worker.
+        for housekeeper in housekeepers where housekeeper.hasQueueDuties {
+            housekeeper.describeWorker = { [unowned self] in describe(startedMs: startedMs, host: host) }
+        }
         for housekeeper in housekeepers {
             housekeeper.recoverPreviousRun()
             housekeeper.start()
@@ -129,6 +145,7 @@ public final class Worker: @unchecked Sendable {
             "worker started",
             [
                 "worker": .string(workerID), "queue": .string(configuration.queue), "shards": .int(configuration.shards),
+                "queues": .string(configuration.servedQueues.map(\.summary).joined(separator: ", ")),
                 "redis": .string(configuration.redis.description),
                 "apps": .string(configuration.apps.map(\.name).joined(separator: ",")), "io_threads": .int(configuration.ioThreads),
                 "connections": .int(configuration.connections), "streams": .int(configuration.streams),
@@ -213,10 +230,10 @@ public final class Worker: @unchecked Sendable {
             do {
                 let redis = try BlockingRedisConnection(configuration.redis.routed(toKey: keys.jobs), timeoutMs: 5000)
                 handedBack += try InFlightJobs.handBack(redis, keys, worker: workerID)
-                guard set == 0 else { continue }
+                guard keys.shard == nil else { continue }
                 _ = try redis.command(["HDEL", keys.workerInfo, workerID])
                 _ = try redis.command(["HDEL", keys.paused] + Set(registry.snapshot.runtimes.map(\.name)).map { "\($0)/\(workerID)" })
-                try housekeepers[0].writeMayDuplicate(redis)
+                if set == 0 { try housekeepers[0].writeMayDuplicate(redis) }
             } catch {
                 logger.error(
                     "cannot hand unfinished jobs back; they will be recovered when the lease runs out",

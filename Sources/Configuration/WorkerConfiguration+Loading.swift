@@ -35,7 +35,7 @@ extension WorkerConfiguration {
             "shutdown_grace_ms", "log_level", "retry", "max_recoveries", "credential_pause_ms",
             "ping_interval_ms", "ping_timeout_ms", "connect_timeout_ms", "token_refresh_s", "token_min_refresh_s",
             "templates_dir", "metrics_port", "metrics_host", "rate_per_connection", "log_rejections", "log_tokens", "results",
-            "shards", "max_age_s", "idempotency_window_s",
+            "shards", "max_age_s", "idempotency_window_s", "queues",
         ])
         if let r = try f.object("redis") {
             try r.rejectUnknown([
@@ -49,6 +49,7 @@ extension WorkerConfiguration {
         }
         queue = try f.string("queue") ?? queue
         shards = try f.int("shards") ?? shards
+        try applyQueues(file: f)
         workerID = try f.string("worker_id")
         connections = try f.int("connections") ?? connections
         streams = try f.int("streams") ?? streams
@@ -100,6 +101,9 @@ extension WorkerConfiguration {
     private mutating func apply(environment env: [String: String]) throws {
         func int(_ name: String) throws -> Int? { try env.wholeNumber(name) }
         try redis.apply(environment: env)
+        if !queues.isEmpty, let one = ["APNSW_QUEUE", "APNSW_SHARDS"].first(where: { env[$0] != nil }) {
+            throw ConfigurationError("\(one) sets the one queue of the \"queue\" form, and the file lists \"queues\": set each queue there")
+        }
         queue = env["APNSW_QUEUE"] ?? queue
         shards = try int("APNSW_SHARDS") ?? shards
         waitReplicas = try int("APNSW_REDIS_WAIT_REPLICAS") ?? waitReplicas

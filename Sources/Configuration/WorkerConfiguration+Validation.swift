@@ -29,9 +29,7 @@ extension WorkerConfiguration {
         for (name, rate) in [("rate_per_connection", ratePerConnection)] + apps.map({ ("apps.\($0.name).max_rate", $0.maxRate) }) {
             if let rate, !(1...1_000_000).contains(rate) { throw ConfigurationError("\(name) must be in 1...1000000 requests a second, got \(rate)") }
         }
-        guard !queue.isEmpty, !queue.contains("{"), !queue.contains("}") else {
-            throw ConfigurationError("queue name must be non-empty and must not contain braces")
-        }
+        try validateQueues()
         try validateRanges()
         for app in apps { try app.validate() }
     }

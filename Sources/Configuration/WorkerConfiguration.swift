@@ -14,8 +14,10 @@ public struct WorkerConfiguration: Sendable {
     /// Replicas each completion waits for (WAIT), and for how long at most; 0: no WAIT.
     public var waitReplicas = 0
     public var waitTimeoutMs = 1000
-    /// The key sets this worker serves (QueueKeys.served).
-    public var servedKeys: [QueueKeys] { QueueKeys.served(queue: queue, shards: max(shards, drainingShards)) }
+    /// Several queues, each strict or weighted (`servedQueues`); empty: the one of `queue`.
+    public var queues: [ServedQueue] = []
+    /// The key sets this worker serves: each queue's (QueueKeys.served).
+    public var servedKeys: [QueueKeys] { servedQueues.flatMap(\.servedKeys) }
     /// Shards served beyond `shards` while they still hold jobs (a rollback to fewer shards):
     /// the count to serve in all, read at start (`ShardRecord`); 0 for none.
     public var drainingShards = 0

@@ -46,7 +46,7 @@ struct APNSWorkerMain {
         let worker: Worker
         do {
             try Worker.checkRedis(configuration, logger: logger)
-            configuration.drainingShards = try Worker.shardsToDrain(configuration, logger: logger)
+            configuration.setDrainingShards(try configuration.servedQueues.map { try Worker.shardsToDrain($0, configuration, logger: logger) })
             worker = try Worker(configuration: configuration, logger: logger)
             try worker.startHealthServer()
         } catch let refusal as StartRefusal {

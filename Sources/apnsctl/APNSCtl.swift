@@ -21,6 +21,7 @@ let help: [String: String] = [
     commands:
       enqueue         add one job from flags, or JSON lines from --file FILE (or - for stdin)
       stats           queue depth, in flight, scheduled and retries, dead letters, results/s, workers, per app
+      queues          each queue the configuration serves (queues), its share, and its figures
       dead list       list dead letters (--reason, --app, --older-than, --newer-than, --limit)
       dead show ID    one dead letter with its attempts and original job
       dead requeue    put dead letters back on the queue: ID, or filters or --all with --yes (--dry-run lists them)
@@ -35,7 +36,8 @@ let help: [String: String] = [
       web             serve the dashboard and its JSON API (--listen 127.0.0.1:8088, --auth-file FILE, --read-only)
 
     A queue of N shards (--shards, or the configuration's shards) is read and summed over all of
-    them; a shard's record ids end in @SHARD. Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
+    them; a shard's record ids end in @SHARD. Of a configuration's several queues, --queue picks
+    one (the first by default). Redis and the queue come from --config (a worker configuration), APNSW_* variables, then flags.
     The Redis password is read from the configuration, APNSW_REDIS_PASSWORD or the file
     APNSW_REDIS_PASSWORD_FILE names, never from a flag.
     The channels commands (but channels invalid) talk to Apple's channel-management API with the
@@ -171,7 +173,10 @@ struct APNSCtl {
             }
         }
         if let db = option("db") { endpoint.database = Int(db) ?? 0 }
-        if let q = option("queue") { queue = q }
+        if let q = option("queue") {
+            queue = q
+            if let served = config?.servedQueues.first(where: { $0.name == q }) { shards = served.shards }
+        }
         if let n = option("shards") {
             guard let count = Int(n), (1...256).contains(count) else { fail("--shards takes a number in 1...256, not \(n)", code: 2) }
             shards = count
@@ -254,6 +259,15 @@ struct APNSCtl {
                         : "enqueued \(n) job(s) onto \(shards > 1 ? "the \(shards) shards of queue \(queue)" : ctx.keys.jobs)")
             case ("stats"?, _):
                 QueueCommands.printStats(ctx, try QueueCommands.stats(ctx))
+            case ("queues"?, _):
+                let served = config?.servedQueues ?? [ServedQueue(name: queue, shards: shards)]
+                let rows = try QueueList.read(served) { q in
+                    guard q.name != queue else { return ctx }
+                    let keys = QueueKeys(queue: q.name)
+                    let r = try BlockingRedisConnection(endpoint.routed(toKey: keys.jobs), timeoutMs: 10_000)
+                    return AdminContext(redis: r, keys: keys, shards: q.shards, json: ctx.json, configuration: config, cluster: endpoint)
+                }
+                QueueList.print(rows, json: ctx.json) { ctx.say($0) }
             case ("dead"?, "list"?):
                 let n = try DeadLetterCommands.list(ctx, try filter(ids: []), limit: Int(option("limit") ?? "100") ?? 100)
                 if n == 0 { throw AdminError.notFound("no dead letters match") }

@@ -63,6 +63,7 @@ final class WorkerFixture: @unchecked Sendable {
             ],
         ]
         for (k, v) in settings { config[k] = v }
+        if settings["queues"] != nil { config["queue"] = nil }  // the one-queue form, or several
         if let apps = settings["apps"] as? [[String: Any]] {
             // Apps given without an endpoint send to the mock.
             config["apps"] = apps.map { app -> [String: Any] in
