@@ -200,6 +200,8 @@ class Bench:
                       "token": {"team_id": "TEAM123456", "key_id": "KEY1234567", "key_file": self.path("AuthKey_KEY1234567.p8")}}],
         }
         cfg.update(extra)
+        if "queues" in extra:
+            del cfg["queue"]  # several queues, or the one-queue form
         name = self.path("worker-%s.json" % queue)
         with open(name, "w") as f:
             json.dump(cfg, f)

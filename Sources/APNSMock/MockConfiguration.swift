@@ -19,6 +19,9 @@ public struct MockConfiguration: Codable, Sendable {
     public var faults: Faults = Faults()
     /// Where to write one JSON line per request; nil for no log.
     public var log: String?
+    /// Only requests whose device token starts with this go in the log (a run of a million
+    /// jobs logs the few it measures); nil: every request.
+    public var logTokenPrefix: String?
     /// Event-loop threads serving connections (each connection on one, taken in turn).
     public var threads: Int = 1
     /// "production", or "development": as APNs's sandbox, every answer then carries an
@@ -35,6 +38,7 @@ public struct MockConfiguration: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case listen, port, tls, keys, faults, log, threads, environment
+        case logTokenPrefix = "log_token_prefix"
         case managePort = "manage_port", channelLimit = "channel_limit", broadcastDisabled = "broadcast_disabled"
         case maxConcurrentStreams = "max_concurrent_streams"
         case oneStreamUntilAuthenticated = "one_stream_until_authenticated"
@@ -199,6 +203,7 @@ public struct MockConfiguration: Codable, Sendable {
         tokenUpdateWindowSeconds = try c.decodeIfPresent(Int.self, forKey: .tokenUpdateWindowSeconds) ?? tokenUpdateWindowSeconds
         faults = try c.decodeIfPresent(Faults.self, forKey: .faults) ?? faults
         log = try c.decodeIfPresent(String.self, forKey: .log)
+        logTokenPrefix = try c.decodeIfPresent(String.self, forKey: .logTokenPrefix)
         threads = try c.decodeIfPresent(Int.self, forKey: .threads) ?? threads
         environment = try c.decodeIfPresent(String.self, forKey: .environment) ?? environment
         managePort = try c.decodeIfPresent(Int.self, forKey: .managePort) ?? managePort

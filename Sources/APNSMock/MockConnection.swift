@@ -269,6 +269,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
             if let reason = decision.reason { $0.byReason[reason.rawValue, default: 0] += 1 }
         }
         guard server.log.isEnabled else { return }
+        if let prefix = server.configuration.logTokenPrefix, request.pathToken?.hasPrefix(prefix) != true { return }
         let body = request.body
         var w = JSONWriter(capacity: 512 + body.count)
         w.beginObject()
