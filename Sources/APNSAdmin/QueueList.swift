@@ -8,6 +8,16 @@ public enum QueueList {
     public struct Row {
         public let queue: ServedQueue
         public let stats: QueueCommands.Stats
+
+        public var share: String { queue.isStrict ? "strict" : "weight \(queue.weight)" }
+
+        public var json: [String: Any] {
+            [
+                "queue": queue.name, "strict": queue.isStrict, "weight": queue.weight, "shards": queue.shards,
+                "waiting": stats.depth, "in_flight": stats.inFlight, "scheduled": stats.scheduled,
+                "dead_letters": stats.deadLetters, "results_per_second": stats.resultsPerSecond,
+            ]
+        }
     }
 
     /// Reads each of `queues` through the context `open` makes for it.
@@ -19,17 +29,11 @@ public enum QueueList {
         let columns = ["queue", "share", "shards", "waiting", "in_flight", "scheduled", "dead_letters", "results_per_s"]
         let table = rows.map { r in
             [
-                r.queue.name, r.queue.isStrict ? "strict" : "weight \(r.queue.weight)", String(r.queue.shards), String(r.stats.depth),
-                String(r.stats.inFlight), String(r.stats.scheduled), String(r.stats.deadLetters), oneDecimal(r.stats.resultsPerSecond),
+                r.queue.name, r.share, String(r.queue.shards), String(r.stats.depth), String(r.stats.inFlight), String(r.stats.scheduled),
+                String(r.stats.deadLetters), oneDecimal(r.stats.resultsPerSecond),
             ]
         }
-        let objects: [Any] = rows.map { r in
-            [
-                "queue": r.queue.name, "strict": r.queue.isStrict, "weight": r.queue.weight, "shards": r.queue.shards,
-                "waiting": r.stats.depth, "in_flight": r.stats.inFlight, "scheduled": r.stats.scheduled,
-                "dead_letters": r.stats.deadLetters, "results_per_second": r.stats.resultsPerSecond,
-            ] as [String: Any]
-        }
+        let objects: [Any] = rows.map(\.json)
         AdminContext.table(columns, table, jsonRows: objects, json: json, say: say)
     }
 }

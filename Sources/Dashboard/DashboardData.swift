@@ -26,6 +26,11 @@ public final class DashboardData: @unchecked Sendable {
     public let readOnly: Bool
     public let configuredApps: [String]
 
+    /// Every queue of the configuration (`queues`), each read through `openQueue`: the overview
+    /// lists them all (this dashboard's pages show one, `apnsctl web --queue NAME`).
+    public var queues: [ServedQueue] = []
+    public var openQueue: (@Sendable (ServedQueue) throws -> AdminContext)?
+
     public init(readOnly: Bool, configuredApps: [String], connect: @escaping () throws -> AdminContext) {
         self.connect = connect
         self.readOnly = readOnly
@@ -60,6 +65,9 @@ public final class DashboardData: @unchecked Sendable {
         public var oldestAgeMs: [String: Int64]
         public var history: [CounterHistory.Snapshot]
         public var nowMs: Int64
+        /// Each queue of the configuration, when it has several; this one is `queue`.
+        public var queues: [QueueList.Row] = []
+        public var queue = ""
 
         public var json: [String: Any] {
             var j = statsJSON
@@ -71,6 +79,7 @@ public final class DashboardData: @unchecked Sendable {
             }
             j["per_minute_last_hour"] = minutes(60)
             j["per_minute_last_day"] = minutes(1440)
+            if !queues.isEmpty { j["queues"] = queues.map(\.json) }
             return j
         }
     }
@@ -88,8 +97,13 @@ public final class DashboardData: @unchecked Sendable {
                 let members = try ctx.call(set, ["ZRANGEBYSCORE", set.history, String(now - CounterHistory.keptMs), "+inf"]).array
                 sets.append(members.compactMap { $0.text.flatMap(CounterHistory.Snapshot.init(member:)) })
             }
-            return Overview(
+            var o = Overview(
                 stats: stats, statsJSON: QueueCommands.statsJSON(ctx, stats), oldestAgeMs: ages, history: CounterHistory.merge(sets), nowMs: now)
+            o.queue = ctx.keys.queue
+            if queues.count > 1, let openQueue {
+                o.queues = try QueueList.read(queues) { q in q.name == ctx.keys.queue ? ctx : try openQueue(q) }
+            }
+            return o
         }
     }
 

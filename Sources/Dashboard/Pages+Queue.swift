@@ -33,6 +33,21 @@ enum QueuePages {
         html += Charts.chart(CounterHistory.minutes(o.history, count: 1440, nowMs: o.nowMs), id: "chart-day", title: "Jobs per minute, last day")
         html += "</div>"
         html += DeadLetterPages.byReason(s.deadLetterReasons)
+        if !o.queues.isEmpty {
+            html += "<h2>Queues of this worker configuration</h2>"
+            html += HTML.table(
+                ["Queue", "Share", "Shards", "Waiting", "In flight", "Scheduled", "Dead letters", "Results/s"],
+                o.queues.map { r in
+                    [
+                        r.queue.name == o.queue
+                            ? "<b>\(e(r.queue.name))</b> <span class=\"muted\">(these pages)</span>"
+                            : "\(e(r.queue.name)) <span class=\"muted\">(apnsctl web --queue \(e(r.queue.name)))</span>",
+                        e(r.share), HTML.num(Int64(r.queue.shards)), HTML.num(r.stats.depth), HTML.num(r.stats.inFlight),
+                        HTML.num(r.stats.scheduled), HTML.num(r.stats.deadLetters, tone: r.stats.deadLetters > 0 ? "bad" : nil),
+                        "<span class=\"num\">\(oneDecimal(r.stats.resultsPerSecond))</span>",
+                    ]
+                }, id: "queues")
+        }
         html += "<h2>Queues and shards</h2>"
         html += HTML.table(
             ["Keys", "Waiting", "Oldest job", "In flight", "Scheduled", "Retries", "Dead letters", "Results/s"],

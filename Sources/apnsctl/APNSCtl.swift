@@ -324,6 +324,14 @@ func serveDashboard(options: [String: [String]], config: WorkerConfiguration?, e
         let redis = try BlockingRedisConnection(endpoint.routed(toKey: keys.jobs), timeoutMs: 5000)
         return AdminContext(redis: redis, keys: keys, shards: shards, json: true, configuration: config, cluster: endpoint, output: { _ in })
     }
+    if let served = config?.servedQueues, served.count > 1 {
+        data.queues = served
+        data.openQueue = { q in
+            let keys = QueueKeys(queue: q.name)
+            let redis = try BlockingRedisConnection(endpoint.routed(toKey: keys.jobs), timeoutMs: 5000)
+            return AdminContext(redis: redis, keys: keys, shards: q.shards, json: true, configuration: config, cluster: endpoint, output: { _ in })
+        }
+    }
     // Each app's channels, asked of APNs with its credentials (only with --config).
     var lister: (@Sendable (String) throws -> [String])?
     if let config {

@@ -112,5 +112,19 @@ final class SeveralQueuesTests: XCTestCase {
         let sharded = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try ctl(["stats", "--json"]).out.utf8)) as? [String: Any])
         XCTAssertEqual(sharded["shards"] as? Int, 2, "the first queue, with its own shards")
         XCTAssertEqual(sharded["depth"] as? Int, 7)
+        // The dashboard's overview lists every queue of the configuration.
+        let web = try ChildProcess(
+            ChildProcess.productsDirectory + "/apnsctl", ["--config", f.configFile, "web", "--listen", "127.0.0.1:0"],
+            outputFile: f.directory.file("web.out"))
+        defer { web.signal(SIGKILL) }
+        let port = try XCTUnwrap(servedPort(web), web.output)
+        let api = try XCTUnwrap(httpRequest(port: port, method: "GET", path: "/api/overview"))
+        let overview = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(api.body.utf8)) as? [String: Any], api.body)
+        let listedByWeb = try XCTUnwrap(overview["queues"] as? [[String: Any]], api.body)
+        XCTAssertEqual(listedByWeb.map { $0["queue"] as? String }, [base, other])
+        XCTAssertEqual(listedByWeb.map { $0["waiting"] as? Int }, [7, 3])
+        let page = try XCTUnwrap(httpRequest(port: port, method: "GET", path: "/"))
+        XCTAssertTrue(page.body.contains("id=\"queues\""), page.body)
+        XCTAssertTrue(page.body.contains("apnsctl web --queue \(other)"), "how to see the other queue's pages")
     }
 }
