@@ -46,10 +46,12 @@ def measured_job(i):
     return json.dumps({"id": "m%d" % i, "token": MEASURED + "%062x" % i, "payload": payload}, separators=(",", ":"))
 
 
-def waits(log_path, expected):
-    """From the mock's log: each measured job's wait from its push to its arrival (ms), sorted."""
+def waits(log_path, offset, expected):
+    """From the mock's log past `offset`: each measured job's wait from its push to its arrival
+    (ms), sorted."""
     found = []
     with open(log_path) as f:
+        f.seek(offset)
         for line in f:
             e = json.loads(line)
             if e.get("status") == 200 and "payload" in e:
@@ -70,7 +72,7 @@ def beside_a_backlog(b, port, log_path, name, queues, measured_queue, pushes, ev
     Returns the measured waits and the bulk's jobs/s meanwhile."""
     bulk = queues[0]["name"]
     fill_fast(b, bulk, BULK)
-    open(log_path, "w").close()
+    offset = os.path.getsize(log_path) if os.path.exists(log_path) else 0  # the mock appends to it
     config = b.worker_config(name, port, queues=queues, results_max=BULK + 1000)
     p = b.spawn([bench.BIN + "/apns-worker", "--config", config], "worker-%s.log" % name)
     deadline = time.time() + 120
@@ -93,7 +95,8 @@ def beside_a_backlog(b, port, log_path, name, queues, measured_queue, pushes, ev
         b.drop(q["name"])
     if still == 0:
         print("  note: the bulk ran out before the measured jobs were done", flush=True)
-    return waits(log_path, pushes), bulk_rate
+    time.sleep(0.2)  # the mock writes its log once per loop pass
+    return waits(log_path, offset, pushes), bulk_rate
 
 
 def throughput(b, port, pairs):

@@ -49,6 +49,9 @@ final class SentinelTests: XCTestCase {
         }.joined(separator: ", ")
     }
 
+    /// A log on one line: what CI keeps of a failure is its first line.
+    private static func oneLine(_ log: Substring) -> String { log.split(separator: "\n").joined(separator: " ⏎ ") }
+
     private struct Run {
         let lost: Int, twice: Int, log: String
         /// Deliveries the mock accepted beyond one per token, and the worker's count of resends that may be such.
@@ -71,7 +74,7 @@ final class SentinelTests: XCTestCase {
         try f.enqueue((jobs / 2..<jobs).map { WorkerFixture.job($0) })
         XCTAssertTrue(
             waitUntil(timeout: Double(20 + jobs / 500)) { ((try? self.count(f, jobs: jobs).lost) ?? jobs) == 0 },
-            "every job has a result: \(w.output.suffix(3000))")
+            "every job has a result: \(Self.oneLine(w.output.suffix(6000)))")
         w.signal(SIGTERM)
         XCTAssertEqual(w.wait(timeout: 30), 0, w.output)
         let (lost, twice) = try count(f, jobs: jobs)
