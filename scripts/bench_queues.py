@@ -5,8 +5,9 @@
     arrival at the mock (the mock's log), p50, p99 and the most, with the bulk's rate meanwhile
 (2) fair shares: two queues of equal weight, one with a backlog of BULK jobs, the other fed
     LIGHT_RATE (100) jobs a second for LIGHT_SECONDS (5): the light queue's waits, as in (1)
-(3) throughput: JOBS (200,000) jobs on one queue, next to the same jobs spread over four queues of
-    equal weight, in PAIRS (3) interleaved pairs: jobs/s and worker CPU us per job, medians
+(3) throughput: JOBS (200,000) jobs on one queue, next to four queues of equal weight with the same
+    jobs in one of them (a queue alone) and spread over the four, in PAIRS (3) interleaved
+    rounds: jobs/s and worker CPU us per job, medians
 
 Settings are environment variables; CONNECTIONS and STREAMS as in scripts/bench.py. Timings are
 noisy on shared machines; nothing here is a pass/fail test.
@@ -100,20 +101,24 @@ def beside_a_backlog(b, port, log_path, name, queues, measured_queue, pushes, ev
 
 
 def throughput(b, port, pairs):
-    one, four = [], []
+    """JOBS jobs through one queue; through four queues of equal weight with the jobs in one
+    (a queue alone); and spread over the four. Each run's (jobs/s, CPU us per job)."""
+    runs = {"one": [], "alone": [], "four": []}
     for r in range(pairs):
-        bench.log("throughput pair %d of %d" % (r + 1, pairs))
+        bench.log("throughput round %d of %d" % (r + 1, pairs))
         secs, cpu, _, _, _ = b.end_to_end("one%d" % r, port)
-        one.append((bench.JOBS / secs, cpu / bench.JOBS))
-        names = ["four%d-%d" % (r, q) for q in range(4)]
-        for q in names:
-            b.fill(q, bench.JOBS // 4)
-        config = b.worker_config(names[0], port, queues=[{"name": q, "weight": 1} for q in names])
-        secs, cpu, _, _, _ = b.run_worker(names[0], config, bench.JOBS // 4 * 4, finished=lambda: sum(b.finished(q) for q in names))
-        four.append((bench.JOBS // 4 * 4 / secs, cpu / (bench.JOBS // 4 * 4)))
-        for q in names:
-            b.drop(q)
-    return one, four
+        runs["one"].append((bench.JOBS / secs, cpu / bench.JOBS))
+        for kind in ("alone", "four"):
+            names = ["%s%d-%d" % (kind, r, q) for q in range(4)]
+            for q in names[:1] if kind == "alone" else names:
+                b.fill(q, bench.JOBS if kind == "alone" else bench.JOBS // 4)
+            n = bench.JOBS if kind == "alone" else bench.JOBS // 4 * 4
+            config = b.worker_config(names[0], port, queues=[{"name": q, "weight": 1} for q in names])
+            secs, cpu, _, _, _ = b.run_worker(names[0], config, n, finished=lambda: sum(b.finished(q) for q in names))
+            runs[kind].append((n / secs, cpu / n))
+            for q in names:
+                b.drop(q)
+    return runs
 
 
 def main():
@@ -134,11 +139,13 @@ def main():
         print("(2) equal weights, a queue fed %d jobs/s beside a backlog of %d: %s; the backlog meanwhile %d jobs/s"
               % (LIGHT_RATE, BULK, percentiles(w), rate), flush=True)
         if PAIRS > 0:
-            one, four = throughput(b, port, PAIRS)
-            m1, m4 = bench.median([x[0] for x in one]), bench.median([x[0] for x in four])
-            c1, c4 = bench.median([x[1] for x in one]), bench.median([x[1] for x in four])
-            print("(3) %d jobs, %d pairs: one queue %d jobs/s, %.2f us/job; four queues of equal weight %d jobs/s (%s), %.2f us/job (%s)"
-                  % (bench.JOBS, PAIRS, m1, c1, m4, bench.ratio(m4, m1), c4, bench.ratio(c4, c1)), flush=True)
+            runs = throughput(b, port, PAIRS)
+            rate = {k: bench.median([x[0] for x in v]) for k, v in runs.items()}
+            cpu = {k: bench.median([x[1] for x in v]) for k, v in runs.items()}
+            print("(3) %d jobs, medians of %d rounds: one queue %d jobs/s, %.2f us/job" % (bench.JOBS, PAIRS, rate["one"], cpu["one"]), flush=True)
+            for kind, what in (("alone", "four queues of equal weight, the jobs in one"), ("four", "the jobs spread over the four")):
+                print("    %s: %d jobs/s (%s), %.2f us/job (%s)"
+                      % (what, rate[kind], bench.ratio(rate[kind], rate["one"]), cpu[kind], bench.ratio(cpu[kind], cpu["one"])), flush=True)
     finally:
         b.close()
 

@@ -101,6 +101,9 @@ final class Completer: EventLoopRedisOwner, DecidedSink, @unchecked Sendable {  
     /// and appending that to the queue counted a reference per job more.
     func add(_ decided: consuming FinishedJob) { queue.append(decided) }
 
+    /// Jobs answered (or decided) and not yet in Redis: this lane's part of the recording stage.
+    var recordingJobs: Int { writing == nil ? queue.count : queue.count + current.count - chunkStart }
+
     func turnEnded(decided: Int) {
         gate.answered(decided)
         writeIfDue()

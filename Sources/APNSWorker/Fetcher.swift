@@ -40,6 +40,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
     private lazy var sharesTheGate = configuration.servedKeys.count > 1
     var shares: QueueShares?
     var shareLane = 0
+    private var turnRecheckScheduled = false
 
     func takeFailoverJobs() -> Int {
         defer { failoverJobs = 0 }
@@ -198,22 +199,29 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         var wanted = batch, least = minimum
         if sharesTheGate {
             // One key set never holds the whole gate: one that waits (its slot half-moved, its
-            // node gone) keeps what it took, and the others still have room to fetch.
-            let room = capacity - max(minimum, capacity / 8)
-            guard let allowance = shares.map({ $0.allowance(lane: shareLane, room: room, nowMs: MonotonicClock.nowMilliseconds()) }) else {
-                let own = room - completer.unfinished.heldJobs
-                guard own >= minimum else { return unfreed.freeAll() }  // its own answers free its room: the next turn asks again
-                return fetch(size: min(batch, own), atLeast: minimum)
+            // node gone) keeps what it took, and the others still fetch from the last eighth of
+            // each stage. Counted by stage, so that a lane alone keeps the connections full.
+            let reserve = max(1, capacity / 8), recording = completer.recordingJobs
+            guard recording <= gate.recordingCapacity - gate.recordingCapacity / 8 else { return unfreed.freeAll() }
+            let room = capacity - reserve, held = completer.unfinished.heldJobs - recording
+            // Whole batches; a lane that holds less than one takes what room there is.
+            if held < minimum { least = min(minimum, reserve) }
+            var jobs = room - held
+            if let shares {
+                let turn = shares.turn(
+                    lane: shareLane, held: held, room: room, minimum: least, nowMs: loop.iterationNs / 1_000_000, wake: wakeLoop)
+                (jobs, least) = (turn.jobs, turn.least)
             }
-            // A queue's part may be less than two batches: it then fetches a quarter of it at least.
-            least = allowance >= 2 * batch ? minimum : max(1, allowance / 4)
-            let own = allowance - completer.unfinished.heldJobs
-            guard own >= least else {
-                // Another queue's turn: asked again when the shares may have changed.
-                loop.schedule(afterMilliseconds: 20) {}
+            guard jobs >= least else {
+                // Its own answers free its room; another queue's turn wakes it when it may be
+                // its own, and it asks again in case a queue's backlog ends unseen.
+                if shares != nil, !turnRecheckScheduled {
+                    turnRecheckScheduled = true
+                    loop.schedule(afterMilliseconds: 20) { [weak self] in self?.turnRecheckScheduled = false }
+                }
                 return unfreed.freeAll()
             }
-            wanted = min(batch, own)
+            wanted = min(batch, jobs)
         }
         fetch(size: wanted, atLeast: least)
     }
@@ -232,6 +240,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
         let takeSuspect = suspectsWaiting > 0 && !holdsSuspectPlace && batchIDs.takeSuspectPlace()
         if takeSuspect { holdsSuspectPlace = true }
         let id = batchIDs.next(suspect: takeSuspect)
+        shares?.asked(lane: shareLane, jobs: size)
         send(
             [fetchArgs(id, size: size, suspect: takeSuspect), listArgs(id)],
             expecting: .fetch(batch: id, size: size, sentAtMs: MonotonicClock.nowMilliseconds(), suspect: takeSuspect))
@@ -270,7 +279,7 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             lease.renewed(sentAtMs: sentAtMs, answeredAtMs: MonotonicClock.nowMilliseconds())
             let taken = try TakenJobs(reply)
             suspectsWaiting = taken.suspectsWaiting
-            shares?.fetched(lane: shareLane, found: !taken.isEmpty, nowMs: MonotonicClock.nowMilliseconds())
+            shares?.fetched(lane: shareLane, asked: size, taken: taken.count, nowMs: loop.iterationNs / 1_000_000)
             if taken.isEmpty {
                 if isSuspect { return endSuspect() }  // another worker took it; the next fetch follows
                 unfreed.freeAll()

@@ -18,6 +18,16 @@ enum LaneAssignment {
         guard threads > sets else { return Array(stride(from: thread, to: sets, by: threads)) }
         return [thread % sets]
     }
+
+    /// The same for several queues (`setsOfQueue`: each queue's key sets, in order): each queue's
+    /// sets are spread over every thread, so that a queue alone with jobs has every thread.
+    static func keySets(thread: Int, threads: Int, setsOfQueue: [Int]) -> [Int] {
+        var first = 0
+        return setsOfQueue.flatMap { sets in
+            defer { first += sets }
+            return keySets(thread: thread, threads: threads, sets: sets).map { first + $0 }
+        }
+    }
 }
 
 /// The decided sends of a thread with several lanes: each goes to the completer of the lane

@@ -64,8 +64,9 @@ public final class Worker: @unchecked Sendable {
             try TemplateSource(directory: configuration.templatesDirectory, redisKey: QueueKeys(queue: $0.name).templates, logger: logger)
         }
         let queueOfSet = served.map { set in queues.firstIndex { $0.name == set.queue } ?? 0 }
+        let setsOfQueue = queues.indices.map { q in queueOfSet.filter { $0 == q }.count }
         let setsOfThread = (0..<configuration.ioThreads).map {
-            LaneAssignment.keySets(thread: $0, threads: configuration.ioThreads, sets: served.count)
+            LaneAssignment.keySets(thread: $0, threads: configuration.ioThreads, setsOfQueue: setsOfQueue)
         }
         let shares = queues.count < 2 ? nil : QueueShares(queues, queueOfLane: setsOfThread.flatMap { $0.map { queueOfSet[$0] } })
         var nextShareLane = 0

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import QueueContract
+import Synchronization
 import XCTest
 
 @testable import APNSWorker
@@ -46,38 +47,83 @@ final class QueueSharesTests: XCTestCase {
         XCTAssertTrue(refusal(#""queues":[{"name":"a"}]"#, ["APNSW_QUEUE": "b"]).contains("APNSW_QUEUE"))
     }
 
-    /// Lanes 0 and 1 serve a strict queue and a weighted one; lanes 2-4 two weighted queues (3 and 1), the first over two lanes.
+    /// Lane 0 serves a strict queue; lanes 1 and 2 a weighted one (3); lane 3 another (1).
     private func shares() -> QueueShares {
         QueueShares(
             [ServedQueue(name: "otp", share: .strict), ServedQueue(name: "bulk", share: .weight(3)), ServedQueue(name: "news")],
             queueOfLane: [0, 1, 1, 2])
     }
 
-    func testAStrictQueueWithJobsHoldsTheWeightedBack() {
-        let s = shares()
-        XCTAssertEqual(s.allowance(lane: 0, room: 1000, nowMs: 5000), 1000, "a strict lane may take the room")
-        XCTAssertEqual(s.allowance(lane: 1, room: 1000, nowMs: 5000), 500, "alone with jobs, bulk takes the room, over its 2 lanes")
-        s.fetched(lane: 0, found: true, nowMs: 5000)
-        XCTAssertEqual(s.allowance(lane: 1, room: 1000, nowMs: 5500), 0, "the strict queue has jobs")
-        XCTAssertEqual(s.allowance(lane: 3, room: 1000, nowMs: 5500), 0)
-        XCTAssertEqual(s.allowance(lane: 0, room: 1000, nowMs: 5500), 1000)
-        s.fetched(lane: 0, found: false, nowMs: 5600)
-        XCTAssertEqual(s.allowance(lane: 1, room: 1000, nowMs: 5600), 500, "its fetch found none: the weighted go on")
-        s.fetched(lane: 0, found: true, nowMs: 6000)
-        XCTAssertEqual(s.allowance(lane: 1, room: 1000, nowMs: 7001), 500, "a strict lane silent for a second counts as empty")
+    private func turn(_ s: QueueShares, lane: Int, held: Int = 0, at nowMs: UInt64, woken: Woken? = nil) -> QueueShares.Turn {
+        s.turn(lane: lane, held: held, room: 1000, minimum: 100, nowMs: nowMs) { woken?.count.add(1, ordering: .relaxed) }
     }
 
-    func testWeightedQueuesWithJobsSplitTheRoomByWeight() {
+    /// A lane's fetch asks for `jobs` and takes `taken` of them.
+    private func fetch(_ s: QueueShares, lane: Int, jobs: Int = 100, taken: Int? = nil, at nowMs: UInt64) {
+        s.asked(lane: lane, jobs: jobs)
+        s.fetched(lane: lane, asked: jobs, taken: taken ?? jobs, nowMs: nowMs)
+    }
+
+    final class Woken: Sendable { let count = Atomic<Int>(0) }
+
+    func testAStrictQueueWithJobsHoldsTheWeightedBackAndKeepsItsReserve() {
         let s = shares()
-        XCTAssertEqual(s.allowance(lane: 3, room: 1000, nowMs: 1000), 1000, "news alone takes the room")
-        s.fetched(lane: 1, found: true, nowMs: 1000)
-        XCTAssertEqual(s.allowance(lane: 3, room: 1000, nowMs: 1000), 250, "with bulk: 1 of 4")
-        XCTAssertEqual(s.allowance(lane: 2, room: 1000, nowMs: 1000), 500, "news has no jobs: bulk takes the room")
-        s.fetched(lane: 3, found: true, nowMs: 1000)
-        XCTAssertEqual(s.allowance(lane: 2, room: 1000, nowMs: 1000), 375, "bulk: 3 of 4, over its two lanes")
-        XCTAssertEqual(s.allowance(lane: 1, room: 1000, nowMs: 1000), 375)
-        s.fetched(lane: 1, found: false, nowMs: 1100)
-        XCTAssertEqual(s.allowance(lane: 3, room: 1000, nowMs: 1100), 1000, "bulk found none: news alone again")
-        XCTAssertEqual(s.allowance(lane: 2, room: 1000, nowMs: 3000), 500, "news silent for a second: bulk alone")
+        XCTAssertEqual(turn(s, lane: 0, held: 300, at: 5000), .init(jobs: 700, least: 1), "a strict lane may fill the room")
+        XCTAssertEqual(turn(s, lane: 1, held: 200, at: 5000), .init(jobs: 800, least: 1), "alone with jobs, bulk may fill it too")
+        XCTAssertEqual(turn(s, lane: 3, held: 300, at: 5000), .init(jobs: 500, least: 1), "the weighted lanes together keep within the room")
+        fetch(s, lane: 0, taken: 3, at: 5000)
+        let woken = Woken()
+        XCTAssertEqual(turn(s, lane: 1, at: 5500, woken: woken), .wait, "the strict queue has jobs")
+        XCTAssertEqual(turn(s, lane: 3, at: 5500), .wait)
+        XCTAssertEqual(turn(s, lane: 0, held: 3, at: 5500).jobs, 997)
+        fetch(s, lane: 0, taken: 0, at: 5600)
+        XCTAssertEqual(woken.count.load(ordering: .relaxed), 1, "a waiting lane is woken when a fetch may have changed its turn")
+        XCTAssertEqual(turn(s, lane: 1, at: 5600).jobs, 1000, "its fetch found none: the weighted go on")
+        fetch(s, lane: 0, taken: 1, at: 6000)
+        XCTAssertEqual(turn(s, lane: 1, at: 7001).jobs, 1000, "a strict lane silent for a second counts as empty")
+    }
+
+    func testWeightedQueuesWithABacklogTakeTurnsByWeight() {
+        let s = QueueShares([ServedQueue(name: "bulk", share: .weight(3)), ServedQueue(name: "news")], queueOfLane: [0, 0, 1])
+        XCTAssertEqual(turn(s, lane: 2, held: 100, at: 1000), .init(jobs: 900, least: 1), "without a strict queue, the lane's room")
+        // Both have a backlog: the lanes take whole batches, bulk three for each of news's.
+        var taken = [0, 0, 0]
+        for ms in 1000..<1400 {
+            for lane in [0, 1, 2] where turn(s, lane: lane, at: UInt64(ms)).jobs > 0 {
+                fetch(s, lane: lane, at: UInt64(ms))
+                taken[lane] += 100
+            }
+        }
+        let ratio = Double(taken[0] + taken[1]) / Double(taken[2])
+        XCTAssertEqual(ratio, 3, accuracy: 0.1, "bulk took \(taken[0] + taken[1]), news \(taken[2])")
+        XCTAssertTrue(turn(s, lane: 2, at: 1400).jobs > 0 || turn(s, lane: 0, at: 1400).jobs > 0, "one of them may always go")
+        XCTAssertEqual(turn(s, lane: 0, at: 1400).least, 100, "a queue with a backlog fetches whole batches")
+    }
+
+    func testAQueueWithoutABacklogHoldsNoneBackAndIsOwedNothing() {
+        let s = QueueShares([ServedQueue(name: "heavy"), ServedQueue(name: "light")], queueOfLane: [0, 1])
+        // light takes a job at a time: heavy fetches at will.
+        for ms in UInt64(1000)..<1100 {
+            XCTAssertGreaterThan(turn(s, lane: 0, at: ms).jobs, 0, "at \(ms) ms")
+            fetch(s, lane: 0, at: ms)
+            XCTAssertEqual(turn(s, lane: 1, at: ms), .init(jobs: 1000, least: 1), "a queue without a backlog takes what there is")
+            fetch(s, lane: 1, taken: 1, at: ms)
+        }
+        // light comes to have a backlog: it starts level with heavy, and they alternate.
+        fetch(s, lane: 1, at: 1100)
+        var turns: [Int] = []
+        for ms in UInt64(1101)..<1111 {
+            for lane in [0, 1] where turn(s, lane: lane, at: ms).jobs > 0 {
+                fetch(s, lane: lane, at: ms)
+                turns.append(lane)
+            }
+        }
+        XCTAssertLessThanOrEqual(abs(turns.filter { $0 == 0 }.count - turns.filter { $0 == 1 }.count), 1, "\(turns)")
+    }
+
+    func testEachQueuesKeySetsSpreadOverEveryThread() {
+        XCTAssertEqual((0..<2).map { LaneAssignment.keySets(thread: $0, threads: 2, setsOfQueue: [1, 1, 1, 1]) }, [[0, 1, 2, 3], [0, 1, 2, 3]])
+        XCTAssertEqual((0..<2).map { LaneAssignment.keySets(thread: $0, threads: 2, setsOfQueue: [1, 5]) }, [[0, 1, 3, 5], [0, 2, 4]])
+        XCTAssertEqual((0..<3).map { LaneAssignment.keySets(thread: $0, threads: 3, setsOfQueue: [2]) }, [[0], [1], [0]])
     }
 }
