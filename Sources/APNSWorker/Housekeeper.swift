@@ -39,11 +39,10 @@ final class Housekeeper: @unchecked Sendable {
 
     init(
         keys: QueueKeys, workerID: String, configuration: WorkerConfiguration, metrics: Metrics, logger: Logger, ownBatches: String,
-        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>, masterWatch: MasterWatch? = nil, watchesMaster: Bool = true
+        lease: LeaseGuard, held: @escaping @Sendable () -> Set<String>, masterWatch: MasterWatch? = nil, writesMayDuplicate: Bool = true
     ) {
         self.masterWatch = masterWatch
-        masterCheck = masterWatch.flatMap { _ in watchesMaster ? MasterCheck(endpoint: configuration.redis) : nil }
-        writesMayDuplicate = watchesMaster
+        self.writesMayDuplicate = writesMayDuplicate
         self.held = held
         self.lease = lease
         self.ownBatches = ownBatches
@@ -107,26 +106,8 @@ final class Housekeeper: @unchecked Sendable {
 
     func stop() { runner.stop() }
 
-    /// Behind Sentinel, the queue's housekeeper asks the sentinels each second which master they name.
+    /// Behind Sentinel: a switch of master, which each housekeeper follows on its key set.
     private let masterWatch: MasterWatch?
-    private var masterCheck: MasterCheck?
-
-    private func watchMaster() {
-        guard let masterWatch, let event = masterCheck?.look(nowMs: MonotonicClock.nowMilliseconds()) else { return }
-        switch event {
-        case .failingOver:
-            logger.warning("a sentinel flags a failover of the master: nothing is sent until the sentinels name the master", [:])
-            masterWatch.failoverStarted()
-        case .settled:
-            logger.info("the failover ended with the same master: sends go on", [:])
-            masterWatch.failoverAborted()
-        case .switched(let old, let new, let sinceMs):
-            logger.warning(
-                "the sentinels named a new master: every connection moves there, and nothing fetched from the old one is sent before the new one confirms it",
-                ["old_master": .string(old), "new_master": .string(new)])
-            masterWatch.switched(sinceMs: sinceMs)
-        }
-    }
 
     /// After a switch of master, on the new one: takes back every batch this process held in
     /// this key set. Outcomes written since the switch went to the old master alone, and a
@@ -156,7 +137,6 @@ final class Housekeeper: @unchecked Sendable {
         let sweepEveryMs = UInt64(min(10_000, (ages.compactMap { $0 }.min() ?? 20) * 500))
         while runner.isRunning {
             recoverPreviousRun()
-            watchMaster()
             followFailover()
             tick()
             let now = MonotonicClock.nowMilliseconds()

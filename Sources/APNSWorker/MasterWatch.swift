@@ -1,7 +1,10 @@
+import Glibc
+import IOLoop
 import RedisClient
 import Synchronization
+import Telemetry
 
-/// The master that Redis Sentinel names, watched once a second by the queue's housekeeper (issue
+/// The master that Redis Sentinel names, watched once a second on a thread of its own (issue
 /// 44, item 1: after SENTINEL FAILOVER the old master took writes for about 10 s more, and
 /// workers kept fetching and sending from it). When the sentinels name another master, every
 /// Redis connection of the process drops and reconnects there, and every lease counts as
@@ -11,7 +14,39 @@ final class MasterWatch: Sendable {
     private let generation = Atomic<Int>(0)
     private let leases: [LeaseGuard]
 
+    private let runner = ThreadRunner()
+
     init(leases: [LeaseGuard]) { self.leases = leases }
+
+    /// Asks the sentinels once a second, on a thread of its own: no Redis call that waits out
+    /// a dead master's backoff delays seeing the new one, or ending a hold.
+    func start(endpoint: RedisEndpoint, logger: Logger) {
+        runner.start(name: "apns-sentinels") { [self] in
+            var check = MasterCheck(endpoint: endpoint)
+            while runner.isRunning {
+                if let event = check.look(nowMs: MonotonicClock.nowMilliseconds()) { follow(event, logger: logger) }
+                usleep(100_000)
+            }
+        }
+    }
+
+    func stop() { runner.stop() }
+
+    func follow(_ event: MasterCheck.Event, logger: Logger) {
+        switch event {
+        case .failingOver:
+            logger.warning("a sentinel flags a failover of the master: nothing is sent until the sentinels name the master", [:])
+            failoverStarted()
+        case .settled:
+            logger.info("the failover ended with the same master: sends go on", [:])
+            failoverAborted()
+        case .switched(let old, let new, let sinceMs):
+            logger.warning(
+                "the sentinels named a new master: every connection moves there, and nothing fetched from the old one is sent before the new one confirms it",
+                ["old_master": .string(old), "new_master": .string(new)])
+            switched(sinceMs: sinceMs)
+        }
+    }
 
     /// Bumped at each switch: a connection that saw an older one reconnects.
     var current: Int { generation.load(ordering: .acquiring) }
@@ -34,7 +69,7 @@ final class MasterWatch: Sendable {
     }
 }
 
-/// The housekeeper's half: asks the sentinels which master they name, at most once a second.
+/// What the watch asks: which master the sentinels name, at most once a second.
 struct MasterCheck {
     let endpoint: RedisEndpoint
     private var known: String?

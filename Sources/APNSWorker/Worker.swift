@@ -27,6 +27,8 @@ public final class Worker: @unchecked Sendable {
     let ioThreads: [IOThread]
     /// One per key set served.
     private let housekeepers: [Housekeeper]
+    /// Behind Sentinel, the master the sentinels name.
+    private let masterWatch: MasterWatch?
     public let metrics: Metrics
     public let health: HealthState
     private var healthServer: HealthServer?
@@ -58,6 +60,7 @@ public final class Worker: @unchecked Sendable {
         )
         let leases = served.map { _ in LeaseGuard(leaseMs: configuration.leaseMs) }
         let masterWatch = configuration.redis.sentinel == nil ? nil : MasterWatch(leases: leases)
+        self.masterWatch = masterWatch
         // Each queue's templates, read from its own keys.
         let queues = configuration.servedQueues
         let templates = try queues.map {
@@ -108,7 +111,7 @@ public final class Worker: @unchecked Sendable {
             let housekeeper = Housekeeper(
                 keys: keys, workerID: id, configuration: configuration, metrics: metrics, logger: logger, ownBatches: batchIDs.prefix,
                 lease: leases[set], held: { Set(completers.flatMap { $0.unfinished.held.map(\.id) }) },
-                masterWatch: masterWatch, watchesMaster: set == 0)
+                masterWatch: masterWatch, writesMayDuplicate: set == 0)
             housekeeper.reportRedis(to: health)
             return housekeeper
         }
@@ -142,6 +145,7 @@ public final class Worker: @unchecked Sendable {
             housekeeper.start()
         }
         for thread in ioThreads { thread.start() }
+        masterWatch?.start(endpoint: configuration.redis, logger: logger)
         logger.info(
             "worker started",
             [
@@ -225,6 +229,7 @@ public final class Worker: @unchecked Sendable {
         let drained = gate.waitUntilEmpty(timeout: Double(configuration.shutdownGraceMs) / 1000)
         for thread in ioThreads { thread.stop() }  // each writes the outcomes it holds
         for housekeeper in housekeepers { housekeeper.stop() }
+        masterWatch?.stop()
         healthServer?.stop()
         var handedBack: Int64 = 0
         for (set, keys) in servedKeys.enumerated() {
