@@ -204,8 +204,8 @@ final class Fetcher: EventLoopRedisOwner, @unchecked Sendable {  // the owning l
             let reserve = max(1, capacity / 8), recording = completer.recordingJobs
             guard recording <= gate.recordingCapacity - gate.recordingCapacity / 8 else { return unfreed.freeAll() }
             let room = capacity - reserve, held = completer.unfinished.heldJobs - recording
-            // Whole batches; a lane that holds less than one takes what room there is.
-            if held < minimum { least = min(minimum, reserve) }
+            // Whole batches; a lane that holds nothing takes what room there is (another may hold the rest).
+            if held == 0 { least = min(minimum, reserve) }
             var jobs = room - held
             if let shares {
                 let turn = shares.turn(
