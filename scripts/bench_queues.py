@@ -7,7 +7,8 @@
     LIGHT_RATE (100) jobs a second for LIGHT_SECONDS (3): the light queue's waits, as in (1)
 (3) throughput: JOBS (200,000) jobs on one queue, next to four queues of equal weight with the same
     jobs in one of them (a queue alone) and spread over the four, in PAIRS (3) rounds, each
-    in another order: jobs/s and worker CPU us per job, medians
+    in another order: jobs/s and worker CPU us per job, medians, and each against one queue's
+    of the same round
 
 Settings are environment variables; CONNECTIONS and STREAMS as in scripts/bench.py. Timings are
 noisy on shared machines; nothing here is a pass/fail test.
@@ -148,8 +149,11 @@ def main():
             cpu = {k: bench.median([x[1] for x in v]) for k, v in runs.items()}
             print("(3) %d jobs, medians of %d rounds: one queue %d jobs/s, %.2f us/job" % (bench.JOBS, PAIRS, rate["one"], cpu["one"]), flush=True)
             for kind, what in (("alone", "four queues of equal weight, the jobs in one"), ("four", "the jobs spread over the four")):
-                print("    %s: %d jobs/s (%s), %.2f us/job (%s)"
-                      % (what, rate[kind], bench.ratio(rate[kind], rate["one"]), cpu[kind], bench.ratio(cpu[kind], cpu["one"])), flush=True)
+                # Rounds are paired: each ratio is against the one queue of the same round.
+                rates = [x[0] / y[0] for x, y in zip(runs[kind], runs["one"])]
+                cpus = [x[1] / y[1] for x, y in zip(runs[kind], runs["one"])]
+                print("    %s: %d jobs/s, %.2f us/job; paired with one queue's rounds: rate %.2fx (rounds %.2f-%.2f), CPU per job %.2fx"
+                      % (what, rate[kind], cpu[kind], bench.median(rates), min(rates), max(rates), bench.median(cpus)), flush=True)
     finally:
         b.close()
 
