@@ -57,7 +57,10 @@ public struct APNSReason: Hashable, Sendable, CustomStringConvertible {
     public var isKnown: Bool { APNSReason.table[self] != nil }
 
     /// The one table (DESIGN.md §4): status, meaning and disposition of every documented reason.
-    public static let table: [APNSReason: ReasonInfo] = [
+    public static let table: [APNSReason: ReasonInfo] = apnsTable.merging(fcmTable) { apns, _ in apns }
+
+    /// Apple's reasons (apns-protocol.md §5.2).
+    public static let apnsTable: [APNSReason: ReasonInfo] = [
         .badCollapseId: .init(status: 400, meaning: "apns-collapse-id is longer than 64 bytes", disposition: .deadLetter),
         .badDeviceToken: .init(status: 400, meaning: "the device token is malformed or belongs to the other environment", disposition: .invalidToken),
         .badExpirationDate: .init(status: 400, meaning: "apns-expiration is not a valid epoch time", disposition: .deadLetter),

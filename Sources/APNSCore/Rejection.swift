@@ -5,12 +5,18 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
     public let apnsID: String?
     /// Milliseconds since the epoch when APNs learned the token was invalid (410 only).
     public let timestamp: Int64?
+    /// What the provider said beyond its reason: FCM's message and field violations.
+    public let detail: String?
+    /// The answer's `retry-after`, in milliseconds, when it had one.
+    public let retryAfterMs: Int?
 
-    public init(status: Int, reason: APNSReason, apnsID: String?, timestamp: Int64?) {
+    public init(status: Int, reason: APNSReason, apnsID: String?, timestamp: Int64?, detail: String? = nil, retryAfterMs: Int? = nil) {
         self.status = status
         self.reason = reason
         self.apnsID = apnsID
         self.timestamp = timestamp
+        self.detail = detail
+        self.retryAfterMs = retryAfterMs
     }
 
     public var description: String { "\(status) \(reason)" }

@@ -110,10 +110,13 @@ public struct RejectionPolicy: Sendable, Equatable {
         if case .retry(let kind) = disposition,
             case .retry(let afterMs) = retry.decide(kind, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng)
         {
-            return .retry(afterMs: afterMs)
+            // A server's retry-after is the least it asked for (fcm-protocol.md §4.4).
+            return .retry(afterMs: max(afterMs, rejection.retryAfterMs ?? 0))
         }
         if disposition == .invalidToken { return .invalidToken }
         if disposition == .invalidChannel { return .invalidChannel }
-        return .deadLetter(detail: "APNs answered \(rejection.status): \(rejection.reason.info.meaning) (after \(attempts) attempts)")
+        let provider = rejection.reason.isFCM ? "FCM" : "APNs"
+        let said = rejection.detail.map { " (\(provider) said: \($0))" } ?? ""
+        return .deadLetter(detail: "\(provider) answered \(rejection.status): \(rejection.reason.info.meaning)\(said) (after \(attempts) attempts)")
     }
 }

@@ -49,6 +49,8 @@ static inline EVP_PKEY *apnsw_read_ec_private_key_pem(const unsigned char *pem, 
     OSSL_DECODER_CTX_free(ctx);
     return ok ? pkey : NULL;
 }
+/// A fresh RSA key of `bits` (EVP_RSA_gen is a variadic macro).
+static inline EVP_PKEY *apnsw_rsa_generate(unsigned int bits) { return EVP_RSA_gen(bits); }
 static inline long apnsw_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
 
 /// ALPN selection callback for servers: accept only "h2".

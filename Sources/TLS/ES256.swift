@@ -82,7 +82,7 @@ public final class ES256PublicKey: @unchecked Sendable {
     }
 }
 
-private func readKey(_ pem: [UInt8], operation: String, _ read: (OpaquePointer) -> OpaquePointer?) throws(OpenSSLError) -> OpaquePointer {
+func readKey(_ pem: [UInt8], operation: String, _ read: (OpaquePointer) -> OpaquePointer?) throws(OpenSSLError) -> OpaquePointer {
     guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
         throw OpenSSLError.drain(operation)
     }

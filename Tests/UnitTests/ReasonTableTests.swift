@@ -6,7 +6,8 @@ final class ReasonTableTests: XCTestCase {
     func testEveryDocumentedReasonHasItsStatusAndDisposition() {
         // apns-protocol.md §5.2 lists 32 device-push reasons (plus BadEnvironmentKeyInToken seen in the wild), and
         // §3.3 ten more for broadcasts and channels (plus MissingChannelQueueSize, observed).
-        XCTAssertEqual(APNSReason.table.count, 44)
+        XCTAssertEqual(APNSReason.apnsTable.count, 44)
+        XCTAssertEqual(APNSReason.table.count, 44 + APNSReason.fcmTable.count)
         XCTAssertEqual(APNSReason.channelNotRegistered.info.disposition, .invalidChannel)
         XCTAssertEqual(APNSReason.unregistered.info.status, 410)
         XCTAssertEqual(APNSReason.unregistered.info.disposition, .invalidToken)
@@ -20,7 +21,7 @@ final class ReasonTableTests: XCTestCase {
         XCTAssertEqual(APNSReason.tooManyProviderTokenUpdates.info.disposition, .pauseCredential)
         XCTAssertEqual(APNSReason.invalidProviderToken.info.disposition, .pauseCredential)
         XCTAssertEqual(APNSReason.payloadTooLarge.info.status, 413)
-        for (reason, info) in APNSReason.table {
+        for (reason, info) in APNSReason.apnsTable {
             XCTAssertTrue([400, 403, 404, 405, 410, 413, 429, 500, 503].contains(info.status), "\(reason)")
             XCTAssertFalse(info.meaning.isEmpty)
         }

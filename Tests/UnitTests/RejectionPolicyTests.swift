@@ -1,7 +1,7 @@
 import APNSCore
 import XCTest
 
-/// Every row of apns-protocol.md §5.2, and the lack of an answer, through `RejectionPolicy`.
+/// Every row of apns-protocol.md §5.2 and fcm-protocol.md §4.2, and the lack of an answer, through `RejectionPolicy`.
 final class RejectionPolicyTests: XCTestCase {
     private enum Expected: Equatable {
         case resend, reconnect, refreshToken, pause(closing: Bool), retry, invalidToken, invalidChannel, deadLetter
@@ -53,6 +53,21 @@ final class RejectionPolicyTests: XCTestCase {
         (403, "TopicMismatch", .deadLetter),
         (400, "MissingChannelQueueSize", .deadLetter),
         (503, "Service Unavailable", .retry),
+        // FCM's rows (fcm-protocol.md §4.2-4.3).
+        (0, "UNSPECIFIED_ERROR", .deadLetter),
+        (400, "INVALID_ARGUMENT", .deadLetter),
+        (400, "INVALID_REGISTRATION", .invalidToken),
+        (404, "UNREGISTERED", .invalidToken),
+        (403, "SENDER_ID_MISMATCH", .invalidToken),
+        (429, "QUOTA_EXCEEDED", .retry),
+        (503, "UNAVAILABLE", .retry),
+        (500, "INTERNAL", .retry),
+        (401, "THIRD_PARTY_AUTH_ERROR", .pause(closing: false)),
+        (401, "APNS_AUTH_ERROR", .pause(closing: false)),
+        (401, "UNAUTHENTICATED", .refreshToken),
+        (403, "PERMISSION_DENIED", .pause(closing: false)),
+        (404, "NOT_FOUND", .deadLetter),
+        (429, "RESOURCE_EXHAUSTED", .retry),
         (400, "SomethingNew", .deadLetter),
     ]
 
