@@ -71,6 +71,11 @@ let package = Package(
         .target(
             name: "APNSTransport", dependencies: ["APNSCore", "Buffers", "Delivery", "PointerTricks", "Telemetry", "IOLoop", "TLS", "HTTP2"],
             swiftSettings: hotPath),
+        // The FCM transport (HTTP v1): OAuth tokens of service accounts, and the sender beside
+        // APNs's. Below the queue, as APNSTransport is.
+        .target(
+            name: "FCMTransport", dependencies: ["APNSCore", "Buffers", "Delivery", "PointerTricks", "Telemetry", "IOLoop", "TLS", "HTTP2"],
+            swiftSettings: hotPath),
         // The queue pipeline: fetch, send, complete, the gate, housekeeping, lifecycle.
         .target(
             name: "APNSWorker",
@@ -101,7 +106,8 @@ let package = Package(
         .testTarget(
             name: "UnitTests",
             dependencies: [
-                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS",
+                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "FCMTransport", "Buffers",
+                "IOLoop", "TLS",
                 "HTTP2",
                 "APNSWorker", "APNSMock", "Dashboard", "RedisClient", "CNghttp2",
             ]),
@@ -109,7 +115,8 @@ let package = Package(
         .testTarget(
             name: "ProtocolTests",
             dependencies: [
-                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "IOLoop", "TLS",
+                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "FCMTransport", "Buffers",
+                "IOLoop", "TLS",
                 "HTTP2",
                 "APNSWorker", "APNSMock", "TestSupport",
             ]),
@@ -117,7 +124,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "Buffers", "RedisClient",
+                "APNSCore", "Delivery", "PointerTricks", "QueueContract", "Configuration", "Telemetry", "APNSTransport", "FCMTransport", "Buffers",
+                "RedisClient",
                 "APNSWorker",
                 "APNSMock", "TestSupport", "APNSAdmin", "Dashboard", "IOLoop", "TLS",
             ]),

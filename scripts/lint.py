@@ -22,8 +22,9 @@ SYSTEM = {"Foundation", "FoundationEssentials", "Glibc", "Dispatch", "Synchroniz
 # (docs/architecture.md): modules each of these must never reach, directly or not.
 NEVER_REACHES = {
     "Delivery": {"QueueContract", "RedisClient", "Configuration", "HTTP2", "TLS", "IOLoop"},
-    "APNSTransport": {"QueueContract", "RedisClient", "CHiredis", "Configuration", "APNSWorker"},
-    "QueueContract": {"APNSTransport", "HTTP2", "Configuration"},
+    "APNSTransport": {"QueueContract", "RedisClient", "CHiredis", "Configuration", "APNSWorker", "FCMTransport"},
+    "FCMTransport": {"QueueContract", "RedisClient", "CHiredis", "Configuration", "APNSWorker", "APNSTransport"},
+    "QueueContract": {"APNSTransport", "FCMTransport", "HTTP2", "Configuration"},
 }
 IMPORT = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(public|package|internal|fileprivate|private)\s+)?import\s+(?:\w+\s+)?([\w.]+)")
 

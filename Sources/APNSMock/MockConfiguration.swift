@@ -35,9 +35,11 @@ public struct MockConfiguration: Codable, Sendable {
     public var channelLimit: Int = 10_000
     /// Bundle ids whose broadcasts get FeatureNotEnabled, as when the capability is off.
     public var broadcastDisabled: [String] = []
+    /// Speak FCM instead of APNs (`MockFCMSettings`).
+    public var fcm: MockFCMSettings?
 
     enum CodingKeys: String, CodingKey {
-        case listen, port, tls, keys, faults, log, threads, environment
+        case listen, port, tls, keys, faults, log, threads, environment, fcm
         case logTokenPrefix = "log_token_prefix"
         case managePort = "manage_port", channelLimit = "channel_limit", broadcastDisabled = "broadcast_disabled"
         case maxConcurrentStreams = "max_concurrent_streams"
@@ -209,6 +211,7 @@ public struct MockConfiguration: Codable, Sendable {
         managePort = try c.decodeIfPresent(Int.self, forKey: .managePort) ?? managePort
         channelLimit = try c.decodeIfPresent(Int.self, forKey: .channelLimit) ?? channelLimit
         broadcastDisabled = try c.decodeIfPresent([String].self, forKey: .broadcastDisabled) ?? broadcastDisabled
+        fcm = try c.decodeIfPresent(MockFCMSettings.self, forKey: .fcm)
         guard ["production", "development"].contains(environment) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .environment, in: c, debugDescription: "environment must be production or development, not \(environment)")

@@ -138,16 +138,20 @@ final class MockConnection: HTTP2ConnectionDelegate {
             return
         }
         var decision =
-            if isManagement {
+            if let fcm = server.fcm {
+                fcm.decide(request)
+            } else if isManagement {
                 server.validator.decideManagement(request, auth: &auth, channels: server.channels)
             } else if request.pathStarts(with: "/4/broadcasts/apps/") {
                 server.validator.decideBroadcast(request, path: request.value(":path")!, auth: &auth, channels: server.channels)
             } else {
                 server.validator.decide(request, auth: &auth)
             }
-        if decision.status == 200, !faults.tokens.isEmpty, let token = request.pathToken, let fault = server.fault(for: token) {
+        if decision.status == 200, !faults.tokens.isEmpty, let token = request.pathToken ?? decision.fcmToken, let fault = server.fault(for: token) {
             decision.delayMs = fault.delayMs ?? 0
-            if let status = fault.status {
+            if let status = fault.status, server.fcm != nil {
+                decision = MockFCM.fault(status: status, reason: fault.reason, body: fault.body, delayMs: decision.delayMs, token: token)
+            } else if let status = fault.status {
                 decision.status = status
                 decision.reason = APNSReason(fault.reasonPerToken == true ? "Odd" + token : fault.reason ?? Self.defaultReason(status))
                 decision.rawBody = fault.body.map { Array($0.utf8) }
@@ -170,7 +174,7 @@ final class MockConnection: HTTP2ConnectionDelegate {
         }
         if (200..<300).contains(decision.status) {
             raiseLimit()
-        } else if decision.status < 500, decision.status != 410, server.configuration.throttleAfterRejection {
+        } else if decision.status < 500, decision.status != 410, server.configuration.throttleAfterRejection, server.fcm == nil {
             throttle()
         }
         if faults.goawayAfter > 0, seen % faults.goawayAfter == 0, goawayLastStream == nil {
@@ -224,13 +228,15 @@ final class MockConnection: HTTP2ConnectionDelegate {
         switch decision.idHeader {
         case .apnsID: apnsID.withBytes { headers.add("apns-id", "", utf8: $0, sensitive: true) }
         case .requestID: apnsID.withBytes { headers.add("apns-request-id", "", utf8: $0, sensitive: true) }
+        case .none: break
         }
+        if let seconds = decision.retryAfterSeconds { headers.add("retry-after", String(seconds)) }
         if let channel = decision.channelID { headers.add("apns-channel-id", channel, sensitive: true) }
         if server.configuration.isDevelopment {
             UUIDText.randomID(using: &idGenerator).withBytes { headers.add("apns-unique-id", "", utf8: $0, sensitive: true) }
         }
         if let raw = decision.rawBody {
-            if !raw.isEmpty { headers.add("content-type", "text/html") }
+            if !raw.isEmpty { headers.add("content-type", decision.rawIsJSON ? "application/json; charset=UTF-8" : "text/html") }
             connection.server.submitResponse(stream: stream, headers, body: raw.isEmpty ? nil : raw)
             return
         }
@@ -269,19 +275,20 @@ final class MockConnection: HTTP2ConnectionDelegate {
             if let reason = decision.reason { $0.byReason[reason.rawValue, default: 0] += 1 }
         }
         guard server.log.isEnabled else { return }
-        if let prefix = server.configuration.logTokenPrefix, request.pathToken?.hasPrefix(prefix) != true { return }
+        if let prefix = server.configuration.logTokenPrefix, (request.pathToken ?? decision.fcmToken)?.hasPrefix(prefix) != true { return }
         let body = request.body
         var w = JSONWriter(capacity: 512 + body.count)
         w.beginObject()
         w.field("time_ms", Int64(Date().timeIntervalSince1970 * 1000))
         w.field("conn", id)
         w.field("stream", Int(request.stream))
-        w.fieldIfPresent("token", request.pathToken)
+        w.fieldIfPresent("token", request.pathToken ?? decision.fcmToken)
+        w.fieldIfPresent("name", decision.messageName)
         if !request.pathStarts(with: "/3/device/") { w.fieldIfPresent("path", request.value(":path")) }
         w.field("status", decision.status)
         w.fieldIfPresent("reason", decision.reason?.rawValue)
-        w.fieldIfPresent("apns_id", answeredID?.description)
-        w.fieldIfPresent("note", note)
+        w.fieldIfPresent("apns_id", decision.idHeader == .none ? nil : answeredID?.description)
+        w.fieldIfPresent("note", note ?? decision.fcmNote)
         w.fieldIfPresent("key_id", decision.keyID)
         w.field("concurrent", open)
         w.field("stream_limit", limit)
@@ -292,6 +299,12 @@ final class MockConnection: HTTP2ConnectionDelegate {
             w.field(h.name, h.name == "authorization" ? "bearer <redacted>" : h.value)
         }
         w.endObject()
+        guard !decision.hideBody else {
+            w.field("payload_bytes", body.count)
+            w.endObject()
+            server.log.append(w.bytes)
+            return
+        }
         let isJSON = request.withBody { (try? JSONScanner.validateObject($0)) != nil }
         if isJSON { w.key("payload"); w.raw(body) } else { w.key("payload_text"); w.stringBytes(body) }
         w.field("payload_bytes", body.count)

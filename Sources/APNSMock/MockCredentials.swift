@@ -1,3 +1,4 @@
+import APNSCore
 import Foundation
 import TLS
 
@@ -72,5 +73,28 @@ public enum MockCredentials {
         try key.publicKeyPEM().write(toFile: pub, atomically: true, encoding: .utf8)
         config.keys.append(.init(keyID: keyID, teamID: teamID, publicKey: pub, topics: topics))
         return p8
+    }
+}
+
+extension MockCredentials {
+    /// A service account for the mock FCM: its key written as a Firebase console's JSON file
+    /// (`service-account-<project>.json`, token_uri on `port`) and its public half added to `config`.
+    public static func addFCMAccount(
+        in directory: String, to config: inout MockConfiguration, port: Int, projectID: String = "demo-project",
+        clientEmail: String? = nil, keyID: String = "fcmkey1"
+    ) throws -> (file: String, account: FCMServiceAccount) {
+        let key = try RS256PrivateKey()
+        let email = clientEmail ?? "sender@\(projectID).iam.gserviceaccount.com"
+        let account = FCMServiceAccount(
+            projectID: projectID, clientEmail: email, privateKeyID: keyID, privateKeyPEM: try key.pkcs8PEM(),
+            tokenURI: "https://127.0.0.1:\(port)\(config.fcm?.tokenPath ?? "/token")")
+        let file = (directory as NSString).appendingPathComponent("service-account-\(projectID)-\(keyID).json")
+        let pub = (directory as NSString).appendingPathComponent("service-account-\(projectID)-\(keyID).pub.pem")
+        try Data(account.json).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o600)
+        try key.publicKeyPEM().write(toFile: pub, atomically: true, encoding: .utf8)
+        if config.fcm == nil { config.fcm = MockFCMSettings(accounts: []) }
+        config.fcm!.accounts.append(.init(clientEmail: email, projectID: projectID, keyID: keyID, publicKey: pub))
+        return (file, account)
     }
 }

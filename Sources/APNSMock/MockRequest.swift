@@ -152,7 +152,18 @@ struct MockDecision {
     var keyID: String?
     /// The answer's id header: `apns-id`, or a broadcast's and channel request's `apns-request-id`.
     var idHeader = IDHeader.apnsID
-    enum IDHeader { case apnsID, requestID }
+    enum IDHeader { case apnsID, requestID, none }
+    /// `rawBody` is JSON (FCM's answers), not a proxy's page.
+    var rawIsJSON = false
+    /// `retry-after`, in seconds.
+    var retryAfterSeconds: Int?
+    /// FCM: the message's target token (not in the path), and the name answered.
+    var fcmToken: String?
+    var messageName: String?
+    /// The request's body stays out of the log (a token request's signed assertion).
+    var hideBody = false
+    /// A note for the log (validate_only).
+    var fcmNote: String?
     /// A created channel's id, sent as `apns-channel-id`.
     var channelID: String?
     /// A JSON body for a success (a channel, the channel list).

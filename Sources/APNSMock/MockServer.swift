@@ -17,6 +17,8 @@ public final class MockServer: @unchecked Sendable {
     let loops: [EventLoop]
     let tls: TLSContext
     let validator: MockValidator
+    /// The FCM side, when the configuration has one: then the listener speaks FCM.
+    let fcm: MockFCM?
     let log: MockLog
     private let listenFD: Int32, manageFD: Int32
     private let running = DispatchGroup()
@@ -43,6 +45,7 @@ public final class MockServer: @unchecked Sendable {
             serverCertificateFile: configuration.tls.certificate, keyFile: configuration.tls.key,
             clientCAFile: configuration.tls.clientCA)
         validator = try MockValidator(configuration: configuration, now: { Int64(Date().timeIntervalSince1970) })
+        fcm = try configuration.fcm.map { try MockFCM(settings: $0, now: { Int64(Date().timeIntervalSince1970) }) }
         log = try MockLog(path: configuration.log)
         channels = MockChannels(limit: configuration.channelLimit)
         (listenFD, port) = try Socket.listen(host: configuration.listen, port: configuration.port)
@@ -62,6 +65,16 @@ public final class MockServer: @unchecked Sendable {
     /// Refuses (403 InvalidProviderToken) or accepts again the JWTs of a key, as when a key is
     /// revoked in Apple's developer account and restored.
     public func revoke(keyID: String, _ isRevoked: Bool = true) { validator.setRevoked(keyID, isRevoked) }
+
+    /// FCM: refuses (or accepts again) a service account's assertions and its access tokens, as
+    /// when its key is deleted in Google Cloud.
+    public func revokeFCM(clientEmail: String, _ isRevoked: Bool = true) { fcm?.revoke(email: clientEmail, isRevoked) }
+    /// FCM: the token endpoint answers `status` (nil: behaves again).
+    public func failFCMTokenRequests(status: Int?) { fcm?.failTokenRequests(status: status) }
+    /// FCM: every access token issued so far expires now.
+    public func expireFCMAccessTokens() { fcm?.expireAccessTokens() }
+    /// FCM: access tokens the token endpoint has issued.
+    public var fcmTokensIssued: Int { fcm?.tokensIssued ?? 0 }
 
     /// Makes a channel for `bundle` as the management API would, for tests and demos.
     public func createChannel(bundle: String, storage: ChannelStorage) -> String? { channels.create(bundle: bundle, storage: storage) }

@@ -68,75 +68,13 @@ public final class ChannelClient {
         if let jwt { headers.add("authorization", "bearer " + jwt.current.token, sensitive: true) }
         if let channelID { headers.add("apns-channel-id", channelID) }
         if !body.isEmpty { headers.add("content-type", "application/json") }
-        let loop = try EventLoop()
-        let exchange = Exchange(loop: loop, headers: headers, body: body)
-        let addresses = try Socket.addresses(of: e.host, port: e.port)
-        let connection = try HTTP2Connection(
-            connectingTo: addresses, tls: tls, serverName: e.serverName, loop: loop, delegate: exchange, timeoutMs: timeoutMs)
-        _ = loop.schedule(afterMilliseconds: timeoutMs) {
-            exchange.failure = exchange.failure ?? "no answer in \(self.timeoutMs) ms"
-            loop.stop()
-        }
-        loop.run()
-        connection.shutdown(error: nil)
-        guard exchange.done else {
-            throw TransportSetupError("channel management at \(e.host):\(e.port): \(exchange.failure ?? "the connection closed")")
-        }
-        return exchange.answer
-    }
-}
-
-/// One request and its answer on one connection, on the calling thread's loop.
-private final class Exchange: HTTP2ConnectionDelegate {
-    let loop: EventLoop
-    var headers: HeaderList
-    let body: [UInt8]
-    var answer = ChannelClient.Answer()
-    var done = false
-    var failure: String?
-
-    init(loop: EventLoop, headers: consuming HeaderList, body: [UInt8]) {
-        self.loop = loop
-        self.headers = headers
-        self.body = body
-    }
-
-    func connectionReady(_ connection: HTTP2Connection) {
+        let answer: HTTP2Exchange.Answer
         do {
-            _ = try body.withUnsafeBytes { raw in try connection.client.submitRequest(headers, body: raw) }
-            connection.flushOrClose()
+            answer = try HTTP2Exchange.send(headers, body: body, host: e.host, port: e.port, serverName: e.serverName, tls: tls, timeoutMs: timeoutMs)
         } catch {
-            failure = "the request could not be sent: \(error)"
-            loop.stop()
+            throw TransportSetupError("channel management at \(error)")
         }
+        return Answer(
+            status: answer.status, channelID: answer.header("apns-channel-id"), requestID: answer.header("apns-request-id"), body: answer.body)
     }
-
-    func connectionClosed(_ connection: HTTP2Connection, error: Error?) {
-        if !done { failure = error.map { "\($0)" } ?? "the server closed the connection before answering" }
-        loop.stop()
-    }
-
-    func http2Header(stream: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        let text = String(decoding: value, as: UTF8.self)
-        if name.equals(":status") { answer.status = Int(text) ?? 0 }
-        if name.equals("apns-channel-id") { answer.channelID = text }
-        if name.equals("apns-request-id") { answer.requestID = text }
-    }
-
-    func http2Data(stream: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        if answer.body.count < 4 << 20 { answer.body.append(contentsOf: bytes) }
-    }
-
-    func http2EndStream(_ stream: Int32) {
-        done = answer.status != 0
-        loop.stop()
-    }
-
-    func http2StreamClosed(_ stream: Int32, errorCode: HTTP2ErrorCode) {
-        if !done { failure = "APNs reset the request (\(errorCode))" }
-        loop.stop()
-    }
-
-    func http2RemoteSettings(maxConcurrentStreams: Int) {}
-    func http2GoAway(lastStreamID: Int32, errorCode: HTTP2ErrorCode, debugData: [UInt8]) {}
 }

@@ -22,7 +22,10 @@ public final class MockFixture: @unchecked Sendable {
     public var port: Int { server.port }
 
     /// The mock's request log, one parsed JSON object per request.
-    public func logEntries() throws -> [[String: Any]] {
+    public func logEntries() throws -> [[String: Any]] { try Self.stopAndReadLog(server, logFile) }
+
+    /// Stops `server` and reads its request log, one parsed JSON object per request.
+    static func stopAndReadLog(_ server: MockServer, _ logFile: String) throws -> [[String: Any]] {
         server.stop()
         server.waitUntilStopped()
         let text = try String(contentsOfFile: logFile, encoding: .utf8)
