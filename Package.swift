@@ -81,12 +81,15 @@ let package = Package(
             name: "APNSWorker",
             dependencies: [
                 "APNSCore", "Buffers", "Delivery", "PointerTricks", "QueueContract", "RedisClient", "Configuration", "Telemetry",
-                "APNSTransport", "IOLoop", "TLS",
+                "APNSTransport", "FCMTransport", "IOLoop", "TLS",
             ], swiftSettings: hotPath),
         // The operators' commands behind apnsctl.
         .target(
             name: "APNSAdmin",
-            dependencies: ["APNSCore", "Delivery", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "APNSWorker", "TLS", "IOLoop"]),
+            dependencies: [
+                "APNSCore", "Delivery", "QueueContract", "RedisClient", "Configuration", "APNSTransport", "FCMTransport", "APNSWorker", "TLS",
+                "IOLoop",
+            ]),
         // apnsctl web: an HTTP/1.1 server, the dashboard's pages and its JSON API over APNSAdmin.
         .target(name: "Dashboard", dependencies: ["APNSAdmin", "APNSCore", "QueueContract", "RedisClient", "Configuration", "IOLoop", "TLS"]),
         // Test support and demo/bench server: the strict mock APNs.

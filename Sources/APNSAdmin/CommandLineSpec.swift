@@ -4,7 +4,7 @@ public enum CommandLineSpec {
     /// Flags every command takes.
     public static let global: Set<String> = ["config", "redis", "db", "queue", "shards", "json", "help", "version"]
     /// Flags that take no value.
-    public static let booleans: Set<String> = ["json", "all", "edit", "help", "progress", "yes", "dry-run", "version", "read-only"]
+    public static let booleans: Set<String> = ["json", "all", "edit", "help", "progress", "yes", "dry-run", "version", "read-only", "online"]
     private static let filters: Set<String> = ["all", "reason", "app", "older-than", "newer-than"]
 
     public static let commands: [String: (flags: Set<String>, words: ClosedRange<Int>)] = [
@@ -27,7 +27,7 @@ public enum CommandLineSpec {
         "channels show": (["app"], 1...1),
         "channels delete": (["app"], 1...1),
         "channels invalid": (["app", "since", "limit"], 0...0),
-        "check-config": ([], 0...0),
+        "check-config": (["online"], 0...0),
         "web": (["listen", "auth-file", "read-only"], 0...0),
     ]
 

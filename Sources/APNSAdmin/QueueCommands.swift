@@ -263,7 +263,8 @@ public enum QueueCommands {
     }
 
     /// Validates the configuration and credentials. Returns (errors, warnings).
-    public static func checkConfig(_ config: WorkerConfiguration, say: (String) -> Void) -> (Int, Int) {
+    /// `online`: an FCM app also gets an access token from its token endpoint.
+    public static func checkConfig(_ config: WorkerConfiguration, online: Bool = false, say: (String) -> Void) -> (Int, Int) {
         var errors = 0, warnings = 0
         func fail(_ m: String) { errors += 1; say("error: \(m)") }
         func warn(_ m: String) { warnings += 1; say("warning: \(m)") }
@@ -281,6 +282,10 @@ public enum QueueCommands {
         }
         for app in config.apps.map({ $0.keys.isEmpty ? $0 : $0.withFirstKey }) {
             for w in app.credentialWarnings { warn(w) }
+            if case .serviceAccount(let file, let project) = app.auth {
+                checkFCM(app.name, file: file, project: project, caFile: app.endpoint.caFile, online: online, ok: ok, fail: fail)
+                continue
+            }
             if app.bundleID.isEmpty || app.bundleID.contains(" ") { fail("app \(app.name): bundle_id \"\(app.bundleID)\" is not a bundle id") }
             switch app.auth {
             case .token(let team, let kid, let file):
@@ -292,6 +297,7 @@ public enum QueueCommands {
                 } catch {
                     fail("app \(app.name): \(error)")
                 }
+            case .serviceAccount: continue
             case .certificate(let file, _), .pkcs12(let file, _):
                 let info: CertificateInfo
                 do {

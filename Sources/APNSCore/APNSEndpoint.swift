@@ -1,8 +1,13 @@
-/// How an app proves itself to APNs: a token key (`.p8`), or a certificate (PEM or PKCS#12).
-public enum APNSCredential: Sendable {
+/// How an app proves itself: to APNs, a token key (`.p8`) or a certificate (PEM or PKCS#12);
+/// to FCM, a Google service account's key file (its project, unless the app names another).
+public enum APNSCredential: Sendable, Equatable {
     case token(teamID: String, keyID: String, keyFile: String)
     case certificate(certificateFile: String, keyFile: String)
     case pkcs12(file: String, password: String)
+    case serviceAccount(file: String, projectID: String?)
+
+    /// An FCM app's.
+    public var isFCM: Bool { if case .serviceAccount = self { true } else { false } }
 }
 
 /// Where APNs is: Apple's two environments, or any host (a staging proxy, the mock).
@@ -16,6 +21,9 @@ public struct APNSEndpoint: Sendable, Equatable {
 
     public static let production = APNSEndpoint(host: "api.push.apple.com", port: 443, caFile: nil, serverName: "api.push.apple.com")
     public static let development = APNSEndpoint(host: "api.sandbox.push.apple.com", port: 443, caFile: nil, serverName: "api.sandbox.push.apple.com")
+
+    /// FCM's HTTP v1 API (fcm-protocol.md §1).
+    public static let fcm = APNSEndpoint(host: "fcm.googleapis.com", port: 443, caFile: nil, serverName: "fcm.googleapis.com")
 
     public static let manageProduction = APNSEndpoint(
         host: "api-manage-broadcast.push.apple.com", port: 2196, caFile: nil, serverName: "api-manage-broadcast.push.apple.com")
@@ -46,6 +54,7 @@ public struct APNSEndpoint: Sendable, Equatable {
         case .token(let team, let kid, _): who = "token:\(team)/\(kid)"
         case .certificate(let cert, let key): who = "cert:\(cert)|\(key)"
         case .pkcs12(let file, _): who = "p12:\(file)"
+        case .serviceAccount(let file, let project): who = "fcm:\(file)/\(project ?? "")"
         }
         return "\(host):\(port)/\(serverName)/\(caFile ?? "system")/\(who)"
     }

@@ -52,6 +52,8 @@ public struct APNSID: Sendable, Equatable, CustomStringConvertible, ExpressibleB
 
     /// The bytes are a JSON string's content as they are (kept inline), so a record copies them.
     public var isPlainJSON: Bool { text == nil }
+    /// FCM's message name (`projects/<id>/messages/<id>`), not an APNs UUID.
+    public var isFCMName: Bool { withBytes { $0.starts(with: "projects/".utf8) } }
 
     public var description: String { text ?? withBytes { String(decoding: $0, as: UTF8.self) } }
     public var isEmpty: Bool { text?.isEmpty ?? (length == 0) }

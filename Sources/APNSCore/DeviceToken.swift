@@ -55,9 +55,23 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The token's text: lowercase hex, or a registration token as given.
     public var hex: String { long ?? withHex { String(decoding: $0, as: UTF8.self) } }
     public var utf8Count: Int { long?.utf8.count ?? length }
     public var description: String { hex }
+
+    /// An FCM registration token (fcm-protocol.md §6): any 8 to 4096 visible ASCII characters,
+    /// kept as they are. It is not hex, so an APNs app refuses it (`isHex`).
+    public init?(registration bytes: UnsafeBufferPointer<UInt8>) {
+        guard Self.registrationLengthRange.contains(bytes.count), bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+        long = String(decoding: bytes, as: UTF8.self)
+        length = -1
+    }
+
+    public static let registrationLengthRange = 8...4096
+
+    /// Hex digits an APNs path can carry; false for a registration token.
+    public var isHex: Bool { length >= 0 }
 
     public static func == (a: DeviceToken, b: DeviceToken) -> Bool {
         a.withHex { x in b.withHex { y in x.elementsEqual(y) } }
@@ -65,5 +79,24 @@ public struct DeviceToken: Hashable, Sendable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) {
         withHex { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension DeviceToken {
+    /// Why a token of `n` characters cannot go to APNs.
+    public static func hexProblem(characters n: Int) -> JobRejection {
+        if n % 2 == 0 && lengthRange.contains(n) {
+            return JobRejection(.badDeviceToken, "token must be hex digits (0-9, a-f): its \(n) characters include others")
+        }
+        return JobRejection(
+            .badDeviceToken, "token must be an even number of hex digits (\(lengthRange.lowerBound)-\(lengthRange.upperBound)), got \(n) characters")
+    }
+
+    /// The job's tokens, checked for an APNs app: all hex.
+    public static func requireHex(_ job: Job) throws(JobRejection) {
+        guard job.token.isHex, job.otherTokens.allSatisfy(\.isHex) else {
+            let bad = job.tokens.first { !$0.isHex }!
+            throw hexProblem(characters: bad.utf8Count)
+        }
     }
 }

@@ -82,7 +82,12 @@ extension Job {
         }
 
         init(_ utf8: UnsafeBufferPointer<UInt8>) {
-            if let token = DeviceToken(utf8: utf8) { self = .valid(token) } else { self = .invalid(characters: utf8.count) }
+            // Not hex: an FCM registration token, if it could be one; the app decides (`hexProblem`).
+            if let token = DeviceToken(utf8: utf8) ?? DeviceToken(registration: utf8) {
+                self = .valid(token)
+            } else {
+                self = .invalid(characters: utf8.count)
+            }
         }
     }
 
@@ -270,13 +275,7 @@ extension Job {
                 switch consume scanned {
                 case .valid(let t): return t
                 case .absent, .invalid(characters: 0): throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
-                case .invalid(let n) where n % 2 == 0 && DeviceToken.lengthRange.contains(n):
-                    throw JobRejection(.badDeviceToken, "token must be hex digits (0-9, a-f): its \(n) characters include others")
-                case .invalid(let n):
-                    throw JobRejection(
-                        .badDeviceToken,
-                        "token must be an even number of hex digits (\(DeviceToken.lengthRange.lowerBound)-\(DeviceToken.lengthRange.upperBound)), got \(n) characters"
-                    )
+                case .invalid(let n): throw DeviceToken.hexProblem(characters: n)
                 }
             }
             func deviceToken(_ text: String) throws(JobRejection) -> DeviceToken {

@@ -12,18 +12,7 @@ public enum PayloadRenderer {
         case .notification(let range):
             bytes = try StructuredPayload.render(job.raw, range, pushType: job.pushType)
         case .template(let name, let locale, let dataRange):
-            guard let (key, template) = templates.lookup(name: name, locale: locale) else {
-                let tried = TemplateLibrary.candidates(name: name, locale: locale).joined(separator: ", ")
-                throw JobRejection(JobRejection.unknownTemplate, "no template \"\(name)\" (looked for \(tried))")
-            }
-            bytes = try job.raw.withUnsafeBufferPointer { (buf) throws(JobRejection) in
-                try template.fill(TemplateData(buf, dataRange), describe: "\"\(key)\"")
-            }
-            do {
-                try bytes.withUnsafeBufferPointer { (b) throws(JSONSyntaxError) in try JSONScanner.validateObject(b) }
-            } catch {
-                throw JobRejection(JobRejection.malformedJSON, "template \"\(key)\" did not render to a JSON object: \(error)")
-            }
+            bytes = try fill(job, template: name, locale: locale, data: dataRange, templates: templates)
         }
         try bytes.withUnsafeBytes { b in
             Result { () throws(JobRejection) in try PayloadFitting.checkAgreement(b, pushType: job.pushType, broadcast: job.isBroadcast) }
@@ -40,5 +29,26 @@ public enum PayloadRenderer {
         }
         try RequestRules.checkPayload(fitted.count, limit: limit, of: job.limitName)
         return job.rendered(fitted)
+    }
+
+    /// A template job's object: the template for its locale, filled with its data.
+    static func fill(
+        _ job: borrowing Job, template name: String, locale: String?, data dataRange: Range<Int>?, templates: TemplateLibrary
+    )
+        throws(JobRejection) -> [UInt8]
+    {
+        guard let (key, template) = templates.lookup(name: name, locale: locale) else {
+            let tried = TemplateLibrary.candidates(name: name, locale: locale).joined(separator: ", ")
+            throw JobRejection(JobRejection.unknownTemplate, "no template \"\(name)\" (looked for \(tried))")
+        }
+        let bytes = try job.raw.withUnsafeBufferPointer { (buf) throws(JobRejection) in
+            try template.fill(TemplateData(buf, dataRange), describe: "\"\(key)\"")
+        }
+        do {
+            try bytes.withUnsafeBufferPointer { (b) throws(JSONSyntaxError) in try JSONScanner.validateObject(b) }
+        } catch {
+            throw JobRejection(JobRejection.malformedJSON, "template \"\(key)\" did not render to a JSON object: \(error)")
+        }
+        return bytes
     }
 }

@@ -16,13 +16,15 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private let owner: UncountedReference<APNSSender>
     private func withOwner<R>(_ body: (APNSSender) -> R) -> R { owner.withObject(body) }
     private(set) var http: HTTP2Connection?
-    private(set) var budget: StreamBudget
+    var budget: StreamBudget
     /// Open streams; each request carries its answer as it arrives.
-    private var streams: OpenRequests
-    private var headers = HeaderList()
+    var streams: OpenRequests
+    var headers = HeaderList()
     /// The header values the last requests shared, kept in `headers`.
     private var shared: APNSRequestHeaders.Shared<HeaderList.Kept>?
-    private var jwtGeneration = 0
+    /// An FCM app's: the header values its requests share.
+    var fcmShared: FCMRequestHeaders?
+    var jwtGeneration = 0
     private(set) var isReady = false
     private(set) var isClosed = false
     /// The server's first SETTINGS have arrived.
@@ -41,14 +43,14 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     private var refusals = RefusalWatch()
 
     /// The per-connection rate cap, if one is set.
-    private var rate: TokenBucket?
+    var rate: TokenBucket?
 
     init(app: AppRuntime, poolIndex: Int, owner: APNSSender, streams: Int, rate: TokenBucket? = nil) {
         self.rate = rate
         self.app = app
         self.poolIndex = poolIndex
         self.owner = UncountedReference(owner)
-        budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.jwt != nil)
+        budget = StreamBudget(localLimit: streams, needsFirstSuccess: app.credential != nil)
         self.streams = OpenRequests(capacity: streams)
     }
 
@@ -91,6 +93,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// per request from this object's properties, each cost a reference count.
     func send(from queue: inout PendingQueue, limit: Int, authorization: (token: String, generation: Int)?) -> Int {
         guard let http, let session = http.client, limit > 0 else { return 0 }
+        if app.isFCM { return sendFCM(from: &queue, limit: limit, authorization: authorization, session: session, now: http.iterationNs) }
         let now = http.iterationNs
         let authority = app.configuration.endpoint.serverName, bearer = authorization?.token
         if let authorization { jwtGeneration = authorization.generation }
@@ -116,7 +119,7 @@ final class APNSConnection: HTTP2ConnectionDelegate {
     /// A connection whose stream ids ran out, or that refuses every stream, takes no more
     /// requests: it finishes those it has, says GOAWAY (NO_ERROR) and closes, and the pool opens
     /// another, as after a server's GOAWAY.
-    private func retire(_ session: HTTP2ClientSession, reason: String) {
+    func retire(_ session: HTTP2ClientSession, reason: String) {
         guard !budget.draining else { return }
         session.goAway()
         budget.goAway()
@@ -195,6 +198,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         // The only three read (a broadcast's answer has apns-request-id for apns-id); apns-unique-id
         // comes from the development environment alone.
         guard isStatus || name.equals("apns-id") || name.equals("apns-request-id") else {
+            if name.equals("retry-after") {
+                let ms = Rejection.retryAfterMs(String(decoding: value, as: UTF8.self)) ?? 0
+                streams[stream]?.withObject { s in s.answer.retryAfterMs = ms }
+            }
             if name.equals("apns-unique-id") { streams[stream]?.withObject { s in s.answer.uniqueID = APNSID(value) } }
             return
         }
@@ -231,9 +238,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
             }
             // The table's reference goes on with the outcome, moved (`take`), never counted.
             var delivered = streams.handOver(stream)
+            let fcm = app.isFCM
             withOwner { owner in
                 let s = delivered.take()!
-                let id = s.answer.id.isEmpty ? APNSID(s.job.apnsID ?? "") : s.answer.id
+                let id = fcm ? FCMRequestHeaders.messageName(s.answer.body) : s.answer.id.isEmpty ? APNSID(s.job.apnsID ?? "") : s.answer.id
                 owner.finished(s, outcome: .delivered(id: id))
             }
             return
@@ -241,7 +249,10 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         // A reference of its own: handling a rejection may close this connection's streams.
         let s = lent.object
         let now = http?.iterationWallMs ?? WallClock.nowMilliseconds()
-        let rejection = Rejection.parse(status: s.answer.status, body: s.answer.body, apnsID: s.answer.id.isEmpty ? nil : s.answer.id.description)
+        let rejection =
+            app.isFCM
+            ? Rejection.parseFCM(status: s.answer.status, body: s.answer.body, retryAfterMs: s.answer.retryAfterMs == 0 ? nil : s.answer.retryAfterMs)
+            : Rejection.parse(status: s.answer.status, body: s.answer.body, apnsID: s.answer.id.isEmpty ? nil : s.answer.id.description)
         s.ticket.attempts.append(.init(timeMs: now, status: s.answer.status, reason: rejection.reason.rawValue))
         withOwner { $0.rejected(s, rejection: rejection, on: self, jwtGeneration: jwtGeneration) }
     }

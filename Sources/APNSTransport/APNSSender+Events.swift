@@ -151,7 +151,7 @@ extension APNSSender {
         let now = WallClock.nowMilliseconds()
         if let expiration = r.job.expiration, expiration > 0, expiration * 1000 <= now {
             logger.warning("a notification's expiration passed while it waited to be sent again; dead-lettered as Expired", jobFields(r))
-            decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "its expiration (\(expiration)) passed before APNs took it")))
+            decided(r, outcome: .rejected(Self.expired, .deadLetter(detail: "its expiration (\(expiration)) passed before \(provider(r)) took it")))
             return
         }
         if let maxAge = settings.maxAgeMs, r.ticket.sinceMs + Int64(maxAge) <= now {
@@ -159,7 +159,7 @@ extension APNSSender {
             decided(
                 r,
                 outcome: .rejected(
-                    Self.expired, .deadLetter(detail: "APNs had not taken it \(maxAge / 1000) s (max_age_s) after a worker first took it")))
+                    Self.expired, .deadLetter(detail: "\(provider(r)) had not taken it \(maxAge / 1000) s (max_age_s) after a worker first took it")))
             return
         }
         let p = poolOf[r.app]
@@ -219,6 +219,8 @@ extension APNSSender {
         rejectionLog.note(
             "APNs rejected a notification", fields, key: "\(apps[r.app].name)/\(rejection.status)/\(rejection.reason.rawValue)", logger: logger)
         switch decide(.rejected(rejection), for: r) {
+        case .refreshTokenAndResend where apps[r.app].isFCM:
+            refreshFCMToken(after: r, rejection: rejection, generation: jwtGeneration)
         case .refreshTokenAndResend:
             // The connection is wedged after this error: new JWT, new connection, same job.
             if (try? apps[r.app].jwt?.refreshAfterExpiry(of: jwtGeneration)) == true {
@@ -235,14 +237,7 @@ extension APNSSender {
             // The credential, not the job, is at fault: the app waits (with probes) and the
             // job costs no attempt. One outage is one pause: answers to requests sent before it
             // change nothing. TooManyProviderTokenUpdates also retires the connection.
-            let now = MonotonicClock.nowMilliseconds()
-            pools[p].pauseReason = rejection.reason.rawValue
-            if let pause = pools[p].breaker.failed(.credential, nowMs: now, sentAtMs: r.answer.sentAtNs / 1_000_000) {
-                metrics.record { $0.add("apns_credential_pauses_total", .init(("app", apps[r.app].name), ("reason", rejection.reason.rawValue))) }
-                logger.error(
-                    "APNs refused the app's credentials; pausing the app and probing",
-                    ["app": .string(apps[r.app].name), "reason": .string(rejection.reason.rawValue), "pause_ms": .int(pause)])
-            }
+            pauseCredential(of: r, reason: rejection.reason.rawValue)
             if closeConnection { c.http?.shutdown(error: nil) }
             requeue(withoutLastAttempt(r))
         case .finish(let verdict):
@@ -252,7 +247,7 @@ extension APNSSender {
 }
 
 /// Forgets the request's last answer: a try that was not the job's fault.
-private func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
+func withoutLastAttempt(_ r: SendRequest) -> SendRequest {
     if !r.ticket.attempts.isEmpty { r.ticket.attempts.removeLast() }
     return r
 }

@@ -201,7 +201,9 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
             }
             let capped = pools[a].rate != nil || settings.ratePerConnection != nil
             if pools[a].rate != nil { allowance = min(allowance, rateAllowance(pool: a)) }
-            let auth = pools[a].runtime.jwt?.current
+            let credential = pools[a].runtime.credential, auth = credential?.bearer
+            // An FCM app without an access token yet sends nothing; its jobs wait (`watch`).
+            if credential != nil && auth == nil { continue }
             for case let c? in pools[a].slots where c.available > 0 && allowance > 0 {
                 let limit = capped ? min(c.available, allowance, c.rateAllowance(nowMs: loop.iterationNs / 1_000_000)) : min(c.available, allowance)
                 guard limit > 0 else { wakeForRate(afterMs: c.msUntilRate); continue }

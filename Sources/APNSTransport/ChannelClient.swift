@@ -26,6 +26,8 @@ public final class ChannelClient {
         self.timeoutMs = timeoutMs
         let identity: TLSContext.ClientIdentity?
         switch app.credential {
+        case .serviceAccount:
+            throw TransportSetupError("app \(app.name) is an FCM app: channels are APNs's broadcast channels")
         case .token(let team, let kid, let file):
             identity = nil
             jwt = try JWTProvider(teamID: team, keyID: kid, p8File: file)

@@ -1,4 +1,5 @@
 import APNSCore
+import Delivery
 import FoundationEssentials
 import Synchronization
 import TLS
@@ -85,4 +86,12 @@ public final class JWTProvider: Sendable {
         let signature = try key.sign(Array(input.utf8))
         return input + "." + Base64URL.encode(signature)
     }
+}
+
+extension JWTProvider: BearerCredential {
+    public var bearer: (token: String, generation: Int)? { current }
+    /// Signing is local and quick: done at once, on the caller's thread.
+    @discardableResult
+    public func renew(refusedGeneration generation: Int) -> Bool { (try? refreshAfterExpiry(of: generation)) == true }
+    public var renewalFailure: String? { nil }
 }

@@ -15,6 +15,9 @@ public enum TransportWaits {
         (retired ? 1000 : max(5000, pauseLeftMs)) + Int.random(in: 0...2000, using: &rng)
     }
 
+    /// A send FCM refused for its access token goes again after 500 ms, when a new token may have come.
+    public static let tokenRenewalMs = 500
+
     /// A pool's reconnect delay after a connection that ended before delivering anything.
     public static func reconnect(baseMs: Int, capMs: Int) -> Backoff { Backoff(baseMs: baseMs, capMs: capMs) }
 }

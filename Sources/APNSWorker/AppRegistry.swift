@@ -1,5 +1,8 @@
+import APNSCore
 import APNSTransport
 import Configuration
+import Delivery
+import FCMTransport
 import FoundationEssentials
 import Synchronization
 
@@ -29,8 +32,9 @@ final class AppRegistry: Sendable {
         var snapshot: Snapshot
         /// Each configured app's settings and credential bytes, to tell a changed app.
         var fingerprints: [String: [UInt8]]
-        /// One JWT per (team, key, key bytes): apps of one key share it; a rotated file gets a new one.
-        var providers: [String: JWTProvider]
+        /// One JWT per (team, key, key bytes), one access token per service account (its file's
+        /// bytes): apps of one key share it; a rotated file gets a new one.
+        var providers: [String: BearerCredential]
         /// The credential files the apps name, for a watch to look at.
         var files: [String] = []
     }
@@ -84,14 +88,33 @@ final class AppRegistry: Sendable {
         }
     }
 
-    private func runtime(_ app: AppConfiguration, providers: inout [String: JWTProvider]) throws -> AppRuntime {
+    private func runtime(_ app: AppConfiguration, providers: inout [String: BearerCredential]) throws -> AppRuntime {
+        if case .serviceAccount(let file, let project) = app.auth { return try fcmRuntime(app, file: file, project: project, providers: &providers) }
         guard case .token(let team, let kid, let file) = app.auth else { return try AppRuntime(APNSApp(app), jwt: nil) }
         let id = "\(team)/\(kid)/\(Self.contents(file).hashValue)"
         let jwt =
-            try providers[id]
+            try providers[id] as? JWTProvider
             ?? JWTProvider(teamID: team, keyID: kid, p8File: file, refreshAfterSeconds: refreshAfterSeconds, minimumAgeSeconds: minimumAgeSeconds)
         providers[id] = jwt
         return try AppRuntime(APNSApp(app), jwt: jwt)
+    }
+
+    /// An FCM app: its service account read and checked (an error names the file and field), one
+    /// access token per account file, its first mint begun at once, off this thread.
+    private func fcmRuntime(_ app: AppConfiguration, file: String, project: String?, providers: inout [String: BearerCredential]) throws -> AppRuntime
+    {
+        let bytes = Self.contents(file)
+        let id = "fcm/\(file)/\(bytes.hashValue)"
+        let account = try FCMServiceAccount.parse(bytes, source: "app \(app.name): \(file)")
+        let token: FCMAccessToken
+        if let shared = providers[id] as? FCMAccessToken {
+            token = shared
+        } else {
+            token = try FCMAccessToken(account: account, caFile: app.endpoint.caFile)
+            token.renewInBackground(refusedGeneration: nil)
+        }
+        providers[id] = token
+        return try AppRuntime(APNSApp(app), fcmProject: project ?? account.projectID, token: token)
     }
 
     /// An app's settings and the bytes of its credential files: a key or certificate replaced
@@ -110,6 +133,7 @@ final class AppRegistry: Sendable {
         case .token(_, _, let file): files = [file]
         case .certificate(let cert, let key): files = [cert, key]
         case .pkcs12(let file, _): files = [file]
+        case .serviceAccount(let file, _): files = [file]
         }
         return files + app.keys.map(\.keyFile)
     }

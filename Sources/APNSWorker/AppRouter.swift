@@ -54,6 +54,16 @@ struct AppRouter {
                 job.app.map { "no app named \"\($0)\" is configured (known: \(knownApps))" }
                     ?? "the job names no \"app\" and there is no app named \"default\"")
         }
+        if apps[first].auth.isFCM {
+            guard !job.isBroadcast, job.topic == nil else {
+                throw JobRejection(
+                    JobRejection.wrongType,
+                    "app \(apps[first].name) is an FCM app: it sends to registration tokens (\"token\" or \"tokens\"); \"topic\" and \"channel\" are APNs's"
+                )
+            }
+            return (first, "")
+        }
+        try DeviceToken.requireHex(job)
         let bundle = apps[first].bundleID
         let topic: String
         if job.isBroadcast {

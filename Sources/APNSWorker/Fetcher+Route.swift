@@ -51,7 +51,15 @@ extension Fetcher {
                         }
                     }
                     let parked = !router.active[app]
-                    let job = try PayloadRenderer.render(consume parsed, templates: library, truncateByDefault: router.apps[app].truncateBody)
+                    let fcm = router.apps[app].auth.isFCM
+                    let job: Job
+                    if fcm {
+                        // Checked once with its first token; each send renders its own (`request`).
+                        _ = try FCMMessage.render(parsed, token: parsed.token, templates: library, nowSeconds: nowMs / 1000)
+                        job = parsed
+                    } else {
+                        job = try PayloadRenderer.render(consume parsed, templates: library, truncateByDefault: router.apps[app].truncateBody)
+                    }
                     // max_age_s counts from the first take, or from the time it was to be sent.
                     let sinceMs = max(meta.since ?? nowMs, (job.sendAt ?? 0) * 1000)
                     if let maxAge = configuration.maxAgeSeconds, sinceMs + Int64(maxAge) * 1000 <= nowMs {
@@ -68,10 +76,13 @@ extension Fetcher {
                     }
                     // The job is consumed by its last request: passed on, not counted once more.
                     func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
+                        // An FCM message names its token: each send's body is its own.
+                        var sent = job
+                        if fcm, let own = try? FCMMessage.render(sent, token: token, templates: library, nowSeconds: nowMs / 1000) { sent = own }
                         let ticket = QueueTicket(
                             handle: handle, batch: batch, index: index, takenAtNs: now, sinceMs: sinceMs, attempts: meta.attempts,
                             recoveries: meta.recoveries, fanout: fanout, claim: claim)
-                        return SendRequest(ticket: ticket, job: job, token: token, app: app, topic: topic)
+                        return SendRequest(ticket: ticket, job: sent, token: token, app: app, topic: topic)
                     }
                     // A removed app's sends wait in the schedule, each with its token, as a paused pool's do.
                     func emit(_ r: consuming SendRequest) {

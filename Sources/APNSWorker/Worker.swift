@@ -1,6 +1,7 @@
 import APNSCore
 import APNSTransport
 import Configuration
+import FCMTransport
 import FoundationEssentials
 import Glibc
 import IOLoop
@@ -170,7 +171,7 @@ public final class Worker: @unchecked Sendable {
             let info: CertificateInfo
             do {
                 switch app.configuration.credential {
-                case .token: continue
+                case .token, .serviceAccount: continue
                 case .certificate(let file, _): info = try CertificateInfo.read(pemFile: file)
                 case .pkcs12(let file, let password): info = try CertificateInfo.read(pkcs12File: file, password: password)
                 }
@@ -201,6 +202,10 @@ public final class Worker: @unchecked Sendable {
                 lastCertificateCheck = Date()
             }
             for app in appRuntimes {  // a retired key's drain, if it outlives a JWT, mints on ExpiredProviderToken
+                if let token = app.credential as? FCMAccessToken {
+                    renew(token, of: app.name)
+                    continue
+                }
                 guard let jwt = app.jwt else { continue }
                 do {
                     if try jwt.refreshIfDue() {

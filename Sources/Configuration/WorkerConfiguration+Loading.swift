@@ -118,6 +118,7 @@ extension WorkerConfiguration {
         metricsPort = try int("APNSW_METRICS_PORT") ?? metricsPort
         metricsHost = env["APNSW_METRICS_HOST"] ?? metricsHost
         if let level = env["APNSW_LOG_LEVEL"] { logLevel = try LogLevel.parse(level) }
+        try applyFCM(environment: env)
         // Overrides for the single app of a simple deployment.
         let appKeys = [
             "APNSW_APNS_HOST", "APNSW_APNS_PORT", "APNSW_APNS_MANAGE_PORT", "APNSW_APNS_CA_FILE", "APNSW_BUNDLE_ID", "APNSW_TEAM_ID", "APNSW_KEY_ID",
@@ -136,19 +137,20 @@ extension WorkerConfiguration {
                     auth: .token(teamID: team, keyID: kid, keyFile: file))
             ]
         }
-        guard apps.count == 1 else { throw ConfigurationError("APNSW_APNS_* overrides need exactly one app") }
-        var app = apps[0]
+        let apnsApps = apps.indices.filter { !apps[$0].auth.isFCM }
+        guard apnsApps.count == 1, let one = apnsApps.first else { throw ConfigurationError("APNSW_APNS_* overrides need exactly one APNs app") }
+        var app = apps[one]
         if let host = env["APNSW_APNS_HOST"] { app.endpoint = APNSEndpoint(host: host, port: app.endpoint.port, caFile: app.endpoint.caFile) }
         app.endpoint.port = try int("APNSW_APNS_PORT") ?? app.endpoint.port
         app.endpoint.caFile = env["APNSW_APNS_CA_FILE"] ?? app.endpoint.caFile
         app.bundleID = env["APNSW_BUNDLE_ID"] ?? app.bundleID
-        if app.endpoint != apps[0].endpoint || env["APNSW_APNS_MANAGE_PORT"] != nil {
+        if app.endpoint != apps[one].endpoint || env["APNSW_APNS_MANAGE_PORT"] != nil {
             app.channelsEndpoint = app.endpoint.channelsEndpoint(port: try int("APNSW_APNS_MANAGE_PORT"))
         }
         if case .token(let team, let kid, let file) = app.auth {
             app.auth = .token(teamID: env["APNSW_TEAM_ID"] ?? team, keyID: env["APNSW_KEY_ID"] ?? kid, keyFile: env["APNSW_KEY_FILE"] ?? file)
         }
-        apps[0] = app
+        apps[one] = app
     }
 
     static func resultsMode(_ text: String, setting: String) throws -> ResultsMode {
@@ -176,6 +178,10 @@ extension WorkerConfiguration {
 
 extension AppConfiguration {
     init(fields f: Fields) throws {
+        if try f.object("fcm") != nil {
+            try self.init(fcmFields: f)
+            return
+        }
         try f.rejectUnknown(["name", "bundle_id", "environment", "endpoint", "token", "tokens", "certificate", "truncate_body", "max_rate"])
         guard let name = try f.string("name") else { throw ConfigurationError("\(f.path): \"name\" is required") }
         guard let bundle = try f.string("bundle_id") else { throw ConfigurationError("\(f.path): \"bundle_id\" is required") }
@@ -240,6 +246,7 @@ extension AppConfiguration {
         case .token(_, _, let file): files = [file]
         case .certificate(_, let key): files = [key]
         case .pkcs12(let file, _): files = [file]
+        case .serviceAccount(let file, _): files = [file]
         }
         return (files + keys.map(\.keyFile).filter { !files.contains($0) }).compactMap { file in
             var info = stat()
@@ -256,7 +263,7 @@ extension AppConfiguration {
         guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || "._-".contains($0) }) else {
             throw ConfigurationError("apps: an app's name must be letters, digits, '.', '_' or '-', got \"\(name)\"")
         }
-        guard !bundleID.isEmpty, !bundleID.contains(where: \.isWhitespace) else {
+        guard auth.isFCM || !bundleID.isEmpty, !bundleID.contains(where: \.isWhitespace) else {
             throw ConfigurationError("\(at).bundle_id must be a bundle id (like com.example.app), got \"\(bundleID)\"")
         }
         guard !endpoint.host.isEmpty else { throw ConfigurationError("\(at).endpoint.host must not be empty") }
@@ -272,6 +279,8 @@ extension AppConfiguration {
             }
         case .pkcs12(let file, _):
             guard !file.isEmpty else { throw ConfigurationError("\(at).certificate.pkcs12_file must not be empty") }
+        case .serviceAccount(let file, _):
+            guard !file.isEmpty else { throw ConfigurationError("\(at).fcm.service_account_file must not be empty") }
         }
     }
 }

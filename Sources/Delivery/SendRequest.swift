@@ -52,6 +52,8 @@ public struct ProviderAnswer {
     public var uniqueID = APNSID()
     public var body: [UInt8] = []
     public var answered = false
+    /// The answer's `retry-after` in ms (FCM's 429 and 503); 0: none.
+    public var retryAfterMs = 0
 
     public init() {}
 
@@ -63,6 +65,7 @@ public struct ProviderAnswer {
         uniqueID = APNSID()
         body.removeAll()
         answered = false
+        retryAfterMs = 0
     }
 }
 

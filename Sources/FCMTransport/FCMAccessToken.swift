@@ -1,6 +1,9 @@
 import APNSCore
+import Delivery
 import FoundationEssentials
+import Glibc
 import HTTP2
+import IOLoop
 import Synchronization
 import TLS
 
@@ -23,6 +26,8 @@ public final class FCMAccessToken: Sendable {
         var expiresAt: Int64 = 0
         var mintedAt: Int64 = 0
         var generation = 0
+        var renewing = false
+        var failure: String?
     }
 
     /// Renew this long before the token expires (google-auth: 3 min 45 s).
@@ -80,11 +85,45 @@ public final class FCMAccessToken: Sendable {
 
     private func mint(replacing generation: Int?) throws(FCMSetupError) {
         let now = clock()
-        let (token, expiresIn) = try exchange(at: now)
+        let token: String, expiresIn: Int64
+        do { (token, expiresIn) = try exchange(at: now) } catch {
+            state.withLock { $0.failure = error.description }
+            throw error
+        }
         state.withLock { s in
+            s.failure = nil
             guard generation == nil || generation == s.generation else { return }
             s = State(token: token, expiresAt: now + expiresIn, mintedAt: now, generation: s.generation + 1)
         }
+    }
+
+    /// Mints on a thread of its own, unless a mint is under way; `generation` nil: when due.
+    @discardableResult
+    public func renewInBackground(refusedGeneration generation: Int?) -> Bool {
+        let now = clock()
+        let start = state.withLock { s -> Bool in
+            let due =
+                generation.map { s.generation == $0 && now - s.mintedAt >= minimumAgeSeconds }
+                ?? (s.token == nil || s.expiresAt - now <= Self.refreshBeforeSeconds)
+            guard due, !s.renewing else { return false }
+            s.renewing = true
+            return true
+        }
+        guard start else { return false }
+        OSThread.start(name: "fcm-token") { [self] in
+            if let generation {
+                _ = try? refreshAfterRejection(of: generation)
+            } else {
+                // A token endpoint that fails is asked again after 1 s, doubling to 30 s, until it answers.
+                var delay: UInt32 = 1
+                while (try? refreshIfDue()) == nil {
+                    sleep(delay)
+                    delay = min(delay * 2, 30)
+                }
+            }
+            state.withLock { $0.renewing = false }
+        }
+        return true
     }
 
     /// One assertion traded for an access token (fcm-protocol.md §3.3). Errors say what the
@@ -119,4 +158,11 @@ public final class FCMAccessToken: Sendable {
         let expiresIn = json?["expires_in"]?.integer ?? json?["expires_in"]?.string.flatMap { Int64($0) } ?? 3600
         return (token, max(1, expiresIn))
     }
+}
+
+extension FCMAccessToken: BearerCredential {
+    public var bearer: (token: String, generation: Int)? { current }
+    @discardableResult
+    public func renew(refusedGeneration generation: Int) -> Bool { renewInBackground(refusedGeneration: generation) }
+    public var renewalFailure: String? { state.withLock { $0.failure } }
 }

@@ -120,7 +120,14 @@ public enum OutcomeRecord {
             w.field(literal: "status", literal: rejection == nil ? "ok" : rejection!.status == 0 ? "dead_letter" : "failed")
             if hasID {
                 // A broadcast's answer names the request, not a notification (apns-protocol.md §3.1).
-                if c.isBroadcast { w.key(literal: "apns_request_id") } else { w.key(literal: "apns_id") }
+                if c.isBroadcast {
+                    w.key(literal: "apns_request_id")
+                } else if id.isFCMName {
+                    w.field(literal: "provider", literal: "fcm")
+                    w.key(literal: "fcm_name")
+                } else {
+                    w.key(literal: "apns_id")
+                }
                 let plain = id.isPlainJSON
                 id.withBytes { plain ? w.string(plain: $0) : w.string(utf8: $0) }
             }

@@ -62,7 +62,7 @@ let help: [String: String] = [
     "dead purge": "usage: apnsctl dead purge (ID ... | (--all | --reason R | --app A | --older-than D | --newer-than D) (--yes | --dry-run))",
     "tokens": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
     "tokens invalid": "usage: apnsctl tokens invalid [--app A] [--since ID] [--limit 1000] [--json]",
-    "check-config": "usage: apnsctl --config FILE check-config [--json]",
+    "check-config": "usage: apnsctl --config FILE check-config [--online] [--json]",
     "web": """
     usage: apnsctl web [--listen HOST:PORT] [--auth-file FILE] [--read-only]
     Serves the dashboard (pages and /api/...) for the queue, default on 127.0.0.1:8088.
@@ -185,7 +185,9 @@ struct APNSCtl {
         if words.first == "check-config" {
             guard let config else { fail("check-config needs --config FILE", code: 2) }
             var lines: [String] = []
-            let (errors, warnings) = QueueCommands.checkConfig(config) { line in if flag("json") { lines.append(line) } else { print(line) } }
+            let (errors, warnings) = QueueCommands.checkConfig(config, online: flag("online")) { line in
+                if flag("json") { lines.append(line) } else { print(line) }
+            }
             if flag("json") {
                 let checks = lines.map { line -> [String: String] in
                     let (level, message) = line.split(separator: ":", maxSplits: 1).map(String.init).pair

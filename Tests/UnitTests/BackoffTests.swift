@@ -48,6 +48,10 @@ final class WaitHomesTests: XCTestCase {
         XCTAssertTrue((125...250).contains(reconnect.nextDelayMs(using: &g)))
     }
 
+    func testASendFCMRefusedForItsTokenWaitsHalfASecond() {
+        XCTAssertEqual(TransportWaits.tokenRenewalMs, 500)
+    }
+
     func testARemovedAppsSendsWait30sPlusUpTo5s() {
         var g = SplitMix64(seed: 9)
         let waits = (0..<500).map { _ in AppRouter.parkingMs(using: &g) }

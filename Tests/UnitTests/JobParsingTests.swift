@@ -144,9 +144,11 @@ final class JobParsingTests: XCTestCase {
     /// carries it, and every other job on it: the job is refused with Apple's reason for the field.
     /// Valid JSON is never called invalid, and each text says what to fix (issue 28, item 2).
     func testErrorTextsSayWhatToFix() {
+        // As an APNs app's job: a token that is not hex parses (an FCM app's may be anything)
+        // and is refused when the job goes with an APNs app.
         func detail(_ text: String) -> (String, String) {
             do {
-                _ = try parse(text)
+                try DeviceToken.requireHex(try parse(text))
                 return ("", "")
             } catch { return (error.reason, error.detail) }
         }
@@ -160,7 +162,7 @@ final class JobParsingTests: XCTestCase {
         let (_, nested) = detail(deep)
         XCTAssertFalse(nested.contains("not valid JSON"), nested)
         XCTAssertTrue(nested.contains("deeper than 64 levels, the limit"), nested)
-        let (tokenReason, token) = detail(#"{"token":"\#(String(repeating: "zz", count: 32))","payload":{}}"#)
+        let (tokenReason, token) = detail(#"{"token":"\#(String(repeating: "zz", count: 32))","payload":{"a":1}}"#)
         XCTAssertEqual(tokenReason, "BadDeviceToken")
         XCTAssertTrue(token.contains("hex digits (0-9, a-f)") && !token.contains("even number"), token)
         let (_, odd) = detail(#"{"token":"abc","payload":{}}"#)

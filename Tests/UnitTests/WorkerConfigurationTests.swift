@@ -65,6 +65,37 @@ final class WorkerConfigurationTests: XCTestCase {
         }
     }
 
+    /// FCM apps (issue 48): beside APNs apps, with the one-app environment overrides for each
+    /// provider, and errors that name the setting.
+    func testFCMAppsAndTheirSettings() throws {
+        let path = NSTemporaryDirectory() + "cfg-fcm-\(getpid()).json"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let apns = #"{"name":"ios","bundle_id":"com.a","token":{"team_id":"T","key_id":"K","key_file":"/k.p8"}}"#
+        func load(_ apps: String, _ env: [String: String] = [:]) throws -> WorkerConfiguration {
+            try #"{"queue":"q","apps":[\#(apps)]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+            return try WorkerConfiguration.load(path: path, environment: env)
+        }
+        func refusal(_ apps: String, _ env: [String: String] = [:]) -> String {
+            do {
+                _ = try load(apps, env)
+                return "accepted"
+            } catch { return "\(error)" }
+        }
+        let fcm = #"{"name":"android","fcm":{"service_account_file":"/sa.json","project_id":"p1"},"max_per_minute":600000}"#
+        let c = try load(apns + "," + fcm, ["APNSW_FCM_SERVICE_ACCOUNT_FILE": "/run/secrets/sa.json", "APNSW_APNS_PORT": "2197"])
+        XCTAssertEqual(c.apps.count, 2)
+        XCTAssertEqual(c.apps[1].auth, .serviceAccount(file: "/run/secrets/sa.json", projectID: "p1"))
+        XCTAssertEqual(c.apps[1].endpoint, .fcm)
+        XCTAssertEqual(c.apps[1].maxRate, 10_000)
+        XCTAssertEqual(c.apps[0].endpoint.port, 2197, "the APNs overrides go to the one APNs app")
+        XCTAssertTrue(refusal(#"{"name":"android","fcm":{}}"#).contains("fcm.service_account_file is required"))
+        XCTAssertTrue(refusal(#"{"name":"android","fcm":{"service_account_file":"/sa.json","key":"x"}}"#).contains("unknown setting \"key\""))
+        XCTAssertTrue(refusal(#"{"name":"android","fcm":{"service_account_file":"/sa.json"},"bundle_id":"x"}"#).contains("unknown setting \"bundle_id\""))
+        XCTAssertTrue(refusal(#"{"name":"android","fcm":{"service_account_file":"/sa.json"},"max_per_minute":0}"#).contains("max_per_minute"))
+        let two = fcm + "," + fcm.replacingOccurrences(of: "android", with: "android2")
+        XCTAssertTrue(refusal(two, ["APNSW_FCM_CA_FILE": "/ca.pem"]).contains("the file has 2 FCM apps"))
+    }
+
     func testConfigurationErrorsAreClear() throws {
         let path = NSTemporaryDirectory() + "cfg-bad-\(getpid()).json"
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -1,0 +1,72 @@
+import APNSCore
+import Delivery
+import HTTP2
+
+/// The header values an FCM app's requests share (fcm-protocol.md §2.1), kept in the
+/// connection's header list so that each request copies none of them and the HPACK encoder
+/// indexes the bearer token once.
+struct FCMRequestHeaders {
+    let bearer: String
+    let method: HeaderList.Kept, scheme: HeaderList.Kept, path: HeaderList.Kept, authority: HeaderList.Kept
+    let authorization: HeaderList.Kept, contentType: HeaderList.Kept
+
+    init(path: String, authority: String, bearer: String, into headers: inout HeaderList) {
+        self.bearer = bearer
+        method = headers.keep("POST")
+        scheme = headers.keep("https")
+        self.path = headers.keep(path)
+        self.authority = headers.keep(authority)
+        authorization = headers.keep("Bearer " + bearer)
+        contentType = headers.keep("application/json")
+    }
+
+    func write(into headers: inout HeaderList) {
+        headers.add(":method", kept: method)
+        headers.add(":scheme", kept: scheme)
+        headers.add(":path", kept: path)
+        headers.add(":authority", kept: authority)
+        headers.add("authorization", kept: authorization)
+        headers.add("content-type", kept: contentType)
+    }
+
+    /// The `name` of a 200's body (`projects/<id>/messages/<id>`), the message's id in records.
+    static func messageName(_ body: [UInt8]) -> APNSID {
+        guard let name = (try? JSONValue.parse(body))?["name"]?.string else { return APNSID() }
+        return APNSID(name)
+    }
+}
+
+extension APNSConnection {
+    /// `send(from:limit:authorization:)` for an FCM app: each request's body is its job's payload,
+    /// the message rendered for its token when the job was routed.
+    func sendFCM(
+        from queue: inout PendingQueue, limit: Int, authorization: (token: String, generation: Int)?, session: HTTP2ClientSession, now: UInt64
+    ) -> Int {
+        guard let authorization, let path = app.fcmPath else { return 0 }
+        jwtGeneration = authorization.generation
+        var headers = HeaderList(unreserved: ())
+        swap(&headers, &self.headers)
+        defer { swap(&headers, &self.headers) }
+        if fcmShared?.bearer != authorization.token {
+            headers.clearAll()
+            fcmShared = FCMRequestHeaders(path: path, authority: app.configuration.endpoint.serverName, bearer: authorization.token, into: &headers)
+        }
+        let shared = fcmShared!
+        var opened = 0
+        while opened < limit, let request = queue.popFirst() {
+            headers.clear()
+            shared.write(into: &headers)
+            guard let stream = request.job.withPayload({ try? session.submitRequest(headers, body: $0) }) else {
+                queue.pushFront(request)
+                break
+            }
+            request.beginSend(atNs: now)
+            streams.open(stream, request)
+            budget.opened()
+            opened += 1
+        }
+        if opened > 0 { rate?.take(opened) }
+        if !session.canOpenStreams { retire(session, reason: "stream ids used up") }
+        return opened
+    }
+}

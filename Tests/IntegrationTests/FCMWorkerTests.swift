@@ -1,0 +1,180 @@
+import APNSCore
+import APNSMock
+import Foundation
+import TestSupport
+import XCTest
+
+/// Android through the same queue (issue 48): `apns-worker` processes with an FCM app beside an
+/// APNs app, against the mock FCM over real TLS and HTTP/2 and a real redis-server.
+final class FCMWorkerTests: XCTestCase {
+    /// A worker fixture whose apps are the mock APNs's "default" and the mock FCM's "android".
+    private func fixture(
+        _ fcm: FCMMockFixture, settings: [String: Any] = [:], configureMock: (inout MockConfiguration) -> Void = { _ in }
+    ) throws
+        -> WorkerFixture
+    {
+        let f = try WorkerFixture(settings: settings, configureMock: configureMock)
+        let apns: [String: Any] = [
+            "name": "default", "bundle_id": f.mock.files.topic,
+            "token": ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File],
+        ]
+        let android: [String: Any] = [
+            "name": "android", "fcm": ["service_account_file": fcm.serviceAccountFile],
+            "endpoint": ["host": "127.0.0.1", "port": fcm.port, "ca_file": fcm.files.caFile],
+        ]
+        return try WorkerFixture.reconfigure(f, ["apps": [apns, android]])
+    }
+
+    static func token(_ i: Int, prefix: String = "fcm") -> String { "\(prefix)-token:APA91b\(String(format: "%06d", i))" }
+
+    static func job(_ i: Int, prefix: String = "fcm", extra: String = "") -> String {
+        #"{"v":1,"id":"fcm-\#(i)","app":"android","token":"\#(token(i, prefix: prefix))"\#(extra),"payload":{"data":{"n":"\#(i)"}}}"#
+    }
+
+    /// What the mock FCM accepted, by token.
+    private func accepted(_ fcm: FCMMockFixture) throws -> [String: Int] {
+        var sent: [String: Int] = [:]
+        for e in try fcm.logEntries() where e["status"] as? Int == 200 { if let t = e["token"] as? String { sent[t, default: 0] += 1 } }
+        return sent
+    }
+
+    func testAMixedQueueGoesToBothProvidersWithOneRecordEach() throws {
+        let fcm = try FCMMockFixture()
+        let f = try fixture(fcm)
+        var jobs = (0..<100).map { WorkerFixture.job($0) } + (0..<100).map { Self.job($0) }
+        jobs.append(
+            #"{"v":1,"id":"fcm-notification","app":"android","token":"\#(Self.token(500))","priority":10,"collapse_id":"score","notification":{"title":"Goal","body":"2-1","channel_id":"sports"}}"#
+        )
+        jobs += (0..<2).map { Self.job(600 + $0, prefix: "unregistered") }
+        jobs.append(#"{"v":1,"id":"fcm-reserved","app":"android","token":"\#(Self.token(700))","payload":{"data":{"from":"me"}}}"#)
+        jobs.append(#"{"v":1,"id":"apns-fcm-token","token":"\#(Self.token(800))","payload":{"aps":{"alert":"x"}}}"#)
+        try f.enqueue(jobs)
+        try f.startWorker()
+        try f.waitForOutcomes(jobs.count)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 201, "invalid_token": 2, "dead_lettered": 2])
+        let results = try f.records(in: \.results)
+        XCTAssertEqual(results.count, jobs.count, "one result per job")
+        let fcmDelivered = results.filter { $0["provider"] as? String == "fcm" }
+        XCTAssertEqual(fcmDelivered.count, 101)
+        XCTAssertTrue(fcmDelivered.allSatisfy { ($0["fcm_name"] as? String)?.hasPrefix("projects/demo-project/messages/") == true })
+        let invalid = try f.records(in: \.invalidTokens)
+        XCTAssertEqual(Set(invalid.compactMap { $0["token"] as? String }), Set((0..<2).map { Self.token(600 + $0, prefix: "unregistered") }))
+        XCTAssertEqual(Set(invalid.compactMap { $0["reason"] as? String }), ["UNREGISTERED"])
+        let dead = try f.records(in: \.deadLetters)
+        XCTAssertEqual(
+            Set(dead.compactMap { $0["reason"] as? String }), ["ReservedDataKey", "BadDeviceToken"], "\(dead.map { $0["detail"] ?? "" })")
+        let log = try fcm.logEntries()
+        let notification = try XCTUnwrap(log.first { $0["token"] as? String == Self.token(500) })
+        let message = try XCTUnwrap((notification["payload"] as? [String: Any])?["message"] as? [String: Any])
+        XCTAssertEqual((message["notification"] as? [String: Any])?["title"] as? String, "Goal")
+        let android = try XCTUnwrap(message["android"] as? [String: Any])
+        XCTAssertEqual(android["priority"] as? String, "high")
+        XCTAssertEqual(android["collapse_key"] as? String, "score")
+        XCTAssertEqual((android["notification"] as? [String: Any])?["channel_id"] as? String, "sports")
+        XCTAssertFalse(log.contains { $0["token"] as? String == Self.token(700) }, "a bad job never reaches FCM")
+        XCTAssertEqual(log.filter { $0["status"] as? Int == 200 && $0["token"] != nil }.count, 101)
+    }
+
+    /// check-config reads the service account and parses its key; `--online` gets a token.
+    /// Neither says anything of the file's secrets; a revoked account fails, naming Google's error.
+    func testCheckConfigReadsTheServiceAccountAndOnlineGetsAToken() throws {
+        let fcm = try FCMMockFixture()
+        let f = try fixture(fcm)
+        func check(_ extra: [String]) throws -> (Int32, String) {
+            let p = try ChildProcess(
+                ChildProcess.productsDirectory + "/apnsctl", ["--config", f.configFile, "check-config"] + extra,
+                outputFile: f.directory.file("ctl-\(UInt32.random(in: 0...UInt32.max)).out"))
+            return (p.wait(timeout: 30) ?? -1, p.output)
+        }
+        let (offline, said) = try check([])
+        XCTAssertEqual(offline, 0, said)
+        XCTAssertTrue(said.contains("ok: app android: the service account sender@demo-project.iam.gserviceaccount.com reads, and its key parses"), said)
+        XCTAssertFalse(said.contains("gave an access token"))
+        let (online, saidOnline) = try check(["--online"])
+        XCTAssertEqual(online, 0, saidOnline)
+        XCTAssertTrue(saidOnline.contains("gave an access token for"), saidOnline)
+        fcm.server.revokeFCM(clientEmail: fcm.account.clientEmail)
+        let (refused, saidRefused) = try check(["--online"])
+        XCTAssertNotEqual(refused, 0)
+        XCTAssertTrue(saidRefused.contains("400 invalid_grant: Invalid JWT Signature."), saidRefused)
+        for text in [said, saidOnline, saidRefused] { XCTAssertFalse(text.contains("PRIVATE KEY") || text.contains("ya29."), text) }
+    }
+
+    /// Access tokens that FCM stops taking mid-run: one new token for the storm of 401s, and no
+    /// job is lost or dead-lettered.
+    func testAnExpiredAccessTokenIsRenewedOnceAndNothingIsLost() throws {
+        let fcm = try FCMMockFixture()
+        let f = try fixture(fcm, settings: ["streams": 50])
+        try f.enqueue((0..<300).map { Self.job($0) })
+        try f.startWorker()
+        try f.waitForOutcomes(300)
+        let before = fcm.server.fcmTokensIssued
+        fcm.server.expireFCMAccessTokens()
+        try f.enqueue((300..<900).map { Self.job($0) })
+        try f.waitForOutcomes(900)
+        try f.assertOneResultEach(900)
+        let minted = fcm.server.fcmTokensIssued - before
+        XCTAssertTrue((1...2).contains(minted), "\(minted) tokens minted for one expiry")
+        XCTAssertEqual(try accepted(fcm).values.filter { $0 > 1 }.count, 0, "no message sent twice")
+    }
+
+    /// A token endpoint that refuses at start: the app's jobs wait (none dead-lettered) and go
+    /// once it answers again.
+    func testJobsWaitWhileTheTokenEndpointFails() throws {
+        let fcm = try FCMMockFixture()
+        fcm.server.failFCMTokenRequests(status: 503)
+        let f = try fixture(fcm)
+        try f.enqueue((0..<50).map { Self.job($0) } + (0..<20).map { WorkerFixture.job($0) })
+        try f.startWorker()
+        try f.waitForOutcomes(20)
+        sleep(3)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 20], "APNs goes on; FCM's jobs wait")
+        fcm.server.failFCMTokenRequests(status: nil)
+        try f.waitForOutcomes(70, timeout: 60)
+        try f.assertOneResultEach(70)
+    }
+
+    /// GOAWAYs, dropped connections, 500s and 503s with retry-after: every job one final record,
+    /// delivered.
+    func testAStormOfConnectionFaultsCostsNoJob() throws {
+        let fcm = try FCMMockFixture { config in
+            config.faults.goawayAfter = 97
+            config.faults.dropAfter = 151
+            config.faults.tokens = [
+                .init(tokenPrefix: "inner", status: 500, attempts: 1),
+                .init(tokenPrefix: "busy", status: 503, attempts: 2),
+                .init(tokenPrefix: "quota", status: 429, attempts: 1),
+            ]
+        }
+        let f = try fixture(fcm, settings: ["retry": ["backoff_base_ms": 50, "server_error_min_delay_ms": 50, "server_error_max_delay_ms": 200]])
+        let prefixes = ["fcm", "inner", "busy", "quota"]
+        let jobs = (0..<800).map { Self.job($0, prefix: prefixes[$0 % 4]) }
+        try f.enqueue(jobs)
+        try f.startWorker()
+        try f.waitForOutcomes(jobs.count, timeout: 90)
+        try f.assertOneResultEach(jobs.count)
+        let retried = try f.stats()["retried"] ?? 0
+        XCTAssertGreaterThanOrEqual(retried, 600, "each 500, 503 and 429 was retried")
+        let sent = try accepted(fcm)
+        XCTAssertEqual(sent.count, jobs.count, "every token accepted")
+    }
+
+    /// `kill -9` while half the FCM jobs wait on slow answers: the next worker takes them back and
+    /// sends them; every job has exactly one result.
+    func testAWorkerKilledWithFCMJobsInFlightLosesNone() throws {
+        let jobs = 200
+        let fcm = try FCMMockFixture { $0.faults.tokens = [.init(tokenPrefix: "slow", attempts: 1, delayMs: 60_000)] }
+        let f = try fixture(fcm, settings: ["lease_ms": 2000, "batch_size": 50])
+        try f.enqueue((0..<jobs).map { Self.job($0, prefix: $0 % 2 == 0 ? "slow" : "fast") })
+        let victim = try f.startWorker("w-victim")
+        XCTAssertTrue(try waitUntil(timeout: 20) { try f.finalOutcomes() >= jobs / 2 }, "the fast half went")
+        usleep(500_000)
+        XCTAssertEqual(try f.finalOutcomes(), jobs / 2)
+        victim.signal(SIGKILL)
+        XCTAssertNotNil(victim.wait(timeout: 5))
+        try f.startWorker("w-taker")
+        try f.waitForOutcomes(jobs, timeout: 60)
+        try f.assertOneResultEach(jobs)
+        XCTAssertEqual(try f.stats()["recovered"], jobs / 2)
+    }
+}
