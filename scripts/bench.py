@@ -24,6 +24,8 @@
     The count is also split: the HTTP/2 and TLS libraries (nghttp2, OpenSSL; the worker frames its
     own requests and uses nghttp2 only to decode answers' headers), and everything else (the
     worker's Redis, JSON and HTTP/2 framing, h2load's bookkeeping, libc, malloc)
+(i) FCM: the worker sending FCM jobs (a data message, a token each) end to end next to h2load
+    sending the same request (path, bearer token, body) to the mock FCM: CPU us per message.
 
 Settings (environment): JOBS (200000), CONNECTIONS (4), STREAMS (100), AIOAPNS_N (20000),
 CALLGRIND_N (20000; 0 leaves (h) out), ROUNDS (5): (a) and (b) run this many times, interleaved,
@@ -63,6 +65,9 @@ AIOAPNS_N = int(os.environ.get("AIOAPNS_N", "20000"))
 PAYLOAD = {"aps": {"alert": {"title": "Benchmark", "body": "A notification of ordinary size"}, "sound": "default"}}
 TOKEN = "ab" * 32
 TOPIC = "com.example.app"
+# (i)'s FCM jobs: a data message of the size of PAYLOAD, to tokens of a registration token's shape.
+FCM_PAYLOAD = {"data": {"title": "Benchmark", "body": "A notification of ordinary size", "sound": "default"}}
+FCM_TOKEN_PREFIX = "bench-registration-token:APA91b"
 # An optional allocator for deployments (Debian package libjemalloc2); the loader finds it by name.
 JEMALLOC = "libjemalloc.so.2"
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
@@ -260,13 +265,13 @@ class Bench:
 
     # -- references -----------------------------------------------------------------------------
 
-    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, per_token=False, watch=None):
+    def h2load(self, port, n, connections=CONNECTIONS, streams=STREAMS, path=None, per_token=False, watch=None, fcm=None):
         """req/s, and CPU us per request with h2load's start excluded: a run of one request per
         stream with the same arguments measures what h2load spends before and around its load
         (reading -i's 200,000 URIs takes it about 0.2 s), and that is taken off. `cpu_total_us`
         keeps the start in. `watch`: a server process whose CPU during the run is given as a
         share of one core (`server_busy`)."""
-        argv = self.h2load_argv(port, n, connections, streams, path, per_token)
+        argv = self.h2load_argv(port, n, connections, streams, path, per_token) if fcm is None else self.h2load_fcm_argv(port, *fcm)
 
         def run(count):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -304,6 +309,102 @@ class Bench:
         else:
             argv.append("https://127.0.0.1:%d%s" % (port, path or "/3/device/" + TOKEN))
         return argv
+
+    def h2load_fcm_argv(self, port, token, body_file):
+        """The worker's FCM request: the send path, the bearer token, a JSON body of the same size."""
+        return ["h2load", "-c", str(CONNECTIONS), "-m", str(STREAMS), "-t", "1", "-d", body_file,
+                "-H", "authorization: Bearer " + token, "-H", "content-type: application/json",
+                "https://127.0.0.1:%d/v1/projects/demo-project/messages:send" % port]
+
+    # -- FCM ------------------------------------------------------------------------------------
+
+    def fcm_mock(self):
+        """The mock FCM with a service account of its own (apns-mock make-fcm-account)."""
+        port = free_port()
+        out = subprocess.run([BIN + "/apns-mock", "make-fcm-account", "--dir", self.dir, "--port", str(port)],
+                             check=True, capture_output=True, text=True).stdout.split()
+        sa_file, mock_file = out[0], out[1]
+        cfg = json.load(open(mock_file))
+        cfg["log"] = None
+        with open(mock_file, "w") as f:
+            json.dump(cfg, f)
+        p = self.spawn([BIN + "/apns-mock", "serve", "--config", mock_file, "--port", str(port)], "fcm-mock.log")
+        wait_port(port)
+        return p, port, sa_file
+
+    def fcm_access_token(self, port, sa_file):
+        """An access token from the mock's token endpoint, as the worker gets one: an RS256
+        assertion traded over HTTP/2 (python3-h2)."""
+        import h2.connection
+        import h2.events
+        import ssl
+        import urllib.parse
+        sa = json.load(open(sa_file))
+        now = int(time.time())
+        assertion = jwt.encode({"iss": sa["client_email"], "scope": "https://www.googleapis.com/auth/firebase.messaging",
+                                "aud": sa["token_uri"], "iat": now, "exp": now + 3600}, sa["private_key"], algorithm="RS256",
+                               headers={"kid": sa["private_key_id"]})
+        body = urllib.parse.urlencode({"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": assertion}).encode()
+        ctx = ssl.create_default_context(cafile=self.path("ca.pem"))
+        ctx.set_alpn_protocols(["h2"])
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1") as s:
+            c = h2.connection.H2Connection()
+            c.initiate_connection()
+            c.send_headers(1, [(":method", "POST"), (":scheme", "https"), (":path", "/token"), (":authority", "127.0.0.1:%d" % port),
+                               ("content-type", "application/x-www-form-urlencoded")])
+            c.send_data(1, body, end_stream=True)
+            s.sendall(c.data_to_send())
+            data = b""
+            while True:
+                for e in c.receive_data(s.recv(65536)):
+                    if isinstance(e, h2.events.DataReceived):
+                        data += e.data
+                    if isinstance(e, h2.events.StreamEnded):
+                        return json.loads(data)["access_token"]
+                s.sendall(c.data_to_send())
+
+    def fcm_config(self, queue, port, sa_file):
+        app = {"name": "android", "fcm": {"service_account_file": sa_file},
+               "endpoint": {"host": "127.0.0.1", "port": port, "ca_file": self.path("ca.pem")}}
+        return self.worker_config(queue, port, apps=[app])
+
+    def fill_fcm(self, queue, n):
+        key = "apns:{%s}:jobs" % queue
+        body = json.dumps(FCM_PAYLOAD, separators=(",", ":"))
+        pipe = self.r.pipeline(transaction=False)
+        for i in range(n):
+            pipe.lpush(key, '{"id":"f%d","app":"android","token":"%s%08d","payload":%s}' % (i, FCM_TOKEN_PREFIX, i, body))
+            if len(pipe) >= 5000:
+                pipe.execute()
+        pipe.execute()
+
+    def fcm_rounds(self, rounds):
+        """(i) FCM: the worker sending FCM jobs end to end next to h2load sending the same request
+        to the same mock FCM, interleaved; medians and the paired ratio."""
+        mock, port, sa_file = self.fcm_mock()
+        body_file = self.path("fcm-body.json")
+        with open(body_file, "w") as f:
+            # The body the worker sends for a job: the token first, then the payload's members.
+            f.write('{"message":{"token":"%s%08d",%s}' % (FCM_TOKEN_PREFIX, 0, json.dumps(FCM_PAYLOAD, separators=(",", ":"))[1:]))
+        token = self.fcm_access_token(port, sa_file)
+        self.h2load(port, 2000, fcm=(token, body_file))  # warm-up
+        refs, ours = [], []
+        start_n = CONNECTIONS * STREAMS
+        for r in range(rounds):
+            refs.append(self.h2load(port, JOBS, fcm=(token, body_file)))
+            self.fill_fcm("fcm%d" % r, JOBS)
+            secs, cpu = self.run_worker("fcm%d" % r, self.fcm_config("fcm%d" % r, port, sa_file), JOBS)[:2]
+            self.drop("fcm%d" % r)
+            self.fill_fcm("fcm-start%d" % r, start_n)
+            start_cpu = self.run_worker("fcm-start%d" % r, self.fcm_config("fcm-start%d" % r, port, sa_file), start_n)[1]
+            self.drop("fcm-start%d" % r)
+            ours.append({"rate": JOBS / secs, "cpu": cpu / JOBS, "cpu_no_start": (cpu - start_cpu) / (JOBS - start_n)})
+            log("  FCM round %d: h2load %.0f req/s %.2f us/req (%d 2xx); worker %.0f jobs/s %.2f us/job (%.2f without its start)"
+                % (r + 1, refs[-1]["req_s"], refs[-1]["cpu_us"], refs[-1]["2xx"], ours[-1]["rate"], ours[-1]["cpu"], ours[-1]["cpu_no_start"]))
+        self.stop(mock)
+        return {"h2load": {k: median(x[k] for x in refs) for k in ("req_s", "cpu_us")},
+                "worker": {k: median(x[k] for x in ours) for k in ("rate", "cpu", "cpu_no_start")},
+                "paired": median(o["cpu_no_start"] / h["cpu_us"] for o, h in zip(ours, refs))}
 
     # -- instructions ---------------------------------------------------------------------------
 
@@ -743,6 +844,9 @@ def main():
             b.stop(held)
             return peak_inflight, peak_rss
         held_figures = attempt("(f)", memory)
+
+        log("(i) FCM: the worker next to h2load on the mock FCM, %d rounds of %d jobs" % (ROUNDS, JOBS))
+        fcm = attempt("(i)", lambda: b.fcm_rounds(ROUNDS))
     finally:
         b.close()
 
@@ -807,6 +911,12 @@ def main():
         # The worker frames its own requests (HTTP2ClientSession): nghttp2 only decodes its answers' headers.
         row("(h) of them in nghttp2 and OpenSSL (TLS; HPACK decoding)", w["protocol"], h["protocol"], ratio(w["protocol"], h["protocol"]))
         row("(h) of them elsewhere (Redis, JSON, HTTP/2 framing, libc)", w["rest"], h["rest"], ratio(w["rest"], h["rest"]))
+    if fcm:
+        w, h = fcm["worker"], fcm["h2load"]
+        row("(i) FCM end to end jobs/s vs h2load req/s (mock FCM)", w["rate"], h["req_s"], ratio(w["rate"], h["req_s"]))
+        row("(i) FCM worker CPU us/message vs h2load CPU us/req", w["cpu"], h["cpu_us"], ratio(w["cpu"], h["cpu_us"]), "%.2f")
+        row("(i) the same, the worker's start off", w["cpu_no_start"], h["cpu_us"], ratio(w["cpu_no_start"], h["cpu_us"]), "%.2f")
+        print("%-58s %14s %14s %8s" % ("(i) paired, the worker's start off", "", "", "%.2fx" % fcm["paired"]))
     for step, why in FAILED:
         print("%-58s %s" % (step + " FAILED, not measured:", why))
     if FAILED:

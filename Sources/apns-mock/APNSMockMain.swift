@@ -15,6 +15,10 @@ let usage = """
       apns-mock make-credentials --dir DIR [--team-id T] [--key-id K] [--topic BUNDLE] [--log FILE] [--hosts a,b]
           (--hosts: more names for the server certificate, e.g. a container's service name)
           Write a test CA, a server certificate, a provider .p8 key and DIR/mock.json.
+      apns-mock make-fcm-account --dir DIR --port N [--project ID]
+          After make-credentials: a Firebase service account (DIR/service-account-<ID>-fcmkey1.json,
+          its token_uri https://127.0.0.1:N/token) and DIR/fcm-mock.json, the mock FCM that knows it,
+          to serve on port N.
     """
 
 func fail(_ message: String) -> Never {
@@ -51,6 +55,19 @@ struct APNSMockMain {
                 print(files.mockConfigFile)
             } catch {
                 fail("cannot make credentials: \(error)")
+            }
+        case "make-fcm-account":
+            guard let dir = options["dir"], let port = options["port"].flatMap({ Int($0) }) else { fail("make-fcm-account needs --dir and --port") }
+            do {
+                var config = try MockConfiguration.load(path: (dir as NSString).appendingPathComponent("mock.json"))
+                config.port = port
+                let (file, _) = try MockCredentials.addFCMAccount(in: dir, to: &config, port: port, projectID: options["project"] ?? "demo-project")
+                let mockFile = (dir as NSString).appendingPathComponent("fcm-mock.json")
+                try config.encoded().write(to: URL(fileURLWithPath: mockFile))
+                print(file)
+                print(mockFile)
+            } catch {
+                fail("cannot make the FCM account (run make-credentials on --dir first): \(error)")
             }
         case "serve":
             guard let configPath = options["config"] else { fail("serve needs --config") }
