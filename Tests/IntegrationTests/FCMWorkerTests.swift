@@ -88,7 +88,8 @@ final class FCMWorkerTests: XCTestCase {
         }
         let (offline, said) = try check([])
         XCTAssertEqual(offline, 0, said)
-        XCTAssertTrue(said.contains("ok: app android: the service account sender@demo-project.iam.gserviceaccount.com reads, and its key parses"), said)
+        let account = "sender@demo-project.iam.gserviceaccount.com"
+        XCTAssertTrue(said.contains("ok: app android: the service account \(account) reads, and its key parses"), said)
         XCTAssertFalse(said.contains("gave an access token"))
         let (online, saidOnline) = try check(["--online"])
         XCTAssertEqual(online, 0, saidOnline)

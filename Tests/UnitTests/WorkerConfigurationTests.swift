@@ -90,7 +90,8 @@ final class WorkerConfigurationTests: XCTestCase {
         XCTAssertEqual(c.apps[0].endpoint.port, 2197, "the APNs overrides go to the one APNs app")
         XCTAssertTrue(refusal(#"{"name":"android","fcm":{}}"#).contains("fcm.service_account_file is required"))
         XCTAssertTrue(refusal(#"{"name":"android","fcm":{"service_account_file":"/sa.json","key":"x"}}"#).contains("unknown setting \"key\""))
-        XCTAssertTrue(refusal(#"{"name":"android","fcm":{"service_account_file":"/sa.json"},"bundle_id":"x"}"#).contains("unknown setting \"bundle_id\""))
+        let withBundle = #"{"name":"android","fcm":{"service_account_file":"/sa.json"},"bundle_id":"x"}"#
+        XCTAssertTrue(refusal(withBundle).contains("unknown setting \"bundle_id\""))
         XCTAssertTrue(refusal(#"{"name":"android","fcm":{"service_account_file":"/sa.json"},"max_per_minute":0}"#).contains("max_per_minute"))
         let two = fcm + "," + fcm.replacingOccurrences(of: "android", with: "android2")
         XCTAssertTrue(refusal(two, ["APNSW_FCM_CA_FILE": "/ca.pem"]).contains("the file has 2 FCM apps"))
