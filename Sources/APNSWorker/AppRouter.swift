@@ -12,6 +12,8 @@ struct AppRouter {
     let removed: Set<String>
     /// One app configured (however many keys it has): jobs need not name it.
     let isOneApp: Bool
+    /// Each runtime's app is an FCM app (read per job: a flag, not the app's settings copied).
+    let isFCM: [Bool]
 
     init(apps: [AppConfiguration], active: [Bool]? = nil, removed: Set<String> = []) {
         let active = active ?? apps.map { _ in true }
@@ -19,6 +21,7 @@ struct AppRouter {
         self.apps = apps
         self.active = active
         self.removed = removed
+        isFCM = apps.map(\.auth.isFCM)
         isOneApp = live.allSatisfy { $0 == live.first }
     }
 
@@ -54,7 +57,7 @@ struct AppRouter {
                 job.app.map { "no app named \"\($0)\" is configured (known: \(knownApps))" }
                     ?? "the job names no \"app\" and there is no app named \"default\"")
         }
-        if apps[first].auth.isFCM {
+        if isFCM[first] {
             guard !job.isBroadcast, job.topic == nil else {
                 throw JobRejection(
                     JobRejection.wrongType,

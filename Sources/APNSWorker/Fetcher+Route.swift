@@ -51,7 +51,7 @@ extension Fetcher {
                         }
                     }
                     let parked = !router.active[app]
-                    let fcm = router.apps[app].auth.isFCM
+                    let fcm = router.isFCM[app]
                     let job: Job
                     if fcm {
                         // Checked once with its first token; each send renders its own (`request`).
