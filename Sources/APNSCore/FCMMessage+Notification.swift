@@ -38,7 +38,7 @@ extension FCMMessage {
                 let (kind, range) = try s.skipValue()
                 if key == "data" {
                     guard kind == .object else { throw s.fail("TYPE:notification.data") }
-                    counted += try measure(UnsafeBufferPointer(rebasing: object[range]), path: "notification.data")
+                    counted += try measure(UnsafeBufferPointer(rebasing: object[range]), .data, path: "notification.data")
                     data = range
                 } else if notificationFields.contains(key) || androidFields.contains(key) {
                     guard kind == .string else { throw s.fail("STRING:notification.\(key)") }

@@ -1,3 +1,5 @@
+import Buffers
+
 /// Who an FCM message goes to: exactly one of a registration token, a topic or a condition
 /// (fcm-protocol.md §2.3).
 public enum FCMTarget: Sendable, Equatable {
@@ -26,33 +28,35 @@ public enum FCMMessage {
     public static let fanOutPayloadLimit = 2048
     public static let maxTTLSeconds: Int64 = 2_419_200
 
-    /// The message object's fields (both spellings Google accepts); the job names the target.
-    static let messageFields: Set<String> = ["data", "notification", "android", "apns", "webpush", "fcm_options", "fcmOptions"]
-    static let targetFields: Set<String> = ["token", "topic", "condition", "fid", "name"]
-
-    /// A job's `payload` object, its target filled in.
+    /// A job's `payload` object, its target filled in. Keys are read in place (no String per
+    /// key): this runs for every send of an FCM app.
     public static func request(payload: UnsafeBufferPointer<UInt8>, target: FCMTarget, validateOnly: Bool = false) throws(JobRejection) -> [UInt8] {
         var s = JSONScanner(payload)
         var counted = 0
-        var sawObject = false
         do {
-            sawObject = try s.peek() == UInt8(ascii: "{")
-            if sawObject {
-                try s.forEachMember { (key, s) throws(JSONSyntaxError) in
-                    let (kind, range) = try s.skipValue()
-                    guard !targetFields.contains(key) else { throw s.fail("TARGET:\(key)") }
-                    guard messageFields.contains(key) else { throw s.fail("FIELD:\(key)") }
-                    if key == "data" || key == "notification" || key == "android" {
-                        guard kind == .object else { throw s.fail("TYPE:\(key)") }
-                        counted += try measure(UnsafeBufferPointer(rebasing: payload[range]), path: "payload.\(key)")
-                    }
-                }
-                try s.expectEnd()
+            guard try s.peek() == UInt8(ascii: "{") else {
+                throw JobRejection(JobRejection.wrongType, "payload must be an FCM message object for an FCM app")
             }
-        } catch {
+            try s.forEachMember(lendingKeys: { (key, s) throws(JSONSyntaxError) in
+                let (kind, range) = try s.skipValue()
+                let field = MessageField(key)
+                switch field {
+                case .target: throw s.fail("TARGET:" + String(decoding: key, as: UTF8.self))
+                case .unknown: throw s.fail("FIELD:" + String(decoding: key, as: UTF8.self))
+                case .other: break
+                case .data, .notification, .android:
+                    guard kind == .object else { throw s.fail("TYPE:payload." + String(decoding: key, as: UTF8.self)) }
+                    counted += try measure(UnsafeBufferPointer(rebasing: payload[range]), field == .data ? .data : .container, path: field.path)
+                }
+            })
+            try s.expectEnd()
+        } catch let error as JSONSyntaxError {
             throw rejection(error, in: "payload")
+        } catch let error as JobRejection {
+            throw error
+        } catch {
+            throw JobRejection(JobRejection.malformedJSON, "payload: \(error)")
         }
-        guard sawObject else { throw JobRejection(JobRejection.wrongType, "payload must be an FCM message object for an FCM app") }
         try checkSize(counted, target)
         var w = JSONWriter(capacity: payload.count + 96)
         w.beginObject()
@@ -60,42 +64,82 @@ public enum FCMMessage {
         w.key("message")
         w.beginObject()
         w.field(target.field.name, target.field.value)
-        w.endObject()
         // The payload's members follow the target: `{"token":"…"` + `,` + the object's inside.
         let inside = payload.firstIndex(of: UInt8(ascii: "{"))! + 1
-        let rest = UnsafeBufferPointer(rebasing: payload[inside...])
-        _ = w.bytes.popLast()
-        if rest.first(where: { !isJSONSpace($0) }) != UInt8(ascii: "}") { w.bytes.append(UInt8(ascii: ",")) }
-        w.bytes.append(contentsOf: rest.reversed().drop(while: isJSONSpace).reversed())
+        let last = payload.lastIndex { !isJSONSpace($0) }!  // the object's closing brace
+        let members = UnsafeBufferPointer(rebasing: payload[inside..<last])
+        if members.contains(where: { !isJSONSpace($0) }) { w.bytes.append(UInt8(ascii: ",")) }
+        w.bytes.append(contentsOf: members)
+        w.endObject()
         w.endObject()
         return w.bytes
     }
 
-    /// Counts the bytes of `data` keys and values, and of title and body, inside `object`
-    /// (a `data`, `notification` or `android` member), checking `data` as Google does.
-    static func measure(_ object: UnsafeBufferPointer<UInt8>, path: String) throws(JSONSyntaxError) -> Int {
-        var s = JSONScanner(object)
-        var n = 0
-        let isData = path.hasSuffix(".data")
-        try s.forEachMember { (key, s) throws(JSONSyntaxError) in
-            let (kind, range) = try s.skipValue()
-            if isData {
-                guard kind == .string else { throw s.fail("DATATYPE:\(path).\(key)") }
-                guard !isReservedDataKey(key) else { throw s.fail("RESERVED:\(path).\(key)") }
-                n += key.utf8.count + range.count - 2
-            } else if key == "title" || key == "body" {
-                n += range.count - 2
-            } else if key == "data" || key == "notification" {
-                guard kind == .object else { throw s.fail("TYPE:\(path).\(key)") }
-                n += try measure(UnsafeBufferPointer(rebasing: object[range]), path: "\(path).\(key)")
+    /// A message object's field, by its key's bytes.
+    enum MessageField: Equatable {
+        case target, data, notification, android, other, unknown
+
+        init(_ key: UnsafeBufferPointer<UInt8>) {
+            if key.equals("data") {
+                self = .data
+            } else if key.equals("notification") {
+                self = .notification
+            } else if key.equals("android") {
+                self = .android
+            } else if key.equals("apns") || key.equals("webpush") || key.equals("fcm_options") || key.equals("fcmOptions") {
+                self = .other
+            } else if key.equals("token") || key.equals("topic") || key.equals("condition") || key.equals("fid") || key.equals("name") {
+                self = .target
+            } else {
+                self = .unknown
             }
         }
+
+        var path: String {
+            switch self {
+            case .data: "payload.data"
+            case .notification: "payload.notification"
+            default: "payload.android"
+            }
+        }
+    }
+
+    enum Measured { case data, container }
+
+    /// Counts the bytes of `data` keys and values, and of title and body, inside `object`
+    /// (a `data` map, or a `notification` or `android` object), checking `data` as Google does.
+    /// `path` names the object in errors.
+    static func measure(_ object: UnsafeBufferPointer<UInt8>, _ what: Measured, path: @autoclosure () -> String) throws(JSONSyntaxError) -> Int {
+        var s = JSONScanner(object)
+        var n = 0
+        try s.forEachMember(lendingKeys: { (key, s) throws(JSONSyntaxError) in
+            let (kind, range) = try s.skipValue()
+            switch what {
+            case .data:
+                guard kind == .string else { throw s.fail("DATATYPE:\(path()).\(String(decoding: key, as: UTF8.self))") }
+                guard !isReservedDataKey(key) else { throw s.fail("RESERVED:\(path()).\(String(decoding: key, as: UTF8.self))") }
+                n += key.count + range.count - 2
+            case .container:
+                if key.equals("title") || key.equals("body") {
+                    n += range.count - 2
+                } else if key.equals("data") || key.equals("notification") {
+                    let inner = "\(path()).\(String(decoding: key, as: UTF8.self))"
+                    guard kind == .object else { throw s.fail("TYPE:" + inner) }
+                    n += try measure(UnsafeBufferPointer(rebasing: object[range]), key.equals("data") ? .data : .container, path: inner)
+                }
+            }
+        })
         return n
     }
 
     /// `from`, `message_type`, `gcm`, and keys starting `google` or `gcm.notification.` (fcm-protocol.md §2.3).
     public static func isReservedDataKey(_ key: String) -> Bool {
-        key == "from" || key == "message_type" || key == "gcm" || key.hasPrefix("google") || key.hasPrefix("gcm.notification.")
+        key.withUTF8Bytes { isReservedDataKey($0) }
+    }
+
+    static func isReservedDataKey(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        key.equals("from") || key.equals("message_type") || key.equals("gcm") || key.starts(with: "google".utf8)
+            || key.starts(with: "gcm.notification.".utf8)
     }
 
     static func checkSize(_ counted: Int, _ target: FCMTarget) throws(JobRejection) {

@@ -53,9 +53,11 @@ extension Fetcher {
                     let parked = !router.active[app]
                     let fcm = router.isFCM[app]
                     let job: Job
+                    // An FCM message names its token: the first token's send is rendered (and the
+                    // job checked) here, each other token's in `request`.
+                    var firstSend: Job?
                     if fcm {
-                        // Checked once with its first token; each send renders its own (`request`).
-                        _ = try FCMMessage.render(parsed, token: parsed.token, templates: library, nowSeconds: nowMs / 1000)
+                        firstSend = try FCMMessage.render(parsed, token: parsed.token, templates: library, nowSeconds: nowMs / 1000)
                         job = parsed
                     } else {
                         job = try PayloadRenderer.render(consume parsed, templates: library, truncateByDefault: router.apps[app].truncateBody)
@@ -75,10 +77,16 @@ extension Fetcher {
                         continue
                     }
                     // The job is consumed by its last request: passed on, not counted once more.
-                    func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int) -> SendRequest {
-                        // An FCM message names its token: each send's body is its own.
+                    // `first`: the send is to the job's own first token (its FCM body is rendered).
+                    func request(_ job: consuming Job, _ token: DeviceToken, fanout: Int, first: Bool) -> SendRequest {
                         var sent = job
-                        if fcm, let own = try? FCMMessage.render(sent, token: token, templates: library, nowSeconds: nowMs / 1000) { sent = own }
+                        if let firstSend {
+                            if first {
+                                sent = firstSend
+                            } else if let own = try? FCMMessage.render(sent, token: token, templates: library, nowSeconds: nowMs / 1000) {
+                                sent = own
+                            }
+                        }
                         let ticket = QueueTicket(
                             handle: handle, batch: batch, index: index, takenAtNs: now, sinceMs: sinceMs, attempts: meta.attempts,
                             recoveries: meta.recoveries, fanout: fanout, claim: claim)
@@ -94,14 +102,14 @@ extension Fetcher {
                     switch FanOut.plan(job, retried: meta.token.flatMap(DeviceToken.init), done: meta.done) {
                     case .one(let token):
                         units += 1
-                        emit(request(consume job, token, fanout: 1))
+                        emit(request(consume job, token, fanout: 1, first: meta.token == nil))
                     case .left(let left):
                         units += left.count
-                        for token in left { emit(request(job, token, fanout: left.count)) }
+                        for token in left { emit(request(job, token, fanout: left.count, first: false)) }
                     case .every(let fanout):
                         units += fanout
-                        emit(request(job, job.token, fanout: fanout))
-                        for token in job.otherTokens { emit(request(job, token, fanout: fanout)) }
+                        emit(request(job, job.token, fanout: fanout, first: true))
+                        for token in job.otherTokens { emit(request(job, token, fanout: fanout, first: false)) }
                     }
                 } catch {
                     units += 1
