@@ -1,4 +1,5 @@
 import APNSCore
+import FCMTransport
 import FoundationEssentials
 import Glibc
 import IOLoop
@@ -24,7 +25,9 @@ extension Worker {
             let status = health.status(app: app.name)
             w.beginObject()
             w.field("app", app.name)
-            w.field("bundle_id", app.configuration.bundleID)
+            w.field("provider", app.isFCM ? "fcm" : "apns")
+            if !app.isFCM { w.field("bundle_id", app.configuration.bundleID) }
+            if let left = (app.credential as? FCMAccessToken)?.secondsLeft { w.field("token_left_s", left) }
             w.field("ready", status.usable)  // /readyz's rule, so the dashboard need not repeat it
             w.field("connections", status.connections)
             w.field("stream_limit", status.streamLimit)

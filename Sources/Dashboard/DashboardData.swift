@@ -158,6 +158,10 @@ public final class DashboardData: @unchecked Sendable {
         public var paused: [String] = []
         public var lastSuccessMs: Int64?
         public var jwtAgeSeconds: Int64?
+        /// "apns" or "fcm", as the workers say; nil until one serves the app.
+        public var provider: String?
+        /// An FCM app's access token: seconds until it expires.
+        public var tokenLeftSeconds: Int64?
         public var counters: [String: Int64] = [:]
         /// How many workers call it ready (their /readyz rule: a ready connection, or a success in the last minute).
         public var readyWorkers = 0
@@ -176,6 +180,8 @@ public final class DashboardData: @unchecked Sendable {
             ]
             if let lastSuccessMs { j["last_success_ms"] = lastSuccessMs }
             if let jwtAgeSeconds { j["jwt_age_s"] = jwtAgeSeconds }
+            if let provider { j["provider"] = provider }
+            if let tokenLeftSeconds { j["token_left_s"] = tokenLeftSeconds }
             return j
         }
     }
@@ -198,6 +204,8 @@ public final class DashboardData: @unchecked Sendable {
                     if let why = a["paused"]?.string { row.paused.append("\(worker.id): \(why)") }
                     if let ms = a["last_success_ms"]?.integer { row.lastSuccessMs = max(row.lastSuccessMs ?? 0, ms) }
                     if let age = a["jwt_age_s"]?.integer { row.jwtAgeSeconds = max(row.jwtAgeSeconds ?? 0, age) }
+                    row.provider = a["provider"]?.string ?? row.provider
+                    if let left = a["token_left_s"]?.integer { row.tokenLeftSeconds = min(row.tokenLeftSeconds ?? left, left) }
                     rows[name] = row
                 }
             }

@@ -95,15 +95,20 @@ enum QueuePages {
         let tones: [DashboardData.AppRow.State: String] = [.ready: "ok", .paused: "bad", .connecting: "warn", .unserved: "muted"]
         return HTML.table(
             [
-                "App", "Health", "Why", "Last success", "Connections", "Stream limit", "JWT age", "Workers", "Delivered", "Invalid tokens",
+                "App", "Health", "Why", "Last success", "Connections", "Stream limit", "JWT age / token", "Workers", "Delivered", "Invalid tokens",
                 "Dead letters",
             ],
             rows.map { a in
-                let jwt = a.jwtAgeSeconds.map { age in
-                    "<span class=\"\(age >= 3300 ? "bad" : age >= 3000 ? "warn" : "ok")\">\(e(HTML.span(age * 1000)))</span>"
-                }
+                let jwt =
+                    a.jwtAgeSeconds.map { age in
+                        "<span class=\"\(age >= 3300 ? "bad" : age >= 3000 ? "warn" : "ok")\">\(e(HTML.span(age * 1000)))</span>"
+                    }
+                    ?? a.tokenLeftSeconds.map { left in
+                        "<span class=\"\(left <= 0 ? "bad" : left < 300 ? "warn" : "ok")\">access token, \(e(HTML.span(max(0, left) * 1000))) left</span>"
+                    }
+                let provider = a.provider.map { " <span class=\"muted\">\($0 == "fcm" ? "FCM" : "APNs")</span>" } ?? ""
                 return [
-                    "<b>\(e(a.app))</b>", HTML.badge(a.state.rawValue, tone: tones[a.state] ?? "muted"),
+                    "<b>\(e(a.app))</b>\(provider)", HTML.badge(a.state.rawValue, tone: tones[a.state] ?? "muted"),
                     a.paused.isEmpty ? "<span class=\"muted\">–</span>" : a.paused.map(e).joined(separator: "<br>"),
                     a.lastSuccessMs.map { e(HTML.span(now - $0) + " ago") } ?? "<span class=\"muted\">never</span>", HTML.num(a.connections),
                     HTML.num(a.streamLimit), jwt ?? "<span class=\"muted\">certificate</span>", HTML.num(a.workers),

@@ -9,19 +9,19 @@ import XCTest
 final class FCMWorkerTests: XCTestCase {
     /// A worker fixture whose apps are the mock APNs's "default" and the mock FCM's "android".
     private func fixture(
-        _ fcm: FCMMockFixture, settings: [String: Any] = [:], configureMock: (inout MockConfiguration) -> Void = { _ in }
-    ) throws
-        -> WorkerFixture
-    {
-        let f = try WorkerFixture(settings: settings, configureMock: configureMock)
+        _ fcm: FCMMockFixture, settings: [String: Any] = [:], perMinute: Int? = nil, reusing: WorkerFixture? = nil,
+        configureMock: (inout MockConfiguration) -> Void = { _ in }
+    ) throws -> WorkerFixture {
+        let f = try reusing ?? WorkerFixture(settings: settings, configureMock: configureMock)
         let apns: [String: Any] = [
             "name": "default", "bundle_id": f.mock.files.topic,
             "token": ["team_id": f.mock.files.teamID, "key_id": f.mock.files.keyID, "key_file": f.mock.files.p8File],
         ]
-        let android: [String: Any] = [
+        var android: [String: Any] = [
             "name": "android", "fcm": ["service_account_file": fcm.serviceAccountFile],
             "endpoint": ["host": "127.0.0.1", "port": fcm.port, "ca_file": fcm.files.caFile],
         ]
+        if let perMinute { android["max_per_minute"] = perMinute }
         return try WorkerFixture.reconfigure(f, ["apps": [apns, android]])
     }
 
@@ -99,6 +99,40 @@ final class FCMWorkerTests: XCTestCase {
         XCTAssertNotEqual(refused, 0)
         XCTAssertTrue(saidRefused.contains("400 invalid_grant: Invalid JWT Signature."), saidRefused)
         for text in [said, saidOnline, saidRefused] { XCTAssertFalse(text.contains("PRIVATE KEY") || text.contains("ya29."), text) }
+    }
+
+    /// An FCM app added by a reload (SIGHUP) takes its jobs without a restart, and the worker's
+    /// info (the dashboard's source) names each app's provider.
+    func testAnFCMAppAddedByAReloadSendsWithoutARestart() throws {
+        let fcm = try FCMMockFixture()
+        let f = try WorkerFixture()
+        let w = try f.startWorker()
+        try f.enqueue((0..<20).map { WorkerFixture.job($0) })
+        try f.waitForOutcomes(20)
+        _ = try fixture(fcm, reusing: f)
+        w.signal(SIGHUP)
+        XCTAssertTrue(try waitUntil(timeout: 10) { w.output.contains("android") }, w.output)
+        try f.enqueue((0..<50).map { Self.job($0) })
+        try f.waitForOutcomes(70)
+        try f.assertOneResultEach(70)
+        XCTAssertTrue(
+            try waitUntil(timeout: 10) {
+                let info = try f.connect().command(["HGETALL", f.keys.workerInfo]).array.compactMap(\.text).joined()
+                return info.contains(#""provider":"fcm""#) && info.contains(#""token_left_s""#)
+            }, "the worker's info names the FCM app's provider and its token's time left")
+    }
+
+    /// `max_per_minute` keeps an app under a project's quota: 600 a minute is 10 a second.
+    func testACapPerMinuteSpreadsTheSends() throws {
+        let fcm = try FCMMockFixture()
+        let f = try fixture(fcm, perMinute: 600)
+        try f.enqueue((0..<40).map { Self.job($0) })
+        let start = Date()
+        try f.startWorker()
+        try f.waitForOutcomes(40)
+        let took = Date().timeIntervalSince(start)
+        try f.assertOneResultEach(40)
+        XCTAssertGreaterThan(took, 2.5, "40 sends at 10 a second (a burst of 10 first)")
     }
 
     /// Access tokens that FCM stops taking mid-run: one new token for the storm of 401s, and no
