@@ -111,7 +111,8 @@ public struct RejectionPolicy: Sendable, Equatable {
             case .retry(let afterMs) = retry.decide(kind, attempts: attempts, jobMaxAttempts: jobMaxAttempts, using: &rng)
         {
             // A server's retry-after is the least it asked for (fcm-protocol.md §4.4).
-            return .retry(afterMs: max(afterMs, rejection.retryAfterMs ?? 0))
+            let least = rejection.reason == .fcmQuotaExceeded ? retry.quotaMinDelayMs : 0
+            return .retry(afterMs: max(afterMs, rejection.retryAfterMs ?? least))
         }
         if disposition == .invalidToken { return .invalidToken }
         if disposition == .invalidChannel { return .invalidChannel }

@@ -7,6 +7,9 @@ public struct RetryPolicy: Sendable, Equatable {
     public var backoffMaxAttempts = 8
     public var serverErrorMaxAttempts = 3
     public var serverErrorDelayMs = 1000...5000
+    /// FCM's QUOTA_EXCEEDED waits a minute at least before its first retry (Google's ErrorCode
+    /// page, fcm-protocol.md §4.4), or its answer's retry-after if that is longer.
+    public var quotaMinDelayMs = 60_000
 
     public init() {}
 

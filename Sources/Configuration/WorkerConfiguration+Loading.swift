@@ -84,8 +84,9 @@ extension WorkerConfiguration {
         if let r = try f.object("retry") {
             try r.rejectUnknown([
                 "backoff_base_ms", "backoff_cap_ms", "backoff_max_attempts", "server_error_max_attempts",
-                "server_error_min_delay_ms", "server_error_max_delay_ms",
+                "server_error_min_delay_ms", "server_error_max_delay_ms", "quota_min_delay_ms",
             ])
+            retryPolicy.quotaMinDelayMs = try r.int("quota_min_delay_ms") ?? retryPolicy.quotaMinDelayMs
             retryPolicy.backoffBaseMs = try r.int("backoff_base_ms") ?? retryPolicy.backoffBaseMs
             retryPolicy.backoffCapMs = try r.int("backoff_cap_ms") ?? retryPolicy.backoffCapMs
             retryPolicy.backoffMaxAttempts = try r.int("backoff_max_attempts") ?? retryPolicy.backoffMaxAttempts

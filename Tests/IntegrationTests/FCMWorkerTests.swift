@@ -181,7 +181,11 @@ final class FCMWorkerTests: XCTestCase {
                 .init(tokenPrefix: "quota", status: 429, attempts: 1),
             ]
         }
-        let f = try fixture(fcm, settings: ["retry": ["backoff_base_ms": 50, "server_error_min_delay_ms": 50, "server_error_max_delay_ms": 200]])
+        let f = try fixture(
+            fcm,
+            settings: [
+                "retry": ["backoff_base_ms": 50, "server_error_min_delay_ms": 50, "server_error_max_delay_ms": 200, "quota_min_delay_ms": 100]
+            ])
         let prefixes = ["fcm", "inner", "busy", "quota"]
         let jobs = (0..<800).map { Self.job($0, prefix: prefixes[$0 % 4]) }
         try f.enqueue(jobs)

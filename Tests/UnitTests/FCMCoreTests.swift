@@ -122,6 +122,13 @@ final class FCMCoreTests: XCTestCase {
             retryAfter: Rejection.retryAfterMs("60"))
         XCTAssertEqual(quota.reason, .fcmQuotaExceeded)
         XCTAssertEqual(act(quota), .finish(.retry(afterMs: 60_000)))
+        // Without retry-after, a quota's first delay is a minute at least (Google's ErrorCode page).
+        let quotaOnly = parse(
+            429,
+            #"{"error":{"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"QUOTA_EXCEEDED"}]}}"#
+        )
+        guard case .finish(.retry(let quotaDelay)) = act(quotaOnly) else { return XCTFail("QUOTA_EXCEEDED backs off") }
+        XCTAssertTrue((60_000...61_000).contains(quotaDelay), "\(quotaDelay)")
         guard case .finish(.retry(let unavailableDelay)) = act(parse(503, "")) else { return XCTFail("UNAVAILABLE backs off") }
         XCTAssertLessThanOrEqual(unavailableDelay, 1000)
         guard case .finish(.deadLetter(let detail)) = act(badField) else { return XCTFail("INVALID_ARGUMENT is a dead letter") }
