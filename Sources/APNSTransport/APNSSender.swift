@@ -347,6 +347,8 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         metrics.record { m in
             for (a, app) in apps.enumerated() where activeApps[a] {
                 m.set("apns_app_paused", .init(("app", app.name), ("loop", name)), paused[app.name] == nil ? 0 : 1)
+                // Joined on `app`, it says which provider every other series of the app is about.
+                m.set("apns_app_info", .init(("app", app.name), ("provider", app.isFCM ? "fcm" : "apns")), 1)
             }
         }
         health.update(loop: name, readyConnections: ready, streamLimits: limits, paused: paused)

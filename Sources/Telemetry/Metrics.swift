@@ -124,7 +124,9 @@ public final class Metrics: Sendable {
                 "gauge", "How long the oldest queued job has been the oldest, at least (absent while Redis does not answer)"
             ),
             "apns_redis_up": ("gauge", "1 when every Redis connection of the worker is up"),
-            "apns_app_paused": ("gauge", "1 while the app is paused because APNs refused its credentials"),
+            "apns_app_paused": ("gauge", "1 while the app is paused because APNs (or FCM) refused its credentials"),
+            "apns_app_info": ("gauge", "1 for each app the worker sends with, labelled with its provider (apns or fcm)"),
+            "fcm_token_renewals_total": ("counter", "FCM access tokens asked for after FCM refused one"),
             "apns_queue_wait_seconds": ("histogram", "Time from taking a job from Redis to sending it"),
             "apns_round_trip_seconds": ("histogram", "Time from sending a request to APNs' answer"),
             "apns_end_to_end_seconds": ("histogram", "Time from taking a job from Redis to its outcome being decided"),

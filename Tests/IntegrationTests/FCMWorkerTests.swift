@@ -40,7 +40,8 @@ final class FCMWorkerTests: XCTestCase {
 
     func testAMixedQueueGoesToBothProvidersWithOneRecordEach() throws {
         let fcm = try FCMMockFixture()
-        let f = try fixture(fcm)
+        let metricsPort = freePort()
+        let f = try fixture(fcm, settings: ["metrics_port": metricsPort])
         var jobs = (0..<100).map { WorkerFixture.job($0) } + (0..<100).map { Self.job($0) }
         jobs.append(
             #"{"v":1,"id":"fcm-notification","app":"android","token":"\#(Self.token(500))","priority":10,"collapse_id":"score","notification":{"title":"Goal","body":"2-1","channel_id":"sports"}}"#
@@ -73,6 +74,10 @@ final class FCMWorkerTests: XCTestCase {
         XCTAssertEqual((android["notification"] as? [String: Any])?["channel_id"] as? String, "sports")
         XCTAssertFalse(log.contains { $0["token"] as? String == Self.token(700) }, "a bad job never reaches FCM")
         XCTAssertEqual(log.filter { $0["status"] as? Int == 200 && $0["token"] != nil }.count, 101)
+        let metrics = try XCTUnwrap(httpGet(port: metricsPort, path: "/metrics")).body
+        XCTAssertTrue(metrics.contains(#"apns_app_info{app="android",provider="fcm"} 1"#), metrics)
+        XCTAssertTrue(metrics.contains(#"apns_app_info{app="default",provider="apns"} 1"#))
+        XCTAssertFalse(metrics.contains("ya29.") || metrics.contains("PRIVATE KEY"), "no secret in the metrics")
     }
 
     /// check-config reads the service account and parses its key; `--online` gets a token.
