@@ -2,7 +2,14 @@
 /// object), its `notification` fields, or its template's output (an FCM message object).
 extension FCMMessage {
     public static func render(_ job: Job, token: DeviceToken, templates: TemplateLibrary, nowSeconds: Int64) throws(JobRejection) -> Job {
-        let target = FCMTarget.token(token.hex)
+        let target: FCMTarget =
+            if !token.isAbsent {
+                .token(token.hex)
+            } else if let condition = job.condition {
+                .condition(condition)
+            } else {
+                .topic(job.topic ?? "")
+            }
         let body: [UInt8]
         switch job.content {
         case .raw:

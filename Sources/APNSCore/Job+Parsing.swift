@@ -5,7 +5,7 @@ extension Job {
     /// `"priorty"` cannot silently send with a default.
     enum Field: Int, CaseIterable {
         case v, id, app, token, tokens, topic, pushType, priority, expiration, collapseID, apnsID
-        case payload, notification, template, truncate, sendAt, maxAttempts, meta, channel, channelStorage, idempotencyKey
+        case payload, notification, template, truncate, sendAt, maxAttempts, meta, channel, channelStorage, idempotencyKey, condition
 
         /// Matches a key's UTF-8 by its length, then its bytes: no String is built per key.
         init?(utf8 key: UnsafeBufferPointer<UInt8>) {
@@ -22,7 +22,7 @@ extension Job {
                 field =
                     matches("payload") ? .payload : matches("apns_id") ? .apnsID : matches("send_at") ? .sendAt : matches("channel") ? .channel : nil
             case 8: field = matches("priority") ? .priority : matches("template") ? .template : matches("truncate") ? .truncate : nil
-            case 9: field = matches("push_type") ? .pushType : nil
+            case 9: field = matches("push_type") ? .pushType : matches("condition") ? .condition : nil
             case 10: field = matches("expiration") ? .expiration : nil
             case 11: field = matches("collapse_id") ? .collapseID : nil
             case 12: field = matches("notification") ? .notification : matches("max_attempts") ? .maxAttempts : nil
@@ -39,7 +39,7 @@ extension Job {
     public static let fieldNames: [String] = [
         "v", "id", "app", "token", "tokens", "topic", "push_type", "priority", "expiration", "collapse_id", "apns_id",
         "payload", "notification", "template", "truncate", "send_at", "max_attempts", "meta", "channel", "channel_storage",
-        "idempotency_key",
+        "idempotency_key", "condition",
     ]
 
     public static func parse(_ bytes: [UInt8]) throws(JobRejection) -> Job { try parse(bytes[...]) }
@@ -99,7 +99,7 @@ extension Job {
         var app: String?, topic: String?, pushType: String?
         /// The token as scanned: read from the job's bytes without building a String.
         var token = ScannedToken.absent
-        var collapseID: String?, apnsID: String?, channel: String?, channelStorage: String?, idempotencyKey: String?
+        var collapseID: String?, apnsID: String?, channel: String?, channelStorage: String?, idempotencyKey: String?, condition: String?
         var priority: Int64?, expiration: Int64?, sendAt: Int64?, maxAttempts: Int64?
         var tokenList: [String]?
         var payload: Range<Int>?
@@ -160,6 +160,7 @@ extension Job {
             case .channel: if want(.string) { channel = try s.readString(); return }
             case .channelStorage: if want(.string) { channelStorage = try s.readString(); return }
             case .idempotencyKey: if want(.string) { idempotencyKey = try s.readString(); return }
+            case .condition: if want(.string) { condition = try s.readString(); return }
             case .priority: if want(.number) { priority = try s.readInt(); return }
             case .expiration: if want(.number) { expiration = try s.readInt(); return }
             case .sendAt: if want(.number) { sendAt = try s.readInt(); return }
@@ -264,7 +265,12 @@ extension Job {
             } else if storage != nil {
                 throw JobRejection(JobRejection.wrongType, "channel_storage describes a broadcast's \"channel\", and the job has none")
             }
-            let count = channel != nil ? 1 : tokenList?.count ?? (token.isAbsent ? 0 : 1)
+            if condition != nil, !token.isAbsent || tokenList != nil || channel != nil {
+                throw JobRejection(JobRejection.malformedJSON, "give either \"condition\" (FCM) or \"token\"/\"tokens\"/\"channel\", not both")
+            }
+            // An FCM topic or condition is the one target of a job without tokens (its app decides: `AppRouter`).
+            let untargeted = token.isAbsent && tokenList == nil && (topic != nil || condition != nil)
+            let count = channel != nil || untargeted ? 1 : tokenList?.count ?? (token.isAbsent ? 0 : 1)
             guard count > 0 else {
                 throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)")
             }
@@ -282,7 +288,8 @@ extension Job {
                 try deviceToken(text.withUTF8Bytes { ScannedToken($0) })
             }
             // A single token builds no array.
-            let first = try channel != nil ? DeviceToken.absent : token.isAbsent ? deviceToken(tokenList![0]) : deviceToken(token.take())
+            let first =
+                try channel != nil || untargeted ? DeviceToken.absent : token.isAbsent ? deviceToken(tokenList![0]) : deviceToken(token.take())
             var others: [DeviceToken] = []
             if let tokenList, tokenList.count > 1 {
                 others.reserveCapacity(tokenList.count - 1)
@@ -348,6 +355,7 @@ extension Job {
                 try Job.checkIdempotencyKey(key)
                 job.idempotencyKey = key
             }
+            job.condition = condition.take()
             try RequestRules.check(job: job)
             return job
         }

@@ -76,6 +76,8 @@ public final class Job: @unchecked Sendable {
     public internal(set) var metaRange: Range<Int>?
     /// The producer's idempotency key: within the queue's window, one job per key is sent.
     public internal(set) var idempotencyKey: String?
+    /// An FCM condition (`'a' in topics && 'b' in topics`), the target of a job without tokens.
+    public internal(set) var condition: String?
     /// The largest `meta` a job may carry.
     public static let maxMetaBytes = 1024
 
@@ -182,6 +184,7 @@ public final class Job: @unchecked Sendable {
             expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: .rendered(payload), content: content,
             truncate: truncate, sendAt: sendAt, maxAttempts: maxAttempts, channel: channel, channelStorage: channelStorage)
         job.idempotencyKey = idempotencyKey
+        job.condition = condition
         return job
     }
 

@@ -57,15 +57,11 @@ struct AppRouter {
                 job.app.map { "no app named \"\($0)\" is configured (known: \(knownApps))" }
                     ?? "the job names no \"app\" and there is no app named \"default\"")
         }
-        if isFCM[first] {
-            guard !job.isBroadcast, job.topic == nil else {
-                throw JobRejection(
-                    JobRejection.wrongType,
-                    "app \(apps[first].name) is an FCM app: it sends to registration tokens (\"token\" or \"tokens\"); \"topic\" and \"channel\" are APNs's"
-                )
-            }
-            return (first, "")
+        if isFCM[first] { return try fcmTarget(job, app: first) }
+        guard job.condition == nil else {
+            throw JobRejection(JobRejection.wrongType, "\"condition\" is an FCM target; app \(apps[first].name) is an APNs app")
         }
+        guard !job.token.isAbsent || job.isBroadcast else { throw JobRejection(.missingDeviceToken, "the job has no \"token\" (or an empty one)") }
         try DeviceToken.requireHex(job)
         let bundle = apps[first].bundleID
         let topic: String
@@ -83,6 +79,27 @@ struct AppRouter {
         }
         guard active[first], apps[first].keyScope != nil else { return (first, topic) }
         return (try key(for: topic, of: first), topic)
+    }
+
+    /// An FCM job's one target: its tokens, its topic (its records' topic) or its condition.
+    private func fcmTarget(_ job: Job, app: Int) throws(JobRejection) -> (app: Int, topic: String) {
+        let targets = (job.token.isAbsent ? 0 : 1) + (job.topic != nil ? 1 : 0) + (job.condition != nil ? 1 : 0)
+        guard !job.isBroadcast, targets == 1 else {
+            throw JobRejection(
+                JobRejection.wrongType,
+                "an FCM job names one target: \"token\" or \"tokens\", \"topic\" (an FCM topic) or \"condition\"; \"channel\" is APNs's")
+        }
+        if let topic = job.topic {
+            guard !topic.isEmpty, !topic.hasPrefix("/topics/"), topic.utf8.allSatisfy(Self.isTopicByte) else {
+                throw JobRejection(JobRejection.wrongType, "an FCM topic is letters, digits and -_.~% without /topics/, got \"\(topic)\"")
+            }
+            return (app, topic)
+        }
+        return (app, "")
+    }
+
+    private static func isTopicByte(_ b: UInt8) -> Bool {
+        (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || "-_.~%".utf8.contains(b)
     }
 
     /// The app's key that serves `topic` in its environment: a topic key for it before a team

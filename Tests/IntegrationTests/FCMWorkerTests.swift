@@ -49,22 +49,31 @@ final class FCMWorkerTests: XCTestCase {
         jobs += (0..<2).map { Self.job(600 + $0, prefix: "unregistered") }
         jobs.append(#"{"v":1,"id":"fcm-reserved","app":"android","token":"\#(Self.token(700))","payload":{"data":{"from":"me"}}}"#)
         jobs.append(#"{"v":1,"id":"apns-fcm-token","token":"\#(Self.token(800))","payload":{"aps":{"alert":"x"}}}"#)
+        // FCM's other targets: a topic and a condition; two targets, and a condition for APNs, refused.
+        jobs.append(#"{"v":1,"id":"fcm-topic","app":"android","topic":"news","notification":{"title":"Extra"}}"#)
+        jobs.append(#"{"v":1,"id":"fcm-condition","app":"android","condition":"'a' in topics","payload":{"data":{"k":"v"}}}"#)
+        jobs.append(#"{"v":1,"id":"fcm-two","app":"android","token":"\#(Self.token(900))","topic":"news","payload":{"data":{"k":"v"}}}"#)
+        jobs.append(#"{"v":1,"id":"apns-condition","condition":"'a' in topics","payload":{"aps":{"alert":"x"}}}"#)
         try f.enqueue(jobs)
         try f.startWorker()
         try f.waitForOutcomes(jobs.count)
-        XCTAssertEqual(try f.finalStats(), ["delivered": 201, "invalid_token": 2, "dead_lettered": 2])
+        XCTAssertEqual(try f.finalStats(), ["delivered": 203, "invalid_token": 2, "dead_lettered": 4])
         let results = try f.records(in: \.results)
         XCTAssertEqual(results.count, jobs.count, "one result per job")
         let fcmDelivered = results.filter { $0["provider"] as? String == "fcm" }
-        XCTAssertEqual(fcmDelivered.count, 101)
+        XCTAssertEqual(fcmDelivered.count, 103)
         XCTAssertTrue(fcmDelivered.allSatisfy { ($0["fcm_name"] as? String)?.hasPrefix("projects/demo-project/messages/") == true })
         let invalid = try f.records(in: \.invalidTokens)
         XCTAssertEqual(Set(invalid.compactMap { $0["token"] as? String }), Set((0..<2).map { Self.token(600 + $0, prefix: "unregistered") }))
         XCTAssertEqual(Set(invalid.compactMap { $0["reason"] as? String }), ["UNREGISTERED"])
         let dead = try f.records(in: \.deadLetters)
         XCTAssertEqual(
-            Set(dead.compactMap { $0["reason"] as? String }), ["ReservedDataKey", "BadDeviceToken"], "\(dead.map { $0["detail"] ?? "" })")
+            Set(dead.compactMap { $0["reason"] as? String }), ["ReservedDataKey", "BadDeviceToken", "WrongFieldType"],
+            "\(dead.map { $0["detail"] ?? "" })")
         let log = try fcm.logEntries()
+        let sent = log.compactMap { ($0["payload"] as? [String: Any])?["message"] as? [String: Any] }
+        XCTAssertTrue(sent.contains { $0["topic"] as? String == "news" && $0["token"] == nil }, "the topic's message")
+        XCTAssertTrue(sent.contains { $0["condition"] as? String == "'a' in topics" }, "the condition's message")
         let notification = try XCTUnwrap(log.first { $0["token"] as? String == Self.token(500) })
         let message = try XCTUnwrap((notification["payload"] as? [String: Any])?["message"] as? [String: Any])
         XCTAssertEqual((message["notification"] as? [String: Any])?["title"] as? String, "Goal")

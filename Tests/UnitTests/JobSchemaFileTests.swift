@@ -25,11 +25,15 @@ final class JobSchemaFileTests: XCTestCase {
             #"{"token":"\#(t)","payload":{"a":1},"template":{"name":"w"}}"#,
             #"{"app":"android","token":"dGVzdA:APA91bH-x_y.z","payload":{"data":{"k":"v"}}}"#,
             #"{"app":"android","token":"has space in it","payload":{"data":{"k":"v"}}}"#,
+            #"{"app":"android","topic":"news","payload":{"data":{"k":"v"}}}"#,
+            #"{"app":"android","condition":"'a' in topics","payload":{"data":{"k":"v"}}}"#,
+            #"{"app":"android","token":"dGVzdA:APA91bH-x_y.z","condition":"'a' in topics","payload":{"data":{"k":"v"}}}"#,
         ]
         let schemaSays = try Self.validate(samples)
         let parserSays = samples.map { (try? Job.parse(Array($0.utf8))) != nil }
         XCTAssertEqual(schemaSays, parserSays)
-        XCTAssertEqual(parserSays, [true, true, false, false, false, false, false, false, false, true, true, false, false, true, false])
+        XCTAssertEqual(
+            parserSays, [true, true, false, false, false, false, false, false, false, true, true, false, false, true, false, true, true, false])
     }
 
     /// What the shipped schema says of each sample (python3-jsonschema, draft 2020-12).
