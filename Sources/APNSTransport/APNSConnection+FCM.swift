@@ -64,21 +64,10 @@ extension APNSConnection {
             fcmShared = FCMRequestHeaders(path: path, authority: app.configuration.endpoint.serverName, bearer: authorization.token, into: &headers)
         }
         let shared = fcmShared!
-        var opened = 0
-        while opened < limit, let request = queue.popFirst() {
+        return openStreams(from: &queue, limit: limit, session: session, now: now) { request in
             headers.clear()
             shared.write(into: &headers)
-            guard let stream = request.job.withPayload({ try? session.submitRequest(headers, body: $0) }) else {
-                queue.pushFront(request)
-                break
-            }
-            request.beginSend(atNs: now)
-            streams.open(stream, request)
-            budget.opened()
-            opened += 1
+            return request.job.withPayload { try? session.submitRequest(headers, body: $0) }
         }
-        if opened > 0 { rate?.take(opened) }
-        if !session.canOpenStreams { retire(session, reason: "stream ids used up") }
-        return opened
     }
 }

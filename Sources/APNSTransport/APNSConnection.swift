@@ -100,9 +100,18 @@ final class APNSConnection: HTTP2ConnectionDelegate {
         var headers = HeaderList(unreserved: ()), shared = self.shared
         swap(&headers, &self.headers)
         defer { swap(&headers, &self.headers); self.shared = shared }
+        return openStreams(from: &queue, limit: limit, session: session, now: now) { request in
+            Self.submit(request, session, &headers, &shared, authority: authority, bearer: bearer)
+        }
+    }
+
+    /// Opens a stream for each of up to `limit` requests that `submit` takes; a request the
+    /// session refuses goes back to the front. Both providers' sends go through it.
+    @inline(__always)
+    func openStreams(from queue: inout PendingQueue, limit: Int, session: HTTP2ClientSession, now: UInt64, submit: (SendRequest) -> Int32?) -> Int {
         var opened = 0
         while opened < limit, let request = queue.popFirst() {
-            guard let stream = Self.submit(request, session, &headers, &shared, authority: authority, bearer: bearer) else {
+            guard let stream = submit(request) else {
                 queue.pushFront(request)
                 break
             }

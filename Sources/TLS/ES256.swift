@@ -37,29 +37,47 @@ public final class ES256PrivateKey: @unchecked Sendable, CustomStringConvertible
 
     /// Signs and returns the raw `r‖s` JWS signature (64 bytes).
     public func sign(_ message: [UInt8]) throws(OpenSSLError) -> [UInt8] {
-        guard let md = EVP_MD_CTX_new() else { throw OpenSSLError.drain("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(md) }
-        try OpenSSLError.check(EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey), "EVP_DigestSignInit")
-        var length = 0
-        try OpenSSLError.check(EVP_DigestSign(md, nil, &length, message, message.count), "EVP_DigestSign (size)")
-        var der = [UInt8](repeating: 0, count: length)
-        try OpenSSLError.check(EVP_DigestSign(md, &der, &length, message, message.count), "EVP_DigestSign")
+        let der = try signSHA256(pkey, message)
         do {
-            return try ECDSASignature.rawFromDER(Array(der.prefix(length)))
+            return try ECDSASignature.rawFromDER(der)
         } catch {
             throw OpenSSLError(operation: "ES256 signature", details: error.message)
         }
     }
 
     /// PKCS#8 PEM text, for writing generated keys to disk.
-    public func pkcs8PEM() throws(OpenSSLError) -> String {
-        try writePEM("writing the private key") { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) }
-    }
+    public func pkcs8PEM() throws(OpenSSLError) -> String { try privateKeyPEM(pkey) }
 
     /// The matching public key as SubjectPublicKeyInfo PEM.
-    public func publicKeyPEM() throws(OpenSSLError) -> String {
-        try writePEM("writing the public key") { PEM_write_bio_PUBKEY($0, pkey) }
-    }
+    public func publicKeyPEM() throws(OpenSSLError) -> String { try TLS.publicKeyPEM(pkey) }
+}
+
+/// A signature over SHA-256 of `message` with `pkey`: DER for ECDSA, PKCS#1 v1.5 for RSA.
+func signSHA256(_ pkey: OpaquePointer, _ message: [UInt8]) throws(OpenSSLError) -> [UInt8] {
+    guard let md = EVP_MD_CTX_new() else { throw OpenSSLError.drain("EVP_MD_CTX_new") }
+    defer { EVP_MD_CTX_free(md) }
+    try OpenSSLError.check(EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey), "EVP_DigestSignInit")
+    var length = 0
+    try OpenSSLError.check(EVP_DigestSign(md, nil, &length, message, message.count), "EVP_DigestSign (size)")
+    var signature = [UInt8](repeating: 0, count: length)
+    try OpenSSLError.check(EVP_DigestSign(md, &signature, &length, message, message.count), "EVP_DigestSign")
+    return Array(signature.prefix(length))
+}
+
+/// Verifies a signature over SHA-256 of `message`; false for a bad one.
+func verifySHA256(_ pkey: OpaquePointer, signature: [UInt8], message: [UInt8]) -> Bool {
+    guard let md = EVP_MD_CTX_new() else { return false }
+    defer { EVP_MD_CTX_free(md); OpenSSLError.clear() }
+    guard EVP_DigestVerifyInit(md, nil, EVP_sha256(), nil, pkey) == 1 else { return false }
+    return EVP_DigestVerify(md, signature, signature.count, message, message.count) == 1
+}
+
+func privateKeyPEM(_ pkey: OpaquePointer) throws(OpenSSLError) -> String {
+    try writePEM("writing the private key") { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) }
+}
+
+func publicKeyPEM(_ pkey: OpaquePointer) throws(OpenSSLError) -> String {
+    try writePEM("writing the public key") { PEM_write_bio_PUBKEY($0, pkey) }
 }
 
 /// An ES256 public key that verifies JWT signatures (used by the mock APNs).
@@ -75,10 +93,8 @@ public final class ES256PublicKey: @unchecked Sendable {
 
     /// Verifies a raw `r‖s` signature; false for a wrong size or a bad signature.
     public func verify(signature raw: [UInt8], message: [UInt8]) -> Bool {
-        guard let der = try? ECDSASignature.derFromRaw(raw), let md = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(md); OpenSSLError.clear() }
-        guard EVP_DigestVerifyInit(md, nil, EVP_sha256(), nil, pkey) == 1 else { return false }
-        return EVP_DigestVerify(md, der, der.count, message, message.count) == 1
+        guard let der = try? ECDSASignature.derFromRaw(raw) else { return false }
+        return verifySHA256(pkey, signature: der, message: message)
     }
 }
 

@@ -22,25 +22,12 @@ public final class RS256PrivateKey: @unchecked Sendable, CustomStringConvertible
     public var description: String { "RS256PrivateKey(<redacted>)" }
 
     /// The PKCS#1 v1.5 signature over SHA-256 of `message`.
-    public func sign(_ message: [UInt8]) throws(OpenSSLError) -> [UInt8] {
-        guard let md = EVP_MD_CTX_new() else { throw OpenSSLError.drain("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(md) }
-        try OpenSSLError.check(EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey), "EVP_DigestSignInit")
-        var length = 0
-        try OpenSSLError.check(EVP_DigestSign(md, nil, &length, message, message.count), "EVP_DigestSign (size)")
-        var signature = [UInt8](repeating: 0, count: length)
-        try OpenSSLError.check(EVP_DigestSign(md, &signature, &length, message, message.count), "EVP_DigestSign")
-        return Array(signature.prefix(length))
-    }
+    public func sign(_ message: [UInt8]) throws(OpenSSLError) -> [UInt8] { try signSHA256(pkey, message) }
 
     /// PKCS#8 PEM text, as a service-account file holds it.
-    public func pkcs8PEM() throws(OpenSSLError) -> String {
-        try writePEM("writing the private key") { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) }
-    }
+    public func pkcs8PEM() throws(OpenSSLError) -> String { try privateKeyPEM(pkey) }
 
-    public func publicKeyPEM() throws(OpenSSLError) -> String {
-        try writePEM("writing the public key") { PEM_write_bio_PUBKEY($0, pkey) }
-    }
+    public func publicKeyPEM() throws(OpenSSLError) -> String { try TLS.publicKeyPEM(pkey) }
 }
 
 /// An RS256 public key that verifies JWT signatures (the mock FCM's token endpoint).
@@ -54,12 +41,7 @@ public final class RS256PublicKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(pkey) }
 
-    public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
-        guard let md = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(md); OpenSSLError.clear() }
-        guard EVP_DigestVerifyInit(md, nil, EVP_sha256(), nil, pkey) == 1 else { return false }
-        return EVP_DigestVerify(md, signature, signature.count, message, message.count) == 1
-    }
+    public func verify(signature: [UInt8], message: [UInt8]) -> Bool { verifySHA256(pkey, signature: signature, message: message) }
 }
 
 /// Google's keys are 2048-bit RSA; anything under 2048 bits is refused as OpenSSL's defaults do.
