@@ -183,6 +183,27 @@ final class FCMWorkerTests: XCTestCase {
         try f.assertOneResultEach(70)
     }
 
+    /// A service account revoked mid-run (its tokens refused, its assertions too): after one
+    /// failed renewal the app pauses and probes; its jobs wait (none dead-lettered, no attempt
+    /// counted) while the APNs app goes on, and go once the account works again.
+    func testARevokedServiceAccountPausesTheAppAndItsJobsWait() throws {
+        let fcm = try FCMMockFixture()
+        let f = try fixture(fcm, settings: ["credential_pause_ms": 300])
+        try f.enqueue((0..<20).map { Self.job($0) })
+        let w = try f.startWorker()
+        try f.waitForOutcomes(20)
+        fcm.server.revokeFCM(clientEmail: fcm.account.clientEmail)
+        try f.enqueue((20..<50).map { Self.job($0) } + (0..<20).map { WorkerFixture.job($0) })
+        try f.waitForOutcomes(40)
+        XCTAssertTrue(try waitUntil(timeout: 20) { w.output.contains("FCM refused the app's credentials; pausing the app and probing") }, w.output)
+        XCTAssertEqual(try f.finalStats(), ["delivered": 40], "the FCM jobs wait; none is dead-lettered")
+        fcm.server.revokeFCM(clientEmail: fcm.account.clientEmail, false)
+        try f.waitForOutcomes(70, timeout: 60)
+        try f.assertOneResultEach(70)
+        let attempts = try f.records(in: \.results).compactMap { $0["attempts"] as? Int }
+        XCTAssertEqual(attempts.filter { $0 != 1 }.count, 0, "a refused credential costs a job no attempt")
+    }
+
     /// GOAWAYs, dropped connections, 500s and 503s with retry-after: every job one final record,
     /// delivered.
     func testAStormOfConnectionFaultsCostsNoJob() throws {

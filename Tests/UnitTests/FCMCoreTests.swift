@@ -195,4 +195,27 @@ final class FCMCoreTests: XCTestCase {
         XCTAssertTrue(reason { try render(#"{"title":1}"#) }.hasPrefix("WrongFieldType: notification.title must be a string"))
         XCTAssertTrue(reason { try render(#"{"data":{"gcm":"x"}}"#) }.hasPrefix("ReservedDataKey: notification.data.gcm"))
     }
+
+    /// A template job for an FCM app: the template for its locale, filled, is the FCM message
+    /// object, sent with the send's token; a topic job sends to the topic with its smaller limit.
+    func testTemplatesAndTopicsRenderForFCM() throws {
+        var lib = TemplateLibrary()
+        try lib.set("offer", source: Array(#"{"notification":{"title":"Offer","body":"Hi {{name}}"},"data":{"code":"{{code}}"}}"#.utf8))
+        try lib.set("offer.pt", source: Array(#"{"notification":{"title":"Oferta","body":"Olá {{name}}"},"data":{"code":"{{code}}"}}"#.utf8))
+        let job = try Job.parse(
+            Array(#"{"app":"android","token":"tok:en-1","template":{"name":"offer","locale":"pt-BR","data":{"name":"Ana","code":"X1"}}}"#.utf8))
+        let other = try XCTUnwrap(Array("tok:en-2".utf8).withUnsafeBufferPointer { DeviceToken(registration: $0) })
+        let sent = try FCMMessage.render(job, token: other, templates: lib, nowSeconds: 0)
+        XCTAssertEqual(
+            try JSONValue.parse(sent.payload),
+            try JSONValue.parse(
+                Array(#"{"message":{"token":"tok:en-2","notification":{"title":"Oferta","body":"Olá Ana"},"data":{"code":"X1"}}}"#.utf8)))
+        let topic = try Job.parse(Array(#"{"app":"android","topic":"news","payload":{"data":{"k":"v"}}}"#.utf8))
+        XCTAssertTrue(topic.token.isAbsent)
+        let toTopic = try FCMMessage.render(topic, token: topic.token, templates: lib, nowSeconds: 0)
+        XCTAssertEqual(String(decoding: toTopic.payload, as: UTF8.self), #"{"message":{"topic":"news","data":{"k":"v"}}}"#)
+        let condition = try Job.parse(Array(#"{"app":"android","condition":"'a' in topics","payload":{"data":{"k":"v"}}}"#.utf8))
+        let toCondition = try FCMMessage.render(condition, token: condition.token, templates: lib, nowSeconds: 0)
+        XCTAssertEqual(String(decoding: toCondition.payload, as: UTF8.self), #"{"message":{"condition":"'a' in topics","data":{"k":"v"}}}"#)
+    }
 }
