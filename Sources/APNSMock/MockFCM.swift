@@ -155,7 +155,7 @@ final class MockFCM: Sendable {
                 "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist)."
             )
         }
-        if let quota = settings.quotaPerMinute, !take(quota: quota, project: project, now: t) {
+        if let quota = settings.quotaPerMinute, !take(quota: quota, of: "project:" + project, now: t) {
             var d = Self.error(
                 429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Messages' of service 'fcm.googleapis.com'.",
                 errorCode: "QUOTA_EXCEEDED")
@@ -170,15 +170,21 @@ final class MockFCM: Sendable {
         switch checked {
         case .invalid(let message, let field):
             d = Self.error(400, "INVALID_ARGUMENT", message, errorCode: "INVALID_ARGUMENT", field: field)
-        case .valid(let target, let validateOnly):
-            d = answer(target: target, project: project)
+        case .valid(let target, let validateOnly, let package):
+            if let package, package != settings.tokenPackage {
+                d = Self.error(
+                    400, "INVALID_ARGUMENT", "Request contains an invalid argument: invalid package name", errorCode: "INVALID_ARGUMENT",
+                    field: "message.android.restricted_package_name")
+            } else {
+                d = answer(target: target, project: project, now: t)
+            }
             if validateOnly, d.status == 200 { d.fcmNote = "validate_only" }
             if case .token(let token) = target { d.fcmToken = token }
         }
         return d
     }
 
-    private func answer(target: FCMTarget, project: String) -> MockDecision {
+    private func answer(target: FCMTarget, project: String, now t: Int64) -> MockDecision {
         if case .token(let token) = target {
             if !MockFCMMessage.isTokenShaped(token) {
                 return Self.error(
@@ -192,6 +198,10 @@ final class MockFCM: Sendable {
             }
             if token.hasPrefix(settings.noAPNSKeyPrefix) {
                 return Self.error(401, "UNAUTHENTICATED", "Auth error from APNS or Web Push Service", errorCode: "THIRD_PARTY_AUTH_ERROR")
+            }
+            if let limit = settings.perTokenPerMinute, !take(quota: limit, of: "token:" + token, now: t) {
+                return Self.error(
+                    429, "RESOURCE_EXHAUSTED", "Quota exceeded: too many messages to this device", errorCode: "QUOTA_EXCEEDED")
             }
         }
         let id = state.withLock { s -> UInt64 in
@@ -211,13 +221,14 @@ final class MockFCM: Sendable {
     }
 
     /// A rolling minute per project, not aligned to the clock (fcm-protocol.md §5).
-    private func take(quota: Int, project: String, now t: Int64) -> Bool {
+    /// `key`: a project, or a device's token.
+    private func take(quota: Int, of key: String, now t: Int64) -> Bool {
         state.withLock { s in
-            var w = s.sentInWindow[project] ?? (t, 0)
+            var w = s.sentInWindow[key] ?? (t, 0)
             if t - w.startS >= 60 { w = (t, 0) }
             guard w.count < quota else { return false }
             w.count += 1
-            s.sentInWindow[project] = w
+            s.sentInWindow[key] = w
             return true
         }
     }

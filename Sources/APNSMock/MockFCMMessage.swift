@@ -5,7 +5,7 @@ import APNSCore
 /// TTL, priority and color, and the size limits.
 enum MockFCMMessage {
     enum Checked {
-        case valid(FCMTarget, validateOnly: Bool)
+        case valid(FCMTarget, validateOnly: Bool, package: String?)
         case invalid(String, field: String?)
     }
 
@@ -71,10 +71,29 @@ enum MockFCMMessage {
                 return .invalid("Invalid color", field: "message.android.notification.color")
             }
         }
+        if let failure = checkAPNs(message) { return failure }
         let limit = target.isFanOut ? 2048 : 4096
         guard counted <= limit else { return .invalid("Message is too big", field: nil) }
         let validateOnly = (top["validate_only"] ?? top["validateOnly"]) == .bool(true)
-        return .valid(target, validateOnly: validateOnly)
+        let package = (message["android"]?["restricted_package_name"] ?? message["android"]?["restrictedPackageName"])?.string
+        return .valid(target, validateOnly: validateOnly, package: package)
+    }
+
+    /// `apns` (check 14): header values are strings, and a data-only message (no notification,
+    /// no alert in `apns.payload`) may only ask Apple for priority 5.
+    private static func checkAPNs(_ message: [String: JSONValue]) -> Checked? {
+        guard let apns = message["apns"] else { return nil }
+        guard case .object(let a) = apns else { return .invalid("apns must be an object", field: "message.apns") }
+        guard let headers = a["headers"] else { return nil }
+        guard case .object(let h) = headers else { return .invalid("apns.headers must be a map of strings", field: "message.apns.headers") }
+        for (key, value) in h where value.string == nil {
+            return .invalid("Invalid value at 'message.apns.headers[\(key)]' (TYPE_STRING)", field: "message.apns.headers.\(key)")
+        }
+        let alert = a["payload"]?["aps"]?["alert"] != nil
+        if message["notification"] == nil, !alert, h["apns-priority"]?.string == "10" {
+            return .invalid("Data-only messages to iOS must use apns-priority 5", field: "message.apns.headers.apns-priority")
+        }
+        return nil
     }
 
     private static func checkData(_ data: JSONValue?, path: String, counted: inout Int) -> Checked? {

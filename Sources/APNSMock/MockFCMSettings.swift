@@ -16,12 +16,18 @@ public struct MockFCMSettings: Codable, Sendable {
     public var unregisteredPrefix = "unregistered"
     public var otherSenderPrefix = "othersender"
     public var noAPNSKeyPrefix = "noapnskey"
+    /// The Android package every registration token belongs to: a message whose
+    /// `restricted_package_name` names another is refused (check 18).
+    public var tokenPackage = "com.example.app"
+    /// Messages one registration token may get in a rolling minute (Google: 240); nil: no limit.
+    public var perTokenPerMinute: Int? = 240
 
     enum CodingKeys: String, CodingKey {
         case accounts
         case tokenPath = "token_path", tokenLifetimeSeconds = "token_lifetime_s", quotaPerMinute = "quota_per_minute"
         case quotaRetryAfterSeconds = "quota_retry_after_s", unregisteredPrefix = "unregistered_prefix"
         case otherSenderPrefix = "other_sender_prefix", noAPNSKeyPrefix = "no_apns_key_prefix"
+        case tokenPackage = "token_package", perTokenPerMinute = "per_token_per_minute"
     }
 
     public struct Account: Codable, Sendable {
@@ -53,5 +59,7 @@ public struct MockFCMSettings: Codable, Sendable {
         unregisteredPrefix = try c.decodeIfPresent(String.self, forKey: .unregisteredPrefix) ?? unregisteredPrefix
         otherSenderPrefix = try c.decodeIfPresent(String.self, forKey: .otherSenderPrefix) ?? otherSenderPrefix
         noAPNSKeyPrefix = try c.decodeIfPresent(String.self, forKey: .noAPNSKeyPrefix) ?? noAPNSKeyPrefix
+        tokenPackage = try c.decodeIfPresent(String.self, forKey: .tokenPackage) ?? tokenPackage
+        if c.contains(.perTokenPerMinute) { perTokenPerMinute = try c.decodeIfPresent(Int.self, forKey: .perTokenPerMinute) }
     }
 }

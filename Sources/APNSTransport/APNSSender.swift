@@ -342,7 +342,7 @@ public final class APNSSender: @unchecked Sendable {  // its loop's thread only
         // An app paused on its credentials is not ready, and says why.
         var paused: [String: String] = [:]
         for (a, app) in apps.enumerated() where activeApps[a] && pools[poolOf[a]].breaker.isOpen && pools[poolOf[a]].breaker.cause == .credential {
-            paused[app.name] = "APNs refused its credentials (\(pools[poolOf[a]].pauseReason)); sending one probe at a time"
+            paused[app.name] = "\(app.isFCM ? "FCM" : "APNs") refused its credentials (\(pools[poolOf[a]].pauseReason)); sending one probe at a time"
         }
         metrics.record { m in
             for (a, app) in apps.enumerated() where activeApps[a] {

@@ -95,7 +95,8 @@ enum QueuePages {
         let tones: [DashboardData.AppRow.State: String] = [.ready: "ok", .paused: "bad", .connecting: "warn", .unserved: "muted"]
         return HTML.table(
             [
-                "App", "Health", "Why", "Last success", "Connections", "Stream limit", "JWT age / token", "Workers", "Delivered", "Invalid tokens",
+                "App", "Health", "Provider", "Why", "Last success", "Connections", "Stream limit", "JWT age / token", "Workers", "Delivered",
+                "Invalid tokens",
                 "Dead letters",
             ],
             rows.map { a in
@@ -106,9 +107,9 @@ enum QueuePages {
                     ?? a.tokenLeftSeconds.map { left in
                         "<span class=\"\(left <= 0 ? "bad" : left < 300 ? "warn" : "ok")\">access token, \(e(HTML.span(max(0, left) * 1000))) left</span>"
                     }
-                let provider = a.provider.map { " <span class=\"muted\">\($0 == "fcm" ? "FCM" : "APNs")</span>" } ?? ""
+                let provider = a.provider.map { $0 == "fcm" ? "FCM" : "APNs" } ?? "<span class=\"muted\">–</span>"
                 return [
-                    "<b>\(e(a.app))</b>\(provider)", HTML.badge(a.state.rawValue, tone: tones[a.state] ?? "muted"),
+                    "<b>\(e(a.app))</b>", HTML.badge(a.state.rawValue, tone: tones[a.state] ?? "muted"), provider,
                     a.paused.isEmpty ? "<span class=\"muted\">–</span>" : a.paused.map(e).joined(separator: "<br>"),
                     a.lastSuccessMs.map { e(HTML.span(now - $0) + " ago") } ?? "<span class=\"muted\">never</span>", HTML.num(a.connections),
                     HTML.num(a.streamLimit), jwt ?? "<span class=\"muted\">certificate</span>", HTML.num(a.workers),

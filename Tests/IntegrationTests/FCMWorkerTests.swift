@@ -197,6 +197,17 @@ final class FCMWorkerTests: XCTestCase {
         try f.waitForOutcomes(40)
         XCTAssertTrue(try waitUntil(timeout: 20) { w.output.contains("FCM refused the app's credentials; pausing the app and probing") }, w.output)
         XCTAssertEqual(try f.finalStats(), ["delivered": 40], "the FCM jobs wait; none is dead-lettered")
+        // apnsctl stats says which app is paused, by which provider, and why.
+        var said = ""
+        let shown = try waitUntil(timeout: 10) {
+            let ctl = try ChildProcess(
+                ChildProcess.productsDirectory + "/apnsctl", ["--config", f.configFile, "stats"],
+                outputFile: f.directory.file("ctl-\(UInt32.random(in: 0...UInt32.max)).out"))
+            _ = ctl.wait(timeout: 30)
+            said = ctl.output
+            return said.contains("PAUSED: app android") && said.contains("FCM refused its credentials")
+        }
+        XCTAssertTrue(shown, said)
         fcm.server.revokeFCM(clientEmail: fcm.account.clientEmail, false)
         try f.waitForOutcomes(70, timeout: 60)
         try f.assertOneResultEach(70)

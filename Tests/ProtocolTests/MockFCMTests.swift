@@ -115,6 +115,30 @@ final class MockFCMTests: XCTestCase {
         XCTAssertEqual(reason(try send(fixture, "{}", token: bearer)), "UNAUTHENTICATED")
     }
 
+    /// Check 19: a device's own rate (Google: 240 a minute), as QUOTA_EXCEEDED.
+    func testOneDevicesRateIsLimited() throws {
+        let fixture = try FCMMockFixture { $0.fcm!.perTokenPerMinute = 3 }
+        let tokens = try FCMAccessToken(account: fixture.account, caFile: fixture.files.caFile)
+        try tokens.refreshIfDue()
+        let bearer = try XCTUnwrap(tokens.current?.token)
+        let statuses = try (0..<4).map { _ in try send(fixture, #"{"message":{"token":"device-token-9"}}"#, token: bearer).status }
+        XCTAssertEqual(statuses, [200, 200, 200, 429])
+        let other = try send(fixture, #"{"message":{"token":"device-token-10"}}"#, token: bearer)
+        XCTAssertEqual(other.status, 200, "another device is not held back")
+    }
+
+    /// A token is renewed once it has five minutes or less left, not before.
+    func testATokenIsRenewedFiveMinutesBeforeItExpires() throws {
+        let fixture = try FCMMockFixture { $0.fcm!.tokenLifetimeSeconds = 302 }
+        let tokens = try FCMAccessToken(account: fixture.account, caFile: fixture.files.caFile)
+        XCTAssertTrue(try tokens.refreshIfDue())
+        XCTAssertFalse(try tokens.refreshIfDue(), "302 s left")
+        sleep(3)
+        XCTAssertTrue(try tokens.refreshIfDue(), "299 s left")
+        XCTAssertEqual(tokens.current?.generation, 2)
+        XCTAssertEqual(fixture.server.fcmTokensIssued, 2)
+    }
+
     func testMessageRulesAndTokenFates() throws {
         let fixture = try FCMMockFixture()
         let tokens = try FCMAccessToken(account: fixture.account, caFile: fixture.files.caFile)
@@ -141,11 +165,19 @@ final class MockFCMTests: XCTestCase {
             try check(#"{"token":"bad token!"}"#).hasPrefix("INVALID_REGISTRATION The registration token is not a valid FCM registration token"))
         XCTAssertTrue(try check(#"{"token":"othersender-1"}"#).hasPrefix("SENDER_ID_MISMATCH"))
         XCTAssertTrue(try check(#"{"token":"noapnskey-1"}"#).hasPrefix("THIRD_PARTY_AUTH_ERROR"))
+        // Checks 14 and 18: APNs headers through FCM, and the token's package.
+        XCTAssertTrue(try check(#"{"token":"device-token-1","android":{"restricted_package_name":"com.other"}}"#).contains("invalid package name"))
+        XCTAssertEqual(try check(#"{"token":"device-token-1","android":{"restricted_package_name":"com.example.app"}}"#), "200")
+        XCTAssertTrue(try check(#"{"token":"device-token-1","apns":{"headers":{"apns-priority":10}}}"#).hasPrefix("INVALID_ARGUMENT"))
+        XCTAssertTrue(
+            try check(#"{"token":"device-token-1","data":{"k":"v"},"apns":{"headers":{"apns-priority":"10"}}}"#)
+                .contains("Data-only messages to iOS must use apns-priority 5"))
+        XCTAssertEqual(try check(#"{"token":"device-token-1","notification":{"title":"t"},"apns":{"headers":{"apns-priority":"10"}}}"#), "200")
         let wrongType = try send(fixture, #"{"message":{"token":"device-token-1"}}"#, token: bearer, contentType: "text/plain")
         XCTAssertEqual(wrongType.status, 400)
         let log = try fixture.logEntries()
         let delivered = log.filter { ($0["status"] as? Int) == 200 && $0["name"] != nil }
-        XCTAssertEqual(delivered.count, 4)
+        XCTAssertEqual(delivered.count, 6)
         XCTAssertTrue(log.allSatisfy { (($0["headers"] as? [String: String])?["authorization"] ?? "bearer <redacted>") == "bearer <redacted>" })
     }
 }
