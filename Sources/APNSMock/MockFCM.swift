@@ -51,8 +51,14 @@ final class MockFCM: Sendable {
 
     func decide(_ request: MockRequest) -> MockDecision {
         var d = route(request)
-        // A form is a token request: its signed assertion stays out of the log wherever it went.
-        if request.value("content-type")?.hasPrefix("application/x-www-form-urlencoded") == true { d.hideBody = true }
+        // Google's answers carry no apns-id. A token request's signed assertion stays out of the
+        // log, and so does any form's, wherever it went.
+        d.idHeader = .none
+        if request.value(":path") == settings.tokenPath
+            || request.value("content-type")?.hasPrefix("application/x-www-form-urlencoded") == true
+        {
+            d.hideBody = true
+        }
         return d
     }
 
@@ -70,13 +76,6 @@ final class MockFCM: Sendable {
     // MARK: The token endpoint (fcm-protocol.md §3.3, §7)
 
     private func token(_ request: MockRequest) -> MockDecision {
-        var d = tokenDecision(request)
-        d.hideBody = true
-        d.idHeader = .none
-        return d
-    }
-
-    private func tokenDecision(_ request: MockRequest) -> MockDecision {
         if let status = state.withLock({ $0.tokenFailure }) {
             return Self.grantError(status, "internal_failure", "The token endpoint is unavailable (mock fault).")
         }
@@ -132,12 +131,6 @@ final class MockFCM: Sendable {
     // MARK: The send call (fcm-protocol.md §7, checks 2-22)
 
     private func send(_ request: MockRequest, project: String) -> MockDecision {
-        var d = sendDecision(request, project: project)
-        d.idHeader = .none
-        return d
-    }
-
-    private func sendDecision(_ request: MockRequest, project: String) -> MockDecision {
         let unauthenticated = Self.error(
             401, "UNAUTHENTICATED",
             "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.")

@@ -28,6 +28,14 @@ public final class FCMAccessToken: Sendable {
         var generation = 0
         var renewing = false
         var failure: String?
+
+        /// A mint is due: when there is no token or it expires within `refreshBeforeSeconds`
+        /// (`refused` nil), or after FCM refused the current generation and it is no younger
+        /// than `minimumAge`.
+        func isDue(refused generation: Int?, now: Int64, minimumAge: Int64) -> Bool {
+            guard let generation else { return token == nil || expiresAt - now <= FCMAccessToken.refreshBeforeSeconds }
+            return self.generation == generation && now - mintedAt >= minimumAge
+        }
     }
 
     /// Renew this long before the token expires (google-auth: 3 min 45 s).
@@ -65,20 +73,19 @@ public final class FCMAccessToken: Sendable {
     /// Mints when there is no token or it expires within `refreshBeforeSeconds`. Returns true if it minted.
     @discardableResult
     public func refreshIfDue() throws(FCMSetupError) -> Bool {
-        let now = clock()
-        let due = state.withLock { s in s.token == nil || s.expiresAt - now <= Self.refreshBeforeSeconds }
-        guard due else { return false }
-        try mint(replacing: nil)
-        return true
+        try refresh(refused: nil)
     }
 
     /// After FCM refused a token of `generation` as invalid: mint again unless another connection
     /// already did, or the token is younger than `minimumAgeSeconds`.
     @discardableResult
     public func refreshAfterRejection(of generation: Int) throws(FCMSetupError) -> Bool {
+        try refresh(refused: generation)
+    }
+
+    private func refresh(refused generation: Int?) throws(FCMSetupError) -> Bool {
         let now = clock()
-        let due = state.withLock { s in s.generation == generation && now - s.mintedAt >= minimumAgeSeconds }
-        guard due else { return false }
+        guard state.withLock({ $0.isDue(refused: generation, now: now, minimumAge: minimumAgeSeconds) }) else { return false }
         try mint(replacing: generation)
         return true
     }
@@ -102,10 +109,7 @@ public final class FCMAccessToken: Sendable {
     public func renewInBackground(refusedGeneration generation: Int?) -> Bool {
         let now = clock()
         let start = state.withLock { s -> Bool in
-            let due =
-                generation.map { s.generation == $0 && now - s.mintedAt >= minimumAgeSeconds }
-                ?? (s.token == nil || s.expiresAt - now <= Self.refreshBeforeSeconds)
-            guard due, !s.renewing else { return false }
+            guard s.isDue(refused: generation, now: now, minimumAge: minimumAgeSeconds), !s.renewing else { return false }
             s.renewing = true
             return true
         }

@@ -251,14 +251,7 @@ final class FCMWorkerTests: XCTestCase {
         let fcm = try FCMMockFixture { $0.faults.tokens = [.init(tokenPrefix: "slow", attempts: 1, delayMs: 60_000)] }
         let f = try fixture(fcm, settings: ["lease_ms": 2000, "batch_size": 50])
         try f.enqueue((0..<jobs).map { Self.job($0, prefix: $0 % 2 == 0 ? "slow" : "fast") })
-        let victim = try f.startWorker("w-victim")
-        XCTAssertTrue(try waitUntil(timeout: 20) { try f.finalOutcomes() >= jobs / 2 }, "the fast half went")
-        usleep(500_000)
-        XCTAssertEqual(try f.finalOutcomes(), jobs / 2)
-        victim.signal(SIGKILL)
-        XCTAssertNotNil(victim.wait(timeout: 5))
-        try f.startWorker("w-taker")
-        try f.waitForOutcomes(jobs, timeout: 60)
+        try f.killWithHalfInFlightAndTakeOver(jobs)
         try f.assertOneResultEach(jobs)
         XCTAssertEqual(try f.stats()["recovered"], jobs / 2)
     }

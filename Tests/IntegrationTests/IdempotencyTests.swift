@@ -77,15 +77,8 @@ final class IdempotencyTests: XCTestCase {
             config.faults.tokens = [.init(tokenPrefix: "d", attempts: 1, delayMs: 60_000)]
         }
         try f.enqueue((0..<jobs).map { keyed($0, key: "crash-\($0)", prefix: $0 % 2 == 0 ? "d" : "f") })
-        let victim = try f.startWorker("w-victim")
         // The fast half answered: the slow half, sent beside it, waits on the mock.
-        XCTAssertTrue(try waitUntil(timeout: 20) { try f.finalOutcomes() >= jobs / 2 }, "the fast half went")
-        usleep(500_000)
-        XCTAssertEqual(try f.finalOutcomes(), jobs / 2)
-        victim.signal(SIGKILL)
-        XCTAssertNotNil(victim.wait(timeout: 5))
-        try f.startWorker("w-taker")
-        try f.waitForOutcomes(jobs, timeout: 60)
+        try f.killWithHalfInFlightAndTakeOver(jobs)
         XCTAssertEqual(try f.finalStats(), ["delivered": jobs], "none a duplicate of itself")
         XCTAssertEqual(try f.stats()["recovered"], jobs / 2)
         try f.assertOneResultEach(jobs)

@@ -176,6 +176,19 @@ final class WorkerFixture: @unchecked Sendable {
         try keySets.flatMap { try records($0[keyPath: stream]) }
     }
 
+    /// A worker killed with -9 once the fast half of `jobs` is recorded and the slow half waits
+    /// on the mock, then another that takes them back: returns when every job has an outcome.
+    func killWithHalfInFlightAndTakeOver(_ jobs: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        let victim = try startWorker("w-victim")
+        XCTAssertTrue(try waitUntil(timeout: 20) { try finalOutcomes() >= jobs / 2 }, "the fast half went", file: file, line: line)
+        usleep(500_000)
+        XCTAssertEqual(try finalOutcomes(), jobs / 2, file: file, line: line)
+        victim.signal(SIGKILL)
+        XCTAssertNotNil(victim.wait(timeout: 5), file: file, line: line)
+        try startWorker("w-taker")
+        try waitForOutcomes(jobs, timeout: 60, file: file, line: line)
+    }
+
     /// Every one of `jobs` jobs has exactly one result record, and each was delivered.
     func assertOneResultEach(_ jobs: Int, file: StaticString = #filePath, line: UInt = #line) throws {
         var perJob: [String: Int] = [:]
