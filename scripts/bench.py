@@ -213,11 +213,15 @@ class Bench:
         return name
 
     def fill(self, queue, n, tag="b"):
-        key = "apns:{%s}:jobs" % queue
         body = json.dumps(PAYLOAD, separators=(",", ":"))
+        self.push(queue, n, lambda i: '{"id":"%s%d","token":"%064x","payload":%s}' % (tag, i, i, body))
+
+    def push(self, queue, n, job):
+        """LPUSHes job(i) for i in 0..<n onto the queue, 5,000 to a pipeline."""
+        key = "apns:{%s}:jobs" % queue
         pipe = self.r.pipeline(transaction=False)
         for i in range(n):
-            pipe.lpush(key, '{"id":"%s%d","token":"%064x","payload":%s}' % (tag, i, i, body))
+            pipe.lpush(key, job(i))
             if len(pipe) >= 5000:
                 pipe.execute()
         pipe.execute()
@@ -371,14 +375,8 @@ class Bench:
         return self.worker_config(queue, port, apps=[app])
 
     def fill_fcm(self, queue, n):
-        key = "apns:{%s}:jobs" % queue
         body = json.dumps(FCM_PAYLOAD, separators=(",", ":"))
-        pipe = self.r.pipeline(transaction=False)
-        for i in range(n):
-            pipe.lpush(key, '{"id":"f%d","app":"android","token":"%s%08d","payload":%s}' % (i, FCM_TOKEN_PREFIX, i, body))
-            if len(pipe) >= 5000:
-                pipe.execute()
-        pipe.execute()
+        self.push(queue, n, lambda i: '{"id":"f%d","app":"android","token":"%s%08d","payload":%s}' % (i, FCM_TOKEN_PREFIX, i, body))
 
     def fcm_rounds(self, rounds):
         """(i) FCM: the worker sending FCM jobs end to end next to h2load sending the same request
